@@ -1,0 +1,352 @@
+"""Linear-algebra backends: how a strategy touches Q without seeing a full matrix."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+
+FloatArray = NDArray[np.float64]
+IndexArray = NDArray[np.intp]
+
+KernelName = Literal["linear", "rbf", "poly", "sigmoid", "precomputed"]
+
+
+@attrs.define(slots=True)
+class OperatorStats:
+    """Counters of an operator: kernel rows computed, cache hits and misses."""
+
+    rows_computed: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        """Fraction of row requests served from the cache."""
+        total = self.cache_hits + self.cache_misses
+        return self.cache_hits / total if total else 0.0
+
+
+@runtime_checkable
+class QOperator(Protocol):
+    """What a strategy may ask of Q."""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, n)."""
+        ...
+
+    stats: OperatorStats
+
+    def diag(self) -> FloatArray:
+        """The diagonal of Q."""
+        ...
+
+    def matvec(self, x: FloatArray) -> FloatArray:
+        """The product Q x."""
+        ...
+
+    def rows(self, idx: ArrayLike) -> NDArray[np.floating[Any]]:
+        """The block Q[idx, :] (read-only, possibly from a cache)."""
+        ...
+
+    def row(self, i: int) -> NDArray[np.floating[Any]]:
+        """The row Q[i, :] (read-only, possibly from a cache)."""
+        ...
+
+
+class DenseQ:
+    """Q held as a dense symmetric numpy matrix.
+
+    Parameters
+    ----------
+    M : array_like
+        Square, finite, symmetric (to 1e-10 relative) real matrix.
+    """
+
+    def __init__(self, M: ArrayLike) -> None:
+        from qpcore.problem import ProblemError
+
+        arr = np.asarray(M)
+        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+            raise ProblemError(f"Q: dtype {arr.dtype} is not real numeric; pass a float matrix")
+        if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+            raise ProblemError(f"Q: not square, shape {arr.shape}; Q must be n×n")
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+        if not np.isfinite(arr).all():
+            raise ProblemError("Q: contains NaN or inf; all entries must be finite")
+        scale = max(1.0, float(np.abs(arr).max(initial=0.0)))
+        if arr.size and float(np.abs(arr - arr.T).max()) > 1e-10 * scale:
+            raise ProblemError("Q: not symmetric; pass (Q + Q.T) / 2, which defines the same objective")
+        self.M = arr
+        self.M.flags.writeable = False
+        self.stats = OperatorStats()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, n)."""
+        return (int(self.M.shape[0]), int(self.M.shape[1]))
+
+    def diag(self) -> FloatArray:
+        """The diagonal of Q."""
+        return np.diag(self.M).copy()
+
+    def matvec(self, x: FloatArray) -> FloatArray:
+        """Q x."""
+        return self.M @ x
+
+    def rows(self, idx: ArrayLike) -> FloatArray:
+        """Q[idx, :]."""
+        i = np.asarray(idx, dtype=np.intp)
+        self.stats.cache_hits += int(i.size)
+        return self.M[i]
+
+    def row(self, i: int) -> FloatArray:
+        """Q[i, :] (a view)."""
+        self.stats.cache_hits += 1
+        return self.M[i]
+
+
+@attrs.frozen
+class Kernel:
+    """A kernel function K(u, v).
+
+    Parameters
+    ----------
+    name : {"linear", "rbf", "poly", "sigmoid", "precomputed"}
+        linear uᵀv; rbf exp(−γ‖u − v‖²); poly (γuᵀv + coef0)^degree; sigmoid tanh(γuᵀv + coef0);
+        precomputed: the data matrix is the Gram matrix itself.
+    gamma, degree, coef0 : float, int, float
+        Kernel parameters, as in LIBSVM.
+    """
+
+    name: KernelName = "rbf"
+    gamma: float = 1.0
+    degree: int = 3
+    coef0: float = 0.0
+
+    def __attrs_post_init__(self) -> None:
+        from qpcore.problem import ProblemError
+
+        if self.name not in ("linear", "rbf", "poly", "sigmoid", "precomputed"):
+            raise ProblemError(f"kernel: unknown kernel {self.name!r}; use linear, rbf, poly, sigmoid or precomputed")
+        if not np.isfinite(self.gamma) or (self.name in ("rbf", "poly", "sigmoid") and self.gamma <= 0):
+            raise ProblemError(f"kernel: gamma must be finite and > 0, got {self.gamma}")
+        if self.name == "poly" and (int(self.degree) != self.degree or self.degree < 1):
+            raise ProblemError(f"kernel: degree must be a positive integer, got {self.degree}")
+        if not np.isfinite(self.coef0):
+            raise ProblemError(f"kernel: coef0 must be finite, got {self.coef0}")
+
+    def apply(self, dot: FloatArray, sq_a: FloatArray | None, sq_b: FloatArray | None) -> FloatArray:
+        """Turn a block of inner products into kernel values, in place.
+
+        ``sq_a``/``sq_b`` are the squared norms of the row and column points (RBF only).
+        """
+        if self.name == "rbf":
+            assert sq_a is not None and sq_b is not None
+            g = self.gamma
+            dot *= 2.0 * g
+            dot -= g * sq_b[None, :]
+            dot -= g * sq_a[:, None]
+            np.minimum(dot, 0.0, out=dot)  # rounding can make ‖u−v‖² slightly negative
+            np.exp(dot, out=dot)
+        elif self.name == "poly":
+            dot *= self.gamma
+            dot += self.coef0
+            np.power(dot, int(self.degree), out=dot)
+        elif self.name == "sigmoid":
+            dot *= self.gamma
+            dot += self.coef0
+            np.tanh(dot, out=dot)
+        return dot
+
+    def block(self, Xa: Any, Xb: Any) -> FloatArray:
+        """Kernel matrix K(Xa, Xb) (rows of Xa against rows of Xb), dense float64."""
+        if self.name == "precomputed":
+            raise ValueError("a precomputed kernel has no points to evaluate; pass the Gram block itself")
+        dot = _dot_block(Xa, Xb)
+        sq_a = sq_b = None
+        if self.name == "rbf":
+            sq_a, sq_b = squared_norms(Xa), squared_norms(Xb)
+        return self.apply(dot, sq_a, sq_b)
+
+
+def squared_norms(X: Any) -> FloatArray:
+    """Row squared norms of a dense or sparse matrix."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+    Xd = np.asarray(X, dtype=np.float64)
+    return np.einsum("ij,ij->i", Xd, Xd)
+
+
+def _dot_block(Xa: Any, Xb: Any) -> FloatArray:
+    """Dense Xa @ Xbᵀ for dense or CSR operands, through BLAS or scipy's sparse kernels."""
+    if sp.issparse(Xa):
+        if sp.issparse(Xb):
+            # sparse × dense is a C loop in scipy; densifying the smaller side keeps it one call.
+            if Xa.shape[0] <= Xb.shape[0]:
+                return np.ascontiguousarray(np.asarray(Xb @ Xa.toarray().T).T, dtype=np.float64)
+            return np.ascontiguousarray(np.asarray(Xa @ Xb.toarray().T), dtype=np.float64)
+        return np.ascontiguousarray(np.asarray(Xa @ np.asarray(Xb).T), dtype=np.float64)
+    if sp.issparse(Xb):
+        return np.ascontiguousarray(np.asarray(Xb @ np.asarray(Xa).T).T, dtype=np.float64)
+    return np.asarray(Xa, dtype=np.float64) @ np.asarray(Xb, dtype=np.float64).T
+
+
+class KernelQ:
+    """Q_ij = s_i s_j K(x_i, x_j) over dense or CSR data, rows computed in BLAS blocks and cached.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse matrix
+        Data, one point per row; for ``kernel.name == "precomputed"`` the n×n Gram matrix.
+    kernel : Kernel
+        The kernel.
+    scale : array_like, optional
+        The vector s (the labels y for an SVM dual); ones when omitted.
+    cache_bytes : int
+        Byte budget of the LRU row cache (at least one row is always kept).
+    dtype : numpy dtype
+        Storage type of cached rows: float64 (default) or float32 to fit twice the rows.
+    dense_threshold : float
+        A sparse X denser than this fraction (and small enough) is densified once so that
+        row blocks go through BLAS GEMM.
+    """
+
+    def __init__(self, X: Any, kernel: Kernel, scale: ArrayLike | None = None, *, cache_bytes: int = 200 << 20,
+                 dtype: Any = np.float64, dense_threshold: float = 0.05) -> None:
+        from qpcore.problem import ProblemError
+
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64)
+            if not np.isfinite(X.data).all():
+                raise ProblemError("X: contains NaN or inf; all entries must be finite")
+            density = X.nnz / max(1, X.shape[0] * X.shape[1])
+            if density >= dense_threshold and X.shape[0] * X.shape[1] * 8 <= 2 << 30:
+                X = X.toarray()
+        else:
+            X = np.asarray(X)
+            if X.dtype == object or not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)):
+                raise ProblemError(f"X: dtype {X.dtype} is not real numeric")
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            if X.ndim != 2:
+                raise ProblemError(f"X: expected a 2-D array, got shape {X.shape}")
+            if not np.isfinite(X).all():
+                raise ProblemError("X: contains NaN or inf; all entries must be finite")
+        n = int(X.shape[0])
+        if kernel.name == "precomputed" and X.shape[0] != X.shape[1]:
+            raise ProblemError(f"X: a precomputed kernel must be square n×n, got {X.shape}")
+        s = np.ones(n) if scale is None else np.asarray(scale, dtype=np.float64)
+        if s.shape != (n,):
+            raise ProblemError(f"scale: shape mismatch, expected ({n},), got {s.shape}")
+        if cache_bytes < 0:
+            raise ProblemError("cache_bytes: must be ≥ 0")
+        self.X = X
+        self.kernel = kernel
+        self.s = s
+        self.dtype = np.dtype(dtype)
+        self._n = n
+        self.cache_bytes = int(cache_bytes)
+        self._row_bytes = n * self.dtype.itemsize
+        self.max_rows = max(1, self.cache_bytes // max(1, self._row_bytes))
+        self._cache: OrderedDict[int, NDArray[Any]] = OrderedDict()
+        self._sq = squared_norms(X) if kernel.name == "rbf" else None
+        self.stats = OperatorStats()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, n)."""
+        return (self._n, self._n)
+
+    def diag(self) -> FloatArray:
+        """Q_ii = s_i² K(x_i, x_i), vectorized."""
+        k = self.kernel
+        if k.name == "precomputed":
+            d = np.asarray(self.X.diagonal() if sp.issparse(self.X) else np.diag(self.X), dtype=np.float64).copy()
+        elif k.name == "rbf":
+            d = np.ones(self._n)
+        else:
+            sq = squared_norms(self.X)
+            d = k.apply(sq[:, None].copy(), None, None).ravel()
+        return d * self.s * self.s
+
+    def compute(self, idx: ArrayLike) -> FloatArray:
+        """Compute the block Q[idx, :] afresh (no cache), one BLAS product for the whole block."""
+        i = np.asarray(idx, dtype=np.intp)
+        self.stats.rows_computed += int(i.size)
+        if self.kernel.name == "precomputed":
+            blk = self.X[i]
+            out = np.array(blk.toarray() if sp.issparse(blk) else blk, dtype=np.float64)
+        else:
+            out = _dot_block(self.X[i], self.X)
+            sq = self._sq
+            self.kernel.apply(out, None if sq is None else sq[i], sq)
+        out *= self.s
+        out *= self.s[i][:, None]
+        return out
+
+    def _store(self, i: int, r: NDArray[Any]) -> None:
+        if self.cache_bytes < self._row_bytes:
+            return
+        while len(self._cache) >= self.max_rows:
+            self._cache.popitem(last=False)
+        r.flags.writeable = False
+        self._cache[i] = r
+
+    def row(self, i: int) -> NDArray[Any]:
+        """Q[i, :], from the cache when present (read-only)."""
+        c = self._cache
+        r = c.get(i)
+        if r is not None:
+            c.move_to_end(i)
+            self.stats.cache_hits += 1
+            return r
+        self.stats.cache_misses += 1
+        r = self.compute([i])[0].astype(self.dtype, copy=False)
+        self._store(i, r)
+        return r
+
+    def cached(self, i: int) -> bool:
+        """Whether row i is in the cache."""
+        return i in self._cache
+
+    def rows(self, idx: ArrayLike) -> NDArray[Any]:
+        """Q[idx, :]: cached rows gathered, the missing ones computed in one block and cached."""
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        c = self._cache
+        miss = [int(k) for k in i if int(k) not in c]
+        nm = len(set(miss))
+        self.stats.cache_misses += nm
+        self.stats.cache_hits += int(i.size) - nm
+        out = np.empty((i.size, self._n), dtype=self.dtype)
+        fresh: dict[int, NDArray[Any]] = {}
+        if miss:
+            uniq = list(dict.fromkeys(miss))
+            blk = self.compute(uniq).astype(self.dtype, copy=False)
+            for k, r in zip(uniq, blk):
+                fresh[k] = r
+        for pos, k in enumerate(i):
+            kk = int(k)
+            r = fresh.get(kk)
+            if r is None:
+                r = c[kk]
+                c.move_to_end(kk)
+            out[pos] = r
+        # cache the fresh rows after gathering, so a small budget cannot evict what we just used
+        for k, r in fresh.items():
+            self._store(k, r.copy())
+        return out
+
+    def matvec(self, x: FloatArray, block: int = 1024) -> FloatArray:
+        """Q x computed afresh over the nonzeros of x, in blocks (never through cached float32 rows)."""
+        x = np.asarray(x, dtype=np.float64)
+        nz = np.flatnonzero(x)
+        out = np.zeros(self._n)
+        for start in range(0, nz.size, block):
+            b = nz[start:start + block]
+            out += x[b] @ self.compute(b)  # Q symmetric: Q x = Σ_b x_b Q[b, :]
+        return out

@@ -1,0 +1,200 @@
+"""The one loop shared by all strategies: limits, callback, progress, certificate."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from qpcore.kkt import KKT, kkt
+from qpcore.problem import QP, ProblemError
+from qpcore.state import Result, State, Status
+
+FloatArray = NDArray[np.float64]
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """A solution strategy: frozen configuration; all run data lives in ``State``."""
+
+    def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
+        """Validate the problem for this strategy and build the initial state."""
+        ...
+
+    def step(self, qp: QP, state: State) -> None:
+        """One iteration, mutating ``state`` (sets ``state.done`` once optimal to tol)."""
+        ...
+
+    def converged(self, qp: QP, state: State, tol: float) -> bool:
+        """Whether ``state`` is optimal to ``tol`` (cheap: called every iteration)."""
+        ...
+
+
+class Progress:
+    """A snapshot handed to reporters and callbacks; objective and gap computed on demand (O(n))."""
+
+    __slots__ = ("qp", "state", "elapsed", "_kkt")
+
+    def __init__(self, qp: QP, state: State, elapsed: float) -> None:
+        self.qp, self.state, self.elapsed = qp, state, elapsed
+        self._kkt: KKT | None = None
+
+    @property
+    def iteration(self) -> int:
+        """Steps taken so far."""
+        return self.state.iteration
+
+    @property
+    def objective(self) -> float:
+        """½xᵀQx + cᵀx from the strategy's gradient: ½xᵀ(g + c)."""
+        s = self.state
+        return float(0.5 * s.x @ (s.g + self.qp.c))
+
+    @property
+    def gap(self) -> float:
+        """The KKT measure at the strategy's gradient (not a certificate)."""
+        if self._kkt is None:
+            self._kkt = kkt(self.qp, self.state.x, self.state.g)
+        return self._kkt.measure
+
+
+class Reporter(Protocol):
+    """Receives progress: ``update`` every ``interval`` seconds, ``finish`` once."""
+
+    interval: float
+
+    def update(self, progress: Progress) -> None:
+        """A progress snapshot."""
+        ...
+
+    def finish(self, result: Result) -> None:
+        """The final result."""
+        ...
+
+
+class PrintReporter:
+    """Prints one line per update to a stream (plain text, works everywhere)."""
+
+    def __init__(self, interval: float = 0.5, stream: Any = None) -> None:
+        import sys
+
+        self.interval = interval
+        self.stream = stream if stream is not None else sys.stderr
+
+    def update(self, progress: Progress) -> None:
+        """Print iteration, objective, gap, elapsed."""
+        print(f"iter {progress.iteration:>9d}  obj {progress.objective: .10e}  gap {progress.gap:.3e}  "
+              f"{progress.elapsed:8.2f}s", file=self.stream, flush=True)
+
+    def finish(self, result: Result) -> None:
+        """Print the status line."""
+        print(f"{result.status.code}: {result.status.message}; objective {result.objective:.10e}, "
+              f"KKT {result.kkt.measure:.3e}, {result.iterations} iterations", file=self.stream, flush=True)
+
+
+def _x0_of(x0: FloatArray | Result | ArrayLike | None, n: int) -> FloatArray | None:
+    if x0 is None:
+        return None
+    arr = np.array(x0.x if isinstance(x0, Result) else x0, dtype=np.float64)
+    if arr.shape != (n,):
+        raise ProblemError(f"x0: shape mismatch, expected ({n},), got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ProblemError("x0: contains NaN or inf")
+    return arr
+
+
+def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None = None, *, tol: float = 1e-3,
+          max_iter: int | None = None, time_limit: float | None = None,
+          callback: Callable[[Progress], bool | None] | None = None, callback_every: int = 1,
+          reporter: Reporter | None = None, certify: bool = True) -> Result:
+    """Run ``strategy`` on ``qp`` until converged or a limit is hit.
+
+    Parameters
+    ----------
+    qp : QP
+        The problem.
+    strategy : Strategy
+        The method (e.g. ``strategies.smo.SMO()``).
+    x0 : ndarray or Result, optional
+        Warm start: a point, or a previous ``Result`` (its point).
+    tol : float
+        Stopping tolerance on the KKT measure (the MVP gap for an SVM dual).
+    max_iter, time_limit : int, float, optional
+        Limits; hitting one returns the best point with status ``max_iter``/``time_limit``.
+    callback : callable, optional
+        Called with a ``Progress`` every ``callback_every`` iterations; returning True stops the
+        run with status ``stopped``.
+    reporter : Reporter, optional
+        Receives progress every ``reporter.interval`` seconds.
+    certify : bool
+        Compute the final KKT certificate and objective with a fresh Q x from the problem
+        (True) or from the strategy's gradient (False, cheaper, not a certificate).
+
+    Returns
+    -------
+    Result
+    """
+    if tol <= 0 or not np.isfinite(tol):
+        raise ProblemError(f"tol: must be finite and > 0, got {tol}")
+    if max_iter is not None and max_iter < 0:
+        raise ProblemError(f"max_iter: must be ≥ 0, got {max_iter}")
+    if time_limit is not None and not time_limit > 0:
+        raise ProblemError(f"time_limit: must be > 0, got {time_limit}")
+    t0 = time.perf_counter()
+    state = strategy.init(qp, _x0_of(x0, qp.n), tol)
+    limit_iter = max_iter if max_iter is not None else np.iinfo(np.int64).max
+    deadline = t0 + time_limit if time_limit is not None else np.inf
+    next_report = t0 + reporter.interval if reporter is not None else np.inf
+    status = Status.CONVERGED
+    perf = time.perf_counter
+    while True:
+        if state.stop is not None:
+            status = state.stop
+            break
+        if strategy.converged(qp, state, tol):
+            status = Status.CONVERGED
+            break
+        if state.iteration >= limit_iter:
+            status = Status.MAX_ITER
+            break
+        now = perf()
+        if now >= deadline:
+            status = Status.TIME_LIMIT
+            break
+        if now >= next_report:
+            assert reporter is not None
+            reporter.update(Progress(qp, state, now - t0))
+            next_report = now + reporter.interval
+        strategy.step(qp, state)
+        state.iteration += 1
+        if callback is not None and state.iteration % callback_every == 0:
+            if callback(Progress(qp, state, perf() - t0)):
+                status = Status.STOPPED
+                break
+    solve_seconds = perf() - t0
+    x = state.x
+    if not np.isfinite(x).all() or not np.isfinite(state.g).all():
+        status = Status.NONFINITE
+    g = qp.gradient(x) if certify else state.g
+    cert = kkt(qp, x, g)
+    objective = float(0.5 * x @ (g + qp.c))
+    if status is Status.CONVERGED and not cert.measure <= tol * (1 + 1e-9) + 1e-12:
+        # the strategy's incremental gradient drifted; say so rather than claim convergence
+        status = Status.STALLED
+    Qs = qp.Q.stats
+    stats: dict[str, Any] = {
+        "seconds": solve_seconds,
+        "total_seconds": perf() - t0,
+        "rows_computed": Qs.rows_computed,
+        "cache_hits": Qs.cache_hits,
+        "cache_misses": Qs.cache_misses,
+        "gradient_drift": float(np.abs(g - state.g).max(initial=0.0)) if certify else float("nan"),
+        **state.counters,
+    }
+    result = Result(x=x, multipliers=cert.multipliers, z=cert.z, status=status, objective=objective, kkt=cert,
+                    iterations=state.iteration, stats=stats, state=state)
+    if reporter is not None:
+        reporter.finish(result)
+    return result

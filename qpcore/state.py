@@ -1,0 +1,117 @@
+"""Mutable per-run state, results and statuses."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from qpcore.kkt import KKT
+
+FloatArray = NDArray[np.float64]
+
+
+class Status(enum.Enum):
+    """How a run ended; each member carries its message."""
+
+    CONVERGED = ("converged", "optimal to the requested tolerance")
+    MAX_ITER = ("max_iter", "iteration limit reached; the point is the best found, not optimal")
+    TIME_LIMIT = ("time_limit", "time limit reached; the point is the best found, not optimal")
+    STALLED = ("stalled", "no progress over many iterations; the point is the best found")
+    NONFINITE = ("nonfinite", "a NaN or inf appeared; the point is the last finite one")
+    STOPPED = ("stopped", "stopped by the callback; the point is the best found")
+    UNBOUNDED = ("unbounded", "the objective is unbounded below along a feasible direction")
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.code
+
+
+@attrs.define(slots=True, eq=False)
+class State:
+    """What a strategy mutates in place.
+
+    Attributes
+    ----------
+    x : ndarray
+        Current point.
+    g : ndarray
+        Gradient Qx + c, kept up to date incrementally by the strategy.
+    status : ndarray of int8
+        −1 at lower bound, 0 free, +1 at upper bound.
+    iteration : int
+        Steps taken.
+    counters : dict
+        Strategy counters (shown in ``Result.stats``).
+    extra : Any
+        A slot the strategy owns (shrink mask, factor, cutting planes ...).
+    done : bool
+        Set by the strategy when it has verified optimality to the tolerance.
+    stop : Status or None
+        Set by the strategy to end the run with that status (stalled, unbounded ...).
+    """
+
+    x: FloatArray
+    g: FloatArray
+    status: NDArray[np.int8]
+    iteration: int = 0
+    counters: dict[str, int] = attrs.Factory(dict)
+    extra: Any = None
+    done: bool = False
+    stop: Status | None = None
+
+
+def bound_status(x: FloatArray, lb: FloatArray, ub: FloatArray) -> NDArray[np.int8]:
+    """−1 where x is at lb, +1 at ub, 0 elsewhere."""
+    s = np.zeros(x.shape, dtype=np.int8)
+    s[x <= lb] = -1
+    s[x >= ub] = 1
+    return s
+
+
+@attrs.frozen(eq=False)
+class Result:
+    """The outcome of ``qpcore.solve``.
+
+    Attributes
+    ----------
+    x : ndarray
+        The best point found.
+    multipliers : ndarray
+        Equality multipliers λ (for an SVM dual λ = rho, the bias is −λ).
+    z : ndarray
+        Bound multipliers (reduced gradient g − Aᵀλ).
+    status : Status
+        How the run ended.
+    objective : float
+        ½xᵀQx + cᵀx, from the problem's own matvec.
+    kkt : KKT
+        The certificate, computed from the problem alone.
+    iterations : int
+        Steps taken.
+    stats : dict
+        Time, rows computed, cache hits and strategy counters.
+    state : State
+        The final state, for warm starts.
+    """
+
+    x: FloatArray
+    multipliers: FloatArray
+    z: FloatArray
+    status: Status
+    objective: float
+    kkt: KKT
+    iterations: int
+    stats: dict[str, Any]
+    state: State
+
+    @property
+    def converged(self) -> bool:
+        """Whether the run converged."""
+        return self.status is Status.CONVERGED
