@@ -1,0 +1,1 @@
+"""Problem generators and data sets for qpcore tests and benchmarks."""
