@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 import numpy as np
 
@@ -33,6 +33,8 @@ from qpcore.state import Result, Status
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+    from qpcore.operators import KernelName
 
 PROG = "qpcore"
 
@@ -281,7 +283,7 @@ def make_reporter(quiet: bool, tol: float, label: str = "solving", stream: TextI
     -------
     Reporter or None
         ``None`` when quiet; a :class:`RichReporter` when ``rich`` is importable and the stream
-        is a terminal; else a :class:`qpcore.PrintReporter` (one plain line a second).
+        is a terminal; else a :class:`qpcore.PrintReporter` (a plain line every 0.5 s).
     """
     if quiet:
         return None
@@ -291,7 +293,7 @@ def make_reporter(quiet: bool, tol: float, label: str = "solving", stream: TextI
             return RichReporter(tol, out, label)
         except ImportError:
             pass
-    return PrintReporter(interval=1.0, stream=out)
+    return PrintReporter(interval=0.5, stream=out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,7 +397,14 @@ def load_train_test(data: str, test: str | None, n_features: int | None, index_b
         X, y = _read_svmlight(data, "training", zero_based=zero_based)
     X_test = y_test = None
     if test is not None:
-        X_test, y_test = _read_svmlight(test, "test", zero_based=zero_based)
+        if index_base == "auto" and not zero_based:
+            X_test, y_test = _read_svmlight(test, "test", zero_based=True)
+            if (X_test.indices == 0).any():
+                raise CLIError(f"test file {test!r} uses feature index 0 but the training file {data!r} does not; "
+                               "pass --index-base 0 or 1")
+            X_test = _drop_first_column(X_test)
+        else:
+            X_test, y_test = _read_svmlight(test, "test", zero_based=zero_based)
     train_width = int(X.shape[1]) if n_features is None else n_features
     width = train_width
     for M, path in ((X, data), (X_test, test)):
@@ -476,7 +485,7 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
 
     t0 = time.perf_counter()
     try:
-        kernel = Kernel(s.kernel, gamma=s.gamma, degree=s.degree, coef0=s.coef0)  # type: ignore[arg-type]
+        kernel = Kernel(cast("KernelName", s.kernel), gamma=s.gamma, degree=s.degree, coef0=s.coef0)
         problem = csvc(X, y, C=s.C, kernel=kernel, cache_bytes=int(s.cache_mb * (1 << 20)))
         t1 = time.perf_counter()
         from qpcore.solve import solve
@@ -499,9 +508,10 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
         **s.strategy_settings,
         "C": s.C,
         "kernel": s.kernel,
-        "gamma": s.gamma,
-        "degree": s.degree,
-        "coef0": s.coef0,
+        # only the parameters the kernel uses (the others are null)
+        "gamma": s.gamma if s.kernel in ("rbf", "poly", "sigmoid") else None,
+        "degree": s.degree if s.kernel == "poly" else None,
+        "coef0": s.coef0 if s.kernel in ("poly", "sigmoid") else None,
         "tol": s.tol,
         "cache_mb": s.cache_mb,
         "max_iter": s.max_iter,

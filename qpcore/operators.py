@@ -221,12 +221,14 @@ class KernelQ:
                  dtype: Any = np.float64, dense_threshold: float = 0.05) -> None:
         from qpcore.problem import ProblemError
 
+        self._Xs: Any = None  # CSR copy: a few rows are cheaper as sparse matvecs than as GEMV
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=np.float64)
             if not np.isfinite(X.data).all():
                 raise ProblemError("X: contains NaN or inf; all entries must be finite")
             density = X.nnz / max(1, X.shape[0] * X.shape[1])
             if density >= dense_threshold and X.shape[0] * X.shape[1] * 8 <= 2 << 30:
+                self._Xs = X
                 X = X.toarray()
         else:
             X = np.asarray(X)
@@ -256,11 +258,27 @@ class KernelQ:
         self._cache: OrderedDict[int, NDArray[Any]] = OrderedDict()
         self._sq = squared_norms(X) if kernel.name == "rbf" else None
         self.stats = OperatorStats()
+        self.gemm_min_rows = 32
 
     @property
     def shape(self) -> tuple[int, int]:
         """(n, n)."""
         return (self._n, self._n)
+
+    def prefetch(self, idx: ArrayLike) -> int:
+        """Compute the uncached rows among ``idx`` in one BLAS block and cache them.
+
+        Returns the number of rows computed. A GEMM over many rows costs far less per row than
+        one row at a time, so a strategy that can guess its next rows asks for them together.
+        """
+        want = [int(k) for k in np.atleast_1d(np.asarray(idx, dtype=np.intp)) if int(k) not in self._cache]
+        want = list(dict.fromkeys(want))[: self.max_rows]
+        if not want:
+            return 0
+        blk = self.compute(want).astype(self.dtype, copy=False)
+        for k, r in zip(want, blk):
+            self._store(k, r)
+        return len(want)
 
     def diag(self) -> FloatArray:
         """Q_ii = s_i² K(x_i, x_i), vectorized."""
@@ -282,7 +300,10 @@ class KernelQ:
             blk = self.X[i]
             out = np.array(blk.toarray() if sp.issparse(blk) else blk, dtype=np.float64)
         else:
-            out = _dot_block(self.X[i], self.X)
+            if self._Xs is not None and i.size < self.gemm_min_rows:
+                out = _dot_block(self._Xs[i], self._Xs)
+            else:
+                out = _dot_block(self.X[i], self.X)
             sq = self._sq
             self.kernel.apply(out, None if sq is None else sq[i], sq)
         out *= self.s
@@ -342,10 +363,16 @@ class KernelQ:
         return out
 
     def matvec(self, x: FloatArray, block: int = 1024) -> FloatArray:
-        """Q x computed afresh over the nonzeros of x, in blocks (never through cached float32 rows)."""
+        """Q x over the nonzeros of x: cached float64 rows (exact kernel values) plus the rest
+        computed in blocks; float32 cached rows are never used here."""
         x = np.asarray(x, dtype=np.float64)
         nz = np.flatnonzero(x)
         out = np.zeros(self._n)
+        if self.dtype == np.float64:
+            hit = np.fromiter((int(k) in self._cache for k in nz), dtype=bool, count=nz.size)
+            for k in nz[hit]:
+                out += x[k] * self._cache[int(k)]
+            nz = nz[~hit]
         for start in range(0, nz.size, block):
             b = nz[start:start + block]
             out += x[b] @ self.compute(b)  # Q symmetric: Q x = Σ_b x_b Q[b, :]

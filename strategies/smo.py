@@ -21,7 +21,6 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
-from scipy.linalg.blas import daxpy
 
 from qpcore.operators import KernelQ
 from qpcore.problem import QP, ProblemError
@@ -54,6 +53,7 @@ class SMOWork:
     rule_state: dict[str, Any] = attrs.Factory(dict)
     fallback: bool = False
     tol: float = 1e-3
+    buf: FloatArray = attrs.Factory(lambda: np.zeros(0))
 
     def set_active(self, act: IndexArray | None) -> None:
         """Restrict selection to ``act`` (None: every variable)."""
@@ -123,9 +123,14 @@ class SecondOrderRule:
     """
 
     tau: float = TAU
+    prefetch: int = 64
 
     def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
-        """The pair (i, j), or None when m(x) − M(x) ≤ tol."""
+        """The pair (i, j), or None when m(x) − M(x) ≤ tol.
+
+        When row i or j is not cached and the operator can ``prefetch``, the next most violating
+        candidates' rows are computed with it in one block (``prefetch`` rows).
+        """
         work = _work(state)
         act, y, G, up, low, QD = work.active_views(state.g)
         if qp.m == 0:
@@ -138,7 +143,11 @@ class SecondOrderRule:
         if not gmax - float(vl.min()) > tol:
             return None
         ig = i if act is None else int(act[i])
-        Qi = qp.Q.row(ig)
+        Q = qp.Q
+        pf = getattr(Q, "prefetch", None) if self.prefetch > 1 else None
+        if pf is not None and not Q.cached(ig):  # type: ignore[attr-defined]
+            pf(_top(vu, act, i, self.prefetch))
+        Qi = Q.row(ig)
         Qia = Qi if act is None else Qi[act]
         b = gmax - vl                       # > 0 exactly where t is in I_low and violates with i
         a = QD - (2.0 * y[i]) * (y * Qia)  # Q_tt − 2 y_i y_t Q_it, then + Q_ii
@@ -147,7 +156,18 @@ class SecondOrderRule:
         score = np.where(b > 0, b * b / a, -1.0)  # b is +inf outside I_low, so mask it via vl
         score[~low] = -1.0
         j = int(score.argmax())
+        if pf is not None and not Q.cached(j if act is None else int(act[j])):  # type: ignore[attr-defined]
+            pf(_top(score, act, j, self.prefetch))
         return _glob(act, i, j)
+
+
+def _top(values: FloatArray, act: IndexArray | None, first: int, k: int) -> IndexArray:
+    """``first`` and the k − 1 other largest of ``values`` (global indices): rows to prefetch."""
+    k = min(k, values.size)
+    top = np.argpartition(values, values.size - k)[values.size - k:]
+    top = top[np.isfinite(values[top]) & (top != first)]
+    loc = np.concatenate(([first], top[np.argsort(-values[top])]))
+    return loc if act is None else act[loc]
 
 
 def _glob(act: IndexArray | None, i: int, j: int) -> IndexArray:
@@ -370,7 +390,7 @@ class SMO:
         g = qp.gradient(x) if x.any() else qp.c.copy()
         QD = np.asarray(qp.Q.diag(), dtype=np.float64)
         up, low = _direction_masks(x, y, qp.lb, qp.ub)
-        work = SMOWork(y=y, QD=QD, up=up, low=low, tol=tol)
+        work = SMOWork(y=y, QD=QD, up=up, low=low, tol=tol, buf=np.empty(qp.n))
         if self._use_weights(qp):
             assert isinstance(qp.Q, KernelQ)
             work.w = np.asarray(qp.Q.X.T @ (qp.Q.s * x), dtype=np.float64).ravel()
@@ -502,11 +522,11 @@ class SMO:
             G += Qo.s * np.asarray(Qo.X @ dw, dtype=np.float64).ravel()
             return
         assert rows is not None
+        buf = work.buf
         for r, d in zip(rows, deltas):
-            if r.dtype == np.float64 and G.flags.c_contiguous:
-                daxpy(r, G, a=d)
-            else:
-                G += d * r
+            # no scipy BLAS here: its thread pool fights numpy's OpenBLAS threads for the cores
+            np.multiply(r, d, out=buf)
+            G += buf
 
     def _qij(self, qp: QP, work: SMOWork, i: int, j: int) -> tuple[float, NDArray[Any] | None, NDArray[Any] | None]:
         if work.w is not None:

@@ -1,0 +1,419 @@
+"""Seeded random QP generators: box QPs, SVM duals, nonnegative and degenerate problems.
+
+Every generator takes ``seed`` (anything ``numpy.random.default_rng`` accepts) and returns a
+:class:`qpcore.QP` over a :class:`qpcore.DenseQ`, so the same seed gives the same problem. They
+are meant for tests (the hypothesis strategies in :mod:`qpcore.testing` draw their seeds and
+parameters) and for small benchmarks.
+
+Several generators *plant* the optimum: they pick a point x*, which variables sit at which bound,
+and multipliers of the right sign, then set ``c`` so that x* satisfies the KKT conditions. Such a
+problem is bounded whatever the rank of Q, and its optimum is known
+(:func:`planted_qp` returns it).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from qpcore.operators import DenseQ
+from qpcore.problem import QP
+
+FloatArray = NDArray[np.float64]
+Seed = int | np.random.Generator | None
+
+__all__ = ["planted_qp", "psd_matrix", "random_box_qp", "random_degenerate_qp", "random_nonneg_qp",
+           "random_one_sided_qp", "random_svm_dual"]
+
+
+def _check_n(n: int, minimum: int = 1) -> int:
+    if int(n) != n or n < minimum:
+        raise ValueError(f"n: must be an integer ≥ {minimum}, got {n!r}")
+    return int(n)
+
+
+def _check_cond(cond: float) -> float:
+    cond = float(cond)
+    if not (np.isfinite(cond) and cond >= 1.0):
+        raise ValueError(f"cond: must be finite and ≥ 1, got {cond!r}")
+    return cond
+
+
+def _check_rank(rank: int | None, n: int) -> int:
+    if rank is None:
+        return n
+    if int(rank) != rank or not 0 <= rank <= n:
+        raise ValueError(f"rank: must be an integer in [0, {n}], got {rank!r}")
+    return int(rank)
+
+
+def _check_fraction(value: float, name: str) -> float:
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name}: must lie in [0, 1], got {value!r}")
+    return value
+
+
+def psd_matrix(n: int, *, seed: Seed, cond: float = 1.0, rank: int | None = None) -> FloatArray:
+    """A random symmetric positive (semi)definite matrix with a prescribed spectrum.
+
+    Q = U diag(λ) Uᵀ with U Haar-distributed orthogonal and the ``rank`` nonzero eigenvalues
+    log-spaced from 1 down to 1/``cond``; the others are exactly zero.
+
+    Parameters
+    ----------
+    n : int
+        Size.
+    seed : int or numpy.random.Generator
+        Random seed.
+    cond : float
+        Ratio of the largest to the smallest nonzero eigenvalue (≥ 1).
+    rank : int, optional
+        Number of nonzero eigenvalues (default n: positive definite).
+
+    Returns
+    -------
+    ndarray
+        An exactly symmetric n×n float64 matrix with largest eigenvalue 1 (0 when ``rank`` is 0).
+    """
+    n = _check_n(n)
+    cond = _check_cond(cond)
+    r = _check_rank(rank, n)
+    rng = np.random.default_rng(seed)
+    Z, R = np.linalg.qr(rng.standard_normal((n, n)))
+    U = Z * np.where(np.diag(R) < 0, -1.0, 1.0)  # sign fix makes U Haar-distributed
+    lam = np.zeros(n)
+    lam[:r] = np.logspace(0.0, -np.log10(cond), r) if r > 1 else 1.0
+    Q = np.asarray((U * lam) @ U.T, dtype=np.float64)
+    out: FloatArray = 0.5 * (Q + Q.T)
+    return out
+
+
+def _bounds(lb: ArrayLike, ub: ArrayLike, n: int) -> tuple[FloatArray, FloatArray]:
+    lo = np.broadcast_to(np.asarray(lb, dtype=np.float64), (n,)).copy()
+    hi = np.broadcast_to(np.asarray(ub, dtype=np.float64), (n,)).copy()
+    return lo, hi
+
+
+def _plant(Q: FloatArray, lb: FloatArray, ub: FloatArray, rng: np.random.Generator, *, p_bound: float,
+           degenerate: float, y: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
+    """Choose an optimum x* and multipliers, return (c, x*) with Qx* + c − λy − z = 0.
+
+    Variables at a bound get a multiplier of the right sign (z ≥ 0 at lb, z ≤ 0 at ub), zero with
+    probability ``degenerate``; free ones get z = 0. With ``y`` (±1, SVM form, 0 ≤ x ≤ ub), the
+    variables are paired across the two classes and share a value so that yᵀx* = 0 exactly.
+    """
+    n = lb.shape[0]
+    has_lb, has_ub = np.isfinite(lb), np.isfinite(ub)
+    at_bound = rng.random(n) < p_bound
+    # which bound, among the finite ones; a variable with no finite bound is free
+    pick_lower = np.where(has_lb & has_ub, rng.random(n) < 0.5, has_lb)
+    at_lower = at_bound & pick_lower & has_lb
+    at_upper = at_bound & ~pick_lower & has_ub
+    if y is not None:
+        pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y < 0)
+        k = min(pos.size, neg.size)
+        # partner j of i gets i's status; the excess of the larger class sits at its lower bound (0)
+        at_lower[pos[k:]] = True
+        at_upper[pos[k:]] = False
+        at_lower[neg[k:]] = True
+        at_upper[neg[k:]] = False
+        at_lower[neg[:k]] = at_lower[pos[:k]]
+        at_upper[neg[:k]] = at_upper[pos[:k]]
+    free = ~(at_lower | at_upper)
+    x = np.zeros(n)
+    width = np.where(has_lb & has_ub, ub - lb, 1.0)
+    t = rng.uniform(0.1, 0.9, n)
+    off = 0.1 + np.abs(rng.standard_normal(n))
+    x = np.where(has_lb & has_ub, lb + t * width,
+                 np.where(has_lb, lb + off, np.where(has_ub, ub - off, rng.standard_normal(n))))
+    x = np.where(at_lower, lb, np.where(at_upper, ub, x))
+    if y is not None:
+        x[neg[:k]] = x[pos[:k]]
+    mag = rng.uniform(0.1, 1.0, n) * (rng.random(n) >= degenerate)
+    z = np.where(at_lower, mag, np.where(at_upper, -mag, 0.0))
+    z[free] = 0.0
+    c = z - Q @ x
+    if y is not None:
+        c += rng.standard_normal() * y
+    return c, x
+
+
+def planted_qp(n: int, *, seed: Seed, cond: float = 1.0, rank: int | None = None, lb: ArrayLike = -1.0,
+               ub: ArrayLike = 1.0, p_bound: float = 0.5, degenerate: float = 0.0,
+               svm_form: bool = False) -> tuple[QP, FloatArray]:
+    """A QP built around a known optimum: returns the problem and an optimal point.
+
+    Parameters
+    ----------
+    n : int
+        Number of variables (≥ 2 with ``svm_form``).
+    seed : int or numpy.random.Generator
+        Random seed.
+    cond, rank : float, int, optional
+        Spectrum of Q, as in :func:`psd_matrix`.
+    lb, ub : array_like or float
+        Bounds, may be ±inf (a variable with neither bound finite is free at the optimum).
+        With ``svm_form`` they are ignored except ``ub``, the box [0, C].
+    p_bound : float
+        Probability that a variable sits at a bound at the optimum.
+    degenerate : float
+        Probability that a variable at a bound has a zero multiplier (the gradient vanishes there
+        too: no strict complementarity).
+    svm_form : bool
+        Add the SVM equality yᵀx = 0 with random ±1 labels (both present) and 0 ≤ x ≤ ub.
+
+    Returns
+    -------
+    (QP, ndarray)
+        The problem and x*, optimal for it (the optimum is unique only when Q is definite).
+    """
+    n = _check_n(n, 2 if svm_form else 1)
+    p_bound = _check_fraction(p_bound, "p_bound")
+    degenerate = _check_fraction(degenerate, "degenerate")
+    rng = np.random.default_rng(seed)
+    Q = psd_matrix(n, seed=rng, cond=cond, rank=rank)
+    if svm_form:
+        lo, hi = _bounds(0.0, ub, n)
+        if not (np.isfinite(hi).all() and (hi > 0).all()):
+            raise ValueError(f"ub: the SVM box needs a finite C > 0, got {ub!r}")
+        y = _labels(rng, n)
+        c, x = _plant(Q, lo, hi, rng, p_bound=p_bound, degenerate=degenerate, y=y)
+        return QP(DenseQ(Q), c, lo, hi, y[None, :], np.zeros(1)), x
+    lo, hi = _bounds(lb, ub, n)
+    c, x = _plant(Q, lo, hi, rng, p_bound=p_bound, degenerate=degenerate)
+    return QP(DenseQ(Q), c, lo, hi), x
+
+
+def random_box_qp(n: int, *, seed: Seed, cond: float = 1.0, rank: int | None = None, lb: ArrayLike = -1.0,
+                  ub: ArrayLike = 1.0) -> QP:
+    """A box-constrained QP ``min ½xᵀQx + cᵀx, lb ≤ x ≤ ub`` with a random Q of given spectrum.
+
+    Q comes from :func:`psd_matrix` (positive definite with condition number ``cond``; positive
+    semidefinite when ``rank < n``) and c is standard normal, so with the default box [−1, 1] a
+    mix of variables ends at a bound and strictly inside. When a bound is infinite and Q is
+    singular, a random c could make the problem unbounded; c is then planted instead
+    (:func:`planted_qp`).
+
+    Parameters
+    ----------
+    n : int
+        Number of variables.
+    seed : int or numpy.random.Generator
+        Random seed.
+    cond : float
+        Condition number of Q (of its nonzero spectrum when rank-deficient).
+    rank : int, optional
+        Rank of Q (default n).
+    lb, ub : array_like or float
+        Bounds.
+
+    Returns
+    -------
+    QP
+    """
+    n = _check_n(n)
+    lo, hi = _bounds(lb, ub, n)
+    r = _check_rank(rank, n)
+    if r < n and not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return planted_qp(n, seed=seed, cond=cond, rank=r, lb=lo, ub=hi)[0]
+    rng = np.random.default_rng(seed)
+    Q = psd_matrix(n, seed=rng, cond=cond, rank=r)
+    return QP(DenseQ(Q), rng.standard_normal(n), lo, hi)
+
+
+def random_one_sided_qp(n: int, *, seed: Seed, cond: float = 1.0, rank: int | None = None,
+                        side: Literal["lower", "upper", "mixed"] = "mixed", degenerate: float = 0.0) -> QP:
+    """A box QP in which every variable has exactly one finite bound (the other side infinite).
+
+    Bounds are uniform in [−1, 1]; ``side`` says which one is finite (per variable at random for
+    "mixed"). The optimum is planted, so the problem is bounded even when Q is singular.
+
+    Parameters
+    ----------
+    n : int
+        Number of variables.
+    seed : int or numpy.random.Generator
+        Random seed.
+    cond, rank : float, int, optional
+        Spectrum of Q, as in :func:`psd_matrix`.
+    side : {"lower", "upper", "mixed"}
+        Which bound is finite.
+    degenerate : float
+        Probability that an active bound has a zero multiplier.
+
+    Returns
+    -------
+    QP
+    """
+    n = _check_n(n)
+    if side not in ("lower", "upper", "mixed"):
+        raise ValueError(f"side: must be 'lower', 'upper' or 'mixed', got {side!r}")
+    rng = np.random.default_rng(seed)
+    bound = rng.uniform(-1.0, 1.0, n)
+    lower = np.full(n, side == "lower") if side != "mixed" else rng.random(n) < 0.5
+    lo = np.where(lower, bound, -np.inf)
+    hi = np.where(lower, np.inf, bound)
+    return planted_qp(n, seed=rng, cond=cond, rank=rank, lb=lo, ub=hi, degenerate=degenerate)[0]
+
+
+def random_nonneg_qp(n: int, *, seed: Seed, cond: float = 1.0, rank: int | None = None,
+                     degenerate: float = 0.0) -> QP:
+    """A nonnegativity-constrained QP ``min ½xᵀQx + cᵀx, x ≥ 0`` (lb = 0, ub = inf), NNLS-shaped.
+
+    The optimum is planted (about half the variables at 0), so the problem is bounded even when Q
+    is singular.
+
+    Parameters
+    ----------
+    n : int
+        Number of variables.
+    seed : int or numpy.random.Generator
+        Random seed.
+    cond, rank : float, int, optional
+        Spectrum of Q, as in :func:`psd_matrix`.
+    degenerate : float
+        Probability that a variable at 0 also has a zero gradient there.
+
+    Returns
+    -------
+    QP
+    """
+    return planted_qp(n, seed=seed, cond=cond, rank=rank, lb=0.0, ub=np.inf, degenerate=degenerate)[0]
+
+
+def random_degenerate_qp(n: int, *, seed: Seed, cond: float = 1.0, rank: int | None = None,
+                         degenerate: float = 0.5, svm_form: bool = False, C: float = 1.0) -> QP:
+    """A degenerate QP: variables at a bound with zero gradient there at the optimum.
+
+    The optimum is constructed first (about half the variables at a bound, and of those a
+    fraction ``degenerate`` with a zero multiplier), then c is set so that it is optimal. Such
+    problems defeat rules that read "at a bound" as "has a nonzero multiplier".
+
+    Parameters
+    ----------
+    n : int
+        Number of variables (≥ 2 with ``svm_form``).
+    seed : int or numpy.random.Generator
+        Random seed.
+    cond, rank : float, int, optional
+        Spectrum of Q, as in :func:`psd_matrix`.
+    degenerate : float
+        Probability that a variable at a bound has a zero multiplier.
+    svm_form : bool
+        Box [0, C] with the equality yᵀx = 0 (random ±1 labels), else the box [−1, 1].
+    C : float
+        Upper bound in SVM form.
+
+    Returns
+    -------
+    QP
+    """
+    if svm_form:
+        return planted_qp(n, seed=seed, cond=cond, rank=rank, ub=C, degenerate=degenerate, svm_form=True)[0]
+    return planted_qp(n, seed=seed, cond=cond, rank=rank, degenerate=degenerate)[0]
+
+
+def _labels(rng: np.random.Generator, n: int) -> FloatArray:
+    """±1 labels with both classes present, in random order."""
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    y[:2] = (1.0, -1.0)
+    return y[rng.permutation(n)]
+
+
+def _cond(K: FloatArray) -> float:
+    w = np.linalg.eigvalsh(K)
+    return float(w[-1] / w[0]) if w[0] > 0 else np.inf
+
+
+def _rbf_gamma_for_cond(D2: FloatArray, cond: float) -> float:
+    """γ such that cond(exp(−γ D2)) ≈ ``cond``, by bisection on log γ.
+
+    The RBF Gram matrix goes from 11ᵀ (infinitely ill-conditioned) as γ → 0 to I as γ → ∞, so the
+    condition number falls as γ grows.
+    """
+    lo, hi = -12.0, 6.0
+    target = np.log(cond)
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        k = _cond(np.exp(-(10.0 ** mid) * D2))
+        if np.log(k) > target:
+            lo = mid
+        else:
+            hi = mid
+    return float(10.0 ** hi)
+
+
+def random_svm_dual(n: int, *, seed: Seed, C: float = 1.0, cond: float | None = None, duplicates: int = 0,
+                    kernel: Literal["rbf", "linear"] = "rbf", d: int = 5, gamma: float | None = None) -> QP:
+    """A C-SVC dual ``min ½αᵀQα − eᵀα, 0 ≤ α ≤ C, yᵀα = 0`` from random points.
+
+    Points are standard normal in d dimensions, the two classes (±1, both present) shifted apart
+    along the first axis so that they overlap partly; Q = yyᵀ ∘ K.
+
+    Parameters
+    ----------
+    n : int
+        Number of points (≥ 2).
+    seed : int or numpy.random.Generator
+        Random seed.
+    C : float
+        Box bound (> 0).
+    cond : float, optional
+        Approximate condition number of K over the distinct points. RBF: γ is chosen by bisection
+        to hit it (``gamma`` then ignored). Linear: the feature scales are log-spaced so that the
+        nonzero spectrum spreads over about this ratio (K has rank ≤ d regardless).
+    duplicates : int
+        How many of the n points are copies of others (same label): duplicate rows of Q,
+        a singular Q and a non-unique optimum.
+    kernel : {"rbf", "linear"}
+        Kernel.
+    d : int
+        Dimension of the points.
+    gamma : float, optional
+        RBF width (default 1/d) when ``cond`` is not given.
+
+    Returns
+    -------
+    QP
+    """
+    n = _check_n(n, 2)
+    C = float(C)
+    if not (np.isfinite(C) and C > 0):
+        raise ValueError(f"C: must be finite and > 0, got {C!r}")
+    if int(duplicates) != duplicates or not 0 <= duplicates <= n - 2:
+        raise ValueError(f"duplicates: must be an integer in [0, {n - 2}], got {duplicates!r}")
+    if kernel not in ("rbf", "linear"):
+        raise ValueError(f"kernel: must be 'rbf' or 'linear', got {kernel!r}")
+    d = _check_n(d)
+    rng = np.random.default_rng(seed)
+    n0 = n - int(duplicates)
+    y0 = _labels(rng, n0)
+    X = rng.standard_normal((n0, d))
+    X[:, 0] += 0.75 * y0
+    # a point's copies share its index, so duplicate rows of K are bit-for-bit identical
+    ids = np.concatenate([np.arange(n0), rng.integers(0, n0, size=n - n0)])[rng.permutation(n)]
+    if kernel == "linear":
+        if cond is not None:
+            X *= np.logspace(0.0, -0.5 * np.log10(_check_cond(cond)), d)
+        G = X @ X.T
+        K0 = 0.5 * (G + G.T)
+    else:
+        sq = np.einsum("ij,ij->i", X, X)
+        D2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (X @ X.T), 0.0)
+        D2 = 0.5 * (D2 + D2.T)
+        np.fill_diagonal(D2, 0.0)
+        if cond is not None:
+            g = _rbf_gamma_for_cond(D2, _check_cond(cond))
+        else:
+            g = 1.0 / d if gamma is None else float(gamma)
+            if not (np.isfinite(g) and g > 0):
+                raise ValueError(f"gamma: must be finite and > 0, got {gamma!r}")
+        K0 = np.exp(-g * D2)
+    K = K0[np.ix_(ids, ids)]
+    y = y0[ids]
+    Q = np.outer(y, y) * K
+    return QP(DenseQ(Q), -np.ones(n), np.zeros(n), np.full(n, C), y[None, :], np.zeros(1))
+

@@ -1,0 +1,204 @@
+"""Backends: DenseQ and KernelQ rows, diag, matvec, the LRU row cache and its counters."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from qpcore import DenseQ, Kernel, KernelQ, QOperator
+
+pairwise = pytest.importorskip("sklearn.metrics.pairwise")
+
+N, D = 23, 6
+GAMMA, DEGREE, COEF0 = 0.3, 3, 0.7
+
+
+def data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    X[rng.random((N, D)) < 0.6] = 0.0  # sparse enough to keep CSR when asked
+    y = np.where(rng.random(N) < 0.5, 1.0, -1.0)
+    return X, y
+
+
+def sklearn_gram(name: str, X: np.ndarray) -> np.ndarray:
+    f: dict[str, Callable[[], Any]] = {
+        "linear": lambda: pairwise.linear_kernel(X),
+        "rbf": lambda: pairwise.rbf_kernel(X, gamma=GAMMA),
+        "poly": lambda: pairwise.polynomial_kernel(X, degree=DEGREE, gamma=GAMMA, coef0=COEF0),
+        "sigmoid": lambda: pairwise.sigmoid_kernel(X, gamma=GAMMA, coef0=COEF0),
+        "precomputed": lambda: pairwise.rbf_kernel(X, gamma=GAMMA),
+    }
+    return np.asarray(f[name](), dtype=np.float64)
+
+
+def make(name: str, fmt: str, **kw: Any) -> tuple[KernelQ, np.ndarray]:
+    """A KernelQ in the given input format and the dense Q it should equal."""
+    X, y = data()
+    G = sklearn_gram(name, X)
+    inp: Any = G if name == "precomputed" else X
+    if fmt == "csr":  # dense_threshold > 1 keeps the sparse code path
+        inp = sp.csr_matrix(inp)
+        kw.setdefault("dense_threshold", 1.1)
+    kernel = Kernel(name, gamma=GAMMA, degree=DEGREE, coef0=COEF0)  # type: ignore[arg-type]
+    return KernelQ(inp, kernel, scale=y, **kw), np.outer(y, y) * G
+
+
+KERNELS = ["linear", "rbf", "poly", "sigmoid", "precomputed"]
+FORMATS = ["dense", "csr"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", KERNELS)
+def test_rows_match_sklearn(name: str, fmt: str) -> None:
+    Q, ref = make(name, fmt)
+    assert isinstance(Q, QOperator)
+    idx = np.array([5, 0, 17, 5, 22])
+    np.testing.assert_allclose(Q.rows(idx), ref[idx], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Q.row(3), ref[3], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Q.rows(np.arange(N)), ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", KERNELS)
+def test_diag(name: str, fmt: str) -> None:
+    Q, ref = make(name, fmt)
+    np.testing.assert_allclose(Q.diag(), np.diag(ref), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", KERNELS)
+def test_matvec(name: str, fmt: str) -> None:
+    Q, ref = make(name, fmt)
+    x = np.random.default_rng(1).normal(size=N)
+    x[::3] = 0.0  # zeros are skipped: their rows must not matter
+    np.testing.assert_allclose(Q.matvec(x), ref @ x, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(Q.matvec(x, block=4), ref @ x, rtol=1e-11, atol=1e-11)
+    np.testing.assert_array_equal(Q.matvec(np.zeros(N)), np.zeros(N))
+
+
+def test_default_sparse_input_densified_gives_same_rows() -> None:
+    X, y = data()
+    Q_sparse = KernelQ(sp.csr_matrix(X), Kernel("rbf", gamma=GAMMA), scale=y)  # dense enough: densified
+    Q_dense = KernelQ(X, Kernel("rbf", gamma=GAMMA), scale=y)
+    np.testing.assert_allclose(Q_sparse.rows([1, 2]), Q_dense.rows([1, 2]), rtol=1e-13, atol=1e-14)
+
+
+def test_no_scale_means_ones() -> None:
+    X, _ = data()
+    Q = KernelQ(X, Kernel("linear"))
+    np.testing.assert_allclose(Q.rows(np.arange(N)), X @ X.T, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_float32_storage_close_to_float64(name: str) -> None:
+    Q32, ref = make(name, "dense", dtype=np.float32)
+    r = Q32.rows([0, 4, 9])
+    assert r.dtype == np.float32 and Q32.row(1).dtype == np.float32
+    scale = np.abs(ref).max()
+    np.testing.assert_allclose(r, ref[[0, 4, 9]], rtol=1e-6, atol=1e-6 * scale)
+    # matvec never goes through the float32 rows
+    x = np.random.default_rng(2).normal(size=N)
+    np.testing.assert_allclose(Q32.matvec(x), ref @ x, rtol=1e-11, atol=1e-11)
+
+
+def test_cached_rows_are_read_only() -> None:
+    Q, _ = make("rbf", "dense")
+    r = Q.row(2)
+    with pytest.raises(ValueError):
+        r[0] = 1.0
+
+
+# --- the LRU cache -----------------------------------------------------------------------------
+
+def n_cached(Q: KernelQ) -> int:
+    return sum(Q.cached(i) for i in range(Q.shape[0]))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("budget_rows", [1, 3, 7])
+def test_cache_respects_byte_budget(dtype: Any, budget_rows: int) -> None:
+    row_bytes = N * np.dtype(dtype).itemsize
+    Q, ref = make("rbf", "dense", dtype=dtype, cache_bytes=budget_rows * row_bytes + row_bytes - 1)
+    assert Q.max_rows == budget_rows
+    assert Q.max_rows * row_bytes <= Q.cache_bytes
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        if rng.random() < 0.5:
+            Q.row(int(rng.integers(N)))
+        else:
+            Q.rows(rng.integers(0, N, size=int(rng.integers(1, 12))))
+        assert n_cached(Q) <= Q.max_rows
+    np.testing.assert_allclose(Q.rows(np.arange(N)), ref, rtol=1e-6, atol=1e-6)
+    assert n_cached(Q) <= Q.max_rows
+
+
+def test_lru_evicts_least_recently_used() -> None:
+    Q, _ = make("rbf", "dense", cache_bytes=3 * N * 8)
+    assert Q.max_rows == 3
+    for i in (0, 1, 2):
+        Q.row(i)
+    Q.row(0)  # 0 is now the most recent; 1 the least
+    Q.row(3)
+    assert [Q.cached(i) for i in range(4)] == [True, False, True, True]
+    Q.rows([2])  # a hit through rows() also refreshes
+    Q.row(4)
+    assert [Q.cached(i) for i in range(5)] == [False, False, True, True, True]
+
+
+def test_zero_budget_caches_nothing() -> None:
+    Q, ref = make("linear", "dense", cache_bytes=0)
+    for _ in range(2):
+        np.testing.assert_allclose(Q.row(1), ref[1], rtol=1e-12, atol=1e-12)
+    assert n_cached(Q) == 0
+    assert Q.stats.cache_misses == 2 and Q.stats.rows_computed == 2 and Q.stats.cache_hits == 0
+
+
+def test_counters() -> None:
+    Q, _ = make("rbf", "dense")
+    s = Q.stats
+    Q.row(0)
+    assert (s.rows_computed, s.cache_hits, s.cache_misses) == (1, 0, 1)
+    Q.row(0)
+    assert (s.rows_computed, s.cache_hits, s.cache_misses) == (1, 1, 1)
+    Q.rows([0, 1, 2])  # one hit, two rows computed in one block
+    assert (s.rows_computed, s.cache_hits, s.cache_misses) == (3, 2, 3)
+    Q.rows([5, 5])  # a repeated miss is computed once
+    assert (s.rows_computed, s.cache_hits, s.cache_misses) == (4, 3, 4)
+    x = np.zeros(N)
+    x[[1, 7, 9]] = 1.0
+    Q.matvec(x)  # fresh rows for the nonzeros, the cache untouched
+    assert (s.rows_computed, s.cache_hits, s.cache_misses) == (7, 3, 4)
+    assert s.hit_rate == pytest.approx(3 / 7)
+    Q.diag()
+    assert s.rows_computed == 7
+
+
+def test_compute_bypasses_the_cache() -> None:
+    Q, ref = make("poly", "dense")
+    np.testing.assert_allclose(Q.compute([3, 1]), ref[[3, 1]], rtol=1e-12)
+    assert n_cached(Q) == 0 and Q.stats.rows_computed == 2
+
+
+# --- DenseQ --------------------------------------------------------------------------------------
+
+def test_dense_q() -> None:
+    rng = np.random.default_rng(0)
+    B = rng.normal(size=(6, 6))
+    M = B @ B.T
+    Q = DenseQ(M)
+    assert isinstance(Q, QOperator)
+    assert Q.shape == (6, 6)
+    x = rng.normal(size=6)
+    np.testing.assert_allclose(Q.matvec(x), M @ x)
+    np.testing.assert_array_equal(Q.diag(), np.diag(M))
+    np.testing.assert_array_equal(Q.rows([4, 1]), M[[4, 1]])
+    np.testing.assert_array_equal(Q.row(2), M[2])
+    assert Q.stats.cache_hits == 3 and Q.stats.rows_computed == 0
+    with pytest.raises(ValueError):
+        Q.row(0)[0] = 1.0  # the matrix is read-only
+    Q.diag()[0] = -1.0  # diag() is a copy
+    assert Q.M[0, 0] == M[0, 0]

@@ -1,0 +1,366 @@
+"""QP validation: every bad input is a ProblemError naming its field; restrict() keeps the objective."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import qpcore
+from problems.random import planted_qp, random_box_qp
+from qpcore import QP, DenseQ, Kernel, KernelQ, ProblemError
+
+I2 = np.eye(2)
+
+
+def test_problem_error_is_value_error() -> None:
+    assert issubclass(ProblemError, ValueError)
+
+
+def test_valid_problem_defaults() -> None:
+    qp = QP(I2, [1, -1])
+    assert qp.n == 2 and qp.m == 0
+    assert qp.c.dtype == np.float64
+    assert np.all(qp.lb == -np.inf) and np.all(qp.ub == np.inf)
+    assert qp.A.shape == (0, 2) and qp.b.shape == (0,)
+    assert isinstance(qp.Q, DenseQ)
+
+
+def test_scalar_bounds_broadcast_and_one_row_equality() -> None:
+    qp = QP(I2, [0, 0], 0.0, 2.0, A=[1, -1], b=0.5)
+    np.testing.assert_array_equal(qp.lb, [0, 0])
+    np.testing.assert_array_equal(qp.ub, [2, 2])
+    assert qp.A.shape == (1, 2) and qp.b.shape == (1,)
+
+
+def test_objective_and_gradient() -> None:
+    Q = np.array([[2.0, 1.0], [1.0, 3.0]])
+    qp = QP(Q, [1.0, -2.0])
+    x = np.array([0.5, -1.0])
+    assert qp.objective(x) == pytest.approx(0.5 * x @ Q @ x + qp.c @ x)
+    np.testing.assert_allclose(qp.gradient(x), Q @ x + qp.c)
+
+
+# --- non-finite values: each field named -----------------------------------------------------
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nonfinite_Q(bad: float) -> None:
+    Q = np.eye(3)
+    Q[1, 1] = bad
+    with pytest.raises(ProblemError, match=r"^Q:"):
+        QP(Q, np.zeros(3))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nonfinite_c(bad: float) -> None:
+    with pytest.raises(ProblemError, match=r"^c:.*index 1"):
+        QP(np.eye(3), [0.0, bad, 0.0])
+
+
+@pytest.mark.parametrize("field", ["lb", "ub"])
+def test_nan_bounds(field: str) -> None:
+    kw: dict[str, Any] = {field: [0.0, np.nan]}
+    with pytest.raises(ProblemError, match=rf"^{field}:.*NaN"):
+        QP(I2, [0, 0], **kw)
+
+
+def test_infinite_bounds_allowed_on_the_open_side() -> None:
+    qp = QP(I2, [0, 0], [-np.inf, 0.0], [np.inf, np.inf])
+    assert qp.lb[0] == -np.inf
+
+
+@pytest.mark.parametrize(("lb", "ub"), [(np.inf, np.inf), (-np.inf, -np.inf)])
+def test_bounds_excluding_every_point(lb: float, ub: float) -> None:
+    with pytest.raises(ProblemError, match=r"lb"):
+        QP(I2, [0, 0], lb, ub)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nonfinite_A(bad: float) -> None:
+    with pytest.raises(ProblemError, match=r"^A:"):
+        QP(I2, [0, 0], A=[[1.0, bad]], b=[0.0])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nonfinite_b(bad: float) -> None:
+    with pytest.raises(ProblemError, match=r"^b:"):
+        QP(I2, [0, 0], A=[[1.0, 1.0]], b=[bad])
+
+
+# --- shapes ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"c": [0.0, 0.0, 0.0]}, "c"),
+    ({"c": [[0.0], [0.0]]}, "c"),
+    ({"c": [0.0, 0.0], "lb": [0.0, 0.0, 0.0]}, "lb"),
+    ({"c": [0.0, 0.0], "ub": [1.0]}, "ub"),
+    ({"c": [0.0, 0.0], "A": [[1.0, 1.0, 1.0]]}, "A"),
+    ({"c": [0.0, 0.0], "A": np.zeros((1, 1, 2))}, "A"),
+    ({"c": [0.0, 0.0], "A": [1.0, 1.0], "b": [0.0, 0.0]}, "b"),
+    ({"c": [0.0, 0.0], "A": [[1.0, 1.0], [1.0, -1.0]], "b": [0.0]}, "b"),
+])
+def test_shape_mismatch_names_field(kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(ProblemError, match=rf"^{field}:"):
+        QP(I2, **kwargs)
+
+
+@pytest.mark.parametrize("Q", [np.ones((2, 3)), np.ones(3), np.ones((2, 2, 2))])
+def test_non_square_Q(Q: Any) -> None:
+    with pytest.raises(ProblemError, match=r"^Q: not square"):
+        QP(Q, [0.0, 0.0])
+
+
+def test_non_square_operator() -> None:
+    class Rect:
+        shape = (2, 3)
+        stats = qpcore.OperatorStats()
+
+        def matvec(self, x: Any) -> Any:
+            return x
+
+        def rows(self, idx: Any) -> Any:
+            return idx
+
+        def diag(self) -> Any:
+            return np.ones(2)
+
+    with pytest.raises(ProblemError, match=r"^Q: not square"):
+        QP(Rect(), [0.0, 0.0])
+
+
+def test_non_symmetric_Q() -> None:
+    with pytest.raises(ProblemError, match=r"^Q: not symmetric"):
+        QP(np.array([[1.0, 0.5], [0.0, 1.0]]), [0, 0])
+
+
+def test_symmetric_to_rounding_is_accepted() -> None:
+    Q = np.array([[1.0, 0.5], [0.5 * (1 + 1e-14), 1.0]])
+    assert QP(Q, [0, 0]).n == 2
+
+
+def test_lb_above_ub_names_index() -> None:
+    with pytest.raises(ProblemError, match=r"lb > ub at index 1"):
+        QP(I2, [0, 0], [0.0, 2.0], [1.0, 1.0])
+
+
+def test_lb_equal_ub_is_fine() -> None:
+    assert QP(I2, [0, 0], [1.0, 0.0], [1.0, 1.0]).n == 2
+
+
+# --- equality feasibility ----------------------------------------------------------------------
+
+A1 = np.array([1.0, 2.0, -1.0])  # over [0, 1]³: aᵀx ranges over [−1, 3]
+
+
+@pytest.mark.parametrize("b", [3.0, -1.0, 0.0, 1.5])
+def test_one_row_equality_feasible_up_to_the_boundary(b: float) -> None:
+    assert QP(np.eye(3), np.zeros(3), 0.0, 1.0, A1, b).m == 1
+
+
+@pytest.mark.parametrize("b", [3.0 + 1e-9, 3.0 + 1e-6, 4.0, -1.0 - 1e-9, -2.0])
+def test_one_row_equality_infeasible_just_outside(b: float) -> None:
+    with pytest.raises(ProblemError, match=r"A x = b is infeasible.*\[-1\.0, 3\.0\]"):
+        QP(np.eye(3), np.zeros(3), 0.0, 1.0, A1, b)
+
+
+def test_one_row_equality_with_an_open_side_is_always_feasible() -> None:
+    assert QP(np.eye(3), np.zeros(3), [0.0, 0.0, 0.0], [1.0, np.inf, 1.0], A1, 1e6).m == 1
+    with pytest.raises(ProblemError, match=r"infeasible"):
+        QP(np.eye(3), np.zeros(3), [0.0, 0.0, 0.0], [1.0, np.inf, 1.0], A1, -1.5)
+
+
+def test_svm_form_equality_is_feasible() -> None:
+    y = np.array([1.0, -1.0, 1.0, 1.0])
+    assert QP(np.eye(4), -np.ones(4), 0.0, 1.0, y, 0.0).m == 1
+
+
+def test_one_row_equality_all_one_class_infeasible() -> None:
+    # yᵀα = 1 with α ≥ 0 is fine, but yᵀα = −1 with all y = +1 is not
+    with pytest.raises(ProblemError, match=r"infeasible"):
+        QP(np.eye(3), np.zeros(3), 0.0, 1.0, np.ones(3), -1.0)
+
+
+@pytest.mark.parametrize(("A", "b", "lb", "ub"), [
+    ([[1.0, 1.0], [1.0, 1.0]], [1.0, 2.0], -np.inf, np.inf),  # inconsistent rows
+    ([[1.0, 0.0], [0.0, 1.0]], [2.0, 0.5], 0.0, 1.0),  # each row alone is out of the box
+    ([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]], [2.0, 0.0], 0.0, 1.0),  # rows feasible alone, not together
+])
+def test_multi_row_equality_infeasible(A: Any, b: Any, lb: float, ub: float) -> None:
+    n = np.shape(A)[1]
+    with pytest.raises(ProblemError, match=r"A x = b is infeasible"):
+        QP(np.eye(n), np.zeros(n), lb, ub, A, b)
+
+
+def test_multi_row_equality_feasible() -> None:
+    qp = QP(np.eye(3), np.zeros(3), 0.0, 1.0, [[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]], [1.5, 1.5])
+    assert qp.m == 2
+
+
+# --- dtypes ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("field", ["c", "lb", "ub", "b"])
+@pytest.mark.parametrize("value", [np.array(["a", "b"]), np.array([1, 2], dtype=object),
+                                   np.array([1 + 0j, 2 + 1j])])
+def test_bad_dtype_vectors(field: str, value: Any) -> None:
+    kw: dict[str, Any] = {"c": [0.0, 0.0]}
+    if field == "b":
+        kw["A"] = [[1.0, 0.0], [0.0, 1.0]]
+    kw[field] = value
+    with pytest.raises(ProblemError, match=rf"^{field}: dtype"):
+        QP(I2, **kw)
+
+
+@pytest.mark.parametrize("Q", [np.array([["a", "b"], ["b", "a"]]), np.array([[1, 0], [0, 1]], dtype=object),
+                               np.eye(2) * (1 + 1j), None])
+def test_bad_dtype_Q(Q: Any) -> None:
+    with pytest.raises(ProblemError, match=r"^Q: dtype"):
+        QP(Q, [0.0, 0.0])
+
+
+@pytest.mark.parametrize("A", [np.array([["a", "b"]]), np.array([[1j, 1.0]])])
+def test_bad_dtype_A(A: Any) -> None:
+    with pytest.raises(ProblemError, match=r"^A: dtype"):
+        QP(I2, [0.0, 0.0], A=A)
+
+
+def test_integer_and_bool_inputs_are_converted() -> None:
+    qp = QP(np.eye(2, dtype=np.int64), np.array([True, False]), 0, 1)
+    assert qp.c.dtype == np.float64 and qp.lb.dtype == np.float64
+
+
+@pytest.mark.xfail(reason="bug: a ragged nested list reaches np.asarray unguarded: numpy's ValueError, "
+                          "not a ProblemError naming the field")
+@pytest.mark.parametrize(("Q", "c", "field"), [([[1.0, 0.0], [0.0]], [0.0, 0.0], "Q"),
+                                               (np.eye(2), [0.0, [1.0, 2.0]], "c")])
+def test_ragged_input(Q: Any, c: Any, field: str) -> None:
+    with pytest.raises(ProblemError, match=rf"^{field}:"):
+        QP(Q, c)
+
+
+@pytest.mark.xfail(reason="bug: problem._equality_feasible_one_row evaluates a*lb for every entry under "
+                          "np.where, so a zero coefficient on an infinite bound computes 0·inf (RuntimeWarning)")
+def test_one_row_check_quiet_with_zero_coefficient_on_infinite_bound() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        QP(I2, [0.0, 0.0], -np.inf, np.inf, A=[1.0, 0.0], b=[1.0])
+
+
+# --- KernelQ inputs ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_kernel_data_nonfinite(bad: float, sparse: bool) -> None:
+    X = np.ones((3, 2))
+    X[1, 0] = bad
+    with pytest.raises(ProblemError, match=r"^X:"):
+        KernelQ(sp.csr_matrix(X) if sparse else X, Kernel("rbf"))
+
+
+@pytest.mark.parametrize("X", [np.ones(3), np.array([["a", "b"]]), np.ones((2, 2)) * 1j])
+def test_kernel_data_bad_shape_or_dtype(X: Any) -> None:
+    with pytest.raises(ProblemError, match=r"^X:"):
+        KernelQ(X, Kernel("linear"))
+
+
+@pytest.mark.parametrize("name", ["rbf", "poly", "sigmoid"])
+@pytest.mark.parametrize("gamma", [0.0, -1.0, np.nan, np.inf])
+def test_kernel_bad_gamma(name: Any, gamma: float) -> None:
+    with pytest.raises(ProblemError, match=r"gamma"):
+        Kernel(name, gamma=gamma)
+
+
+@pytest.mark.parametrize(("kwargs", "word"), [({"name": "cosine"}, "unknown kernel"),
+                                              ({"name": "poly", "degree": 0}, "degree"),
+                                              ({"name": "poly", "degree": 2.5}, "degree"),
+                                              ({"name": "sigmoid", "coef0": np.nan}, "coef0")])
+def test_kernel_bad_parameters(kwargs: dict[str, Any], word: str) -> None:
+    with pytest.raises(ProblemError, match=word):
+        Kernel(**kwargs)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_precomputed_must_be_square(sparse: bool) -> None:
+    G = np.ones((3, 4))
+    with pytest.raises(ProblemError, match=r"^X: a precomputed kernel must be square"):
+        KernelQ(sp.csr_matrix(G) if sparse else G, Kernel("precomputed"))
+
+
+def test_kernel_scale_shape() -> None:
+    with pytest.raises(ProblemError, match=r"^scale: shape mismatch"):
+        KernelQ(np.ones((3, 2)), Kernel("linear"), scale=[1.0, -1.0])
+
+
+def test_kernel_negative_cache_budget() -> None:
+    with pytest.raises(ProblemError, match=r"^cache_bytes"):
+        KernelQ(np.ones((3, 2)), Kernel("linear"), cache_bytes=-1)
+
+
+@pytest.mark.xfail(reason="bug: KernelQ does not check that scale is finite and numeric (NaN accepted, "
+                          "strings raise numpy's ValueError)")
+@pytest.mark.parametrize("scale", [[1.0, np.nan, 1.0], ["a", "b", "c"]])
+def test_kernel_scale_values(scale: Any) -> None:
+    with pytest.raises(ProblemError, match=r"^scale:"):
+        KernelQ(np.ones((3, 2)), Kernel("linear"), scale=scale)
+
+
+@pytest.mark.xfail(reason="bug: Q symmetry is checked only for DenseQ; a precomputed KernelQ from a "
+                          "non-symmetric Gram matrix is accepted by QP")
+def test_precomputed_non_symmetric_rejected() -> None:
+    with pytest.raises(ProblemError, match=r"symmetric"):
+        QP(KernelQ(np.array([[1.0, 2.0], [0.0, 1.0]]), Kernel("precomputed")), [0.0, 0.0])
+
+
+def test_kernel_q_in_a_qp_takes_its_size() -> None:
+    qp = QP(KernelQ(np.random.default_rng(0).normal(size=(5, 2)), Kernel("rbf")), -np.ones(5), 0.0, 1.0)
+    assert qp.n == 5
+
+
+def test_error_messages_are_specific() -> None:
+    with pytest.raises(ProblemError) as info:
+        QP(I2, [0.0, np.nan])
+    assert re.search(r"index 1", str(info.value))
+
+
+# --- restrict ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("svm_form", [False, True])
+def test_restrict_objective_equals_full_up_to_a_constant(svm_form: bool) -> None:
+    rng = np.random.default_rng(7)
+    qp, x = planted_qp(12, seed=3, cond=1e3, svm_form=svm_form, ub=1.0)
+    free = np.array([1, 4, 5, 9])
+    sub = qp.restrict(free, x)
+    assert sub.n == free.size and sub.m == qp.m
+    np.testing.assert_array_equal(sub.lb, qp.lb[free])
+    np.testing.assert_array_equal(sub.ub, qp.ub[free])
+    # the fixed part's equality contribution moved to b: x[free] satisfies the subproblem's equality
+    np.testing.assert_allclose(sub.A @ x[free], sub.b, atol=1e-12)
+    const = qp.objective(x) - sub.objective(x[free])
+    for _ in range(5):
+        xB = x[free] + rng.normal(size=free.size)
+        full = x.copy()
+        full[free] = xB
+        assert qp.objective(full) - sub.objective(xB) == pytest.approx(const, abs=1e-10)
+        np.testing.assert_allclose(sub.gradient(xB), qp.gradient(full)[free], atol=1e-12)
+
+
+def test_restrict_of_a_kernel_problem() -> None:
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(10, 3)), np.where(rng.random(10) < 0.5, 1.0, -1.0)
+    qp = QP(KernelQ(X, Kernel("rbf", gamma=0.5), scale=y), -np.ones(10), 0.0, 1.0)
+    x = rng.uniform(0, 1, 10)
+    free = np.array([0, 3, 7])
+    sub = qp.restrict(free, x)
+    assert isinstance(sub.Q, DenseQ)
+    full = x.copy()
+    full[free] = 0.25
+    const = qp.objective(x) - sub.objective(x[free])
+    assert qp.objective(full) - sub.objective(full[free]) == pytest.approx(const, abs=1e-10)
+
+
+def test_random_box_qp_is_a_valid_problem() -> None:
+    qp = random_box_qp(6, seed=0, cond=1e4)
+    assert isinstance(qp, QP) and qp.n == 6
