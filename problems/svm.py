@@ -120,7 +120,8 @@ class SVMModel:
 
     def predict(self, X: Any) -> NDArray[Any]:
         """Predicted labels, in the original label values."""
-        return np.where(self.decision_function(X) > 0, self.classes[1], self.classes[0])
+        out: NDArray[Any] = np.where(self.decision_function(X) > 0, self.classes[1], self.classes[0])
+        return out
 
 
 @attrs.frozen(eq=False)

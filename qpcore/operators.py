@@ -103,12 +103,14 @@ class DenseQ:
         """Q[idx, :]."""
         i = np.asarray(idx, dtype=np.intp)
         self.stats.cache_hits += int(i.size)
-        return self.M[i]
+        out: FloatArray = self.M[i]
+        return out
 
     def row(self, i: int) -> FloatArray:
         """Q[i, :] (a view)."""
         self.stats.cache_hits += 1
-        return self.M[i]
+        out: FloatArray = self.M[i]
+        return out
 
 
 @attrs.frozen
@@ -180,7 +182,8 @@ def squared_norms(X: Any) -> FloatArray:
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
     Xd = np.asarray(X, dtype=np.float64)
-    return np.einsum("ij,ij->i", Xd, Xd)
+    out: FloatArray = np.einsum("ij,ij->i", Xd, Xd)
+    return out
 
 
 def _dot_block(Xa: Any, Xb: Any) -> FloatArray:
@@ -257,6 +260,24 @@ class KernelQ:
         self.max_rows = max(1, self.cache_bytes // max(1, self._row_bytes))
         self._cache: OrderedDict[int, NDArray[Any]] = OrderedDict()
         self._sq = squared_norms(X) if kernel.name == "rbf" else None
+        self._aug: tuple[FloatArray, FloatArray] | None = None
+        if kernel.name == "rbf" and not sp.issparse(X):
+            # one GEMM gives the exponent: [√(2γ)x_i, −γ‖x_i‖², 1]·[√(2γ)x_j, 1, −γ‖x_j‖²]
+            # = −γ‖x_i − x_j‖², saving three passes over every block of rows
+            assert self._sq is not None
+            r2g, g = np.sqrt(2.0 * kernel.gamma), kernel.gamma
+            one = np.ones((n, 1))
+            self._aug = (np.hstack([r2g * X, -g * self._sq[:, None], one]),
+                         np.hstack([r2g * X, one, -g * self._sq[:, None]]))
+        self._aug_s: Any = None
+        if kernel.name == "rbf" and self._Xs is not None or (kernel.name == "rbf" and sp.issparse(X)):
+            # the same augmentation for single rows by sparse matvec
+            assert self._sq is not None
+            Xs = self._Xs if self._Xs is not None else X
+            r2g, g = np.sqrt(2.0 * kernel.gamma), kernel.gamma
+            self._aug_s = sp.csr_matrix(sp.hstack([r2g * Xs, np.ones((n, 1)), -g * self._sq[:, None]], format="csr"))
+            self._Xs = Xs
+        self._s_signed = (s, -s)
         self.stats = OperatorStats()
         self.gemm_min_rows = 32
 
@@ -295,20 +316,69 @@ class KernelQ:
     def compute(self, idx: ArrayLike) -> FloatArray:
         """Compute the block Q[idx, :] afresh (no cache), one BLAS product for the whole block."""
         i = np.asarray(idx, dtype=np.intp)
+        if i.size == 1 and self.kernel.name != "precomputed":
+            return self._compute_one(int(i[0]))
         self.stats.rows_computed += int(i.size)
-        if self.kernel.name == "precomputed":
-            blk = self.X[i]
-            out = np.array(blk.toarray() if sp.issparse(blk) else blk, dtype=np.float64)
-        else:
-            if self._Xs is not None and i.size < self.gemm_min_rows:
-                out = _dot_block(self._Xs[i], self._Xs)
-            else:
-                out = _dot_block(self.X[i], self.X)
-            sq = self._sq
-            self.kernel.apply(out, None if sq is None else sq[i], sq)
+        out = self._kernel_block(i)
         out *= self.s
         out *= self.s[i][:, None]
         return out
+
+    def _kernel_block(self, i: IndexArray) -> FloatArray:
+        """Unscaled kernel values K[i, :] as a dense float64 block."""
+        if self.kernel.name == "precomputed":
+            blk = self.X[i]
+            return np.array(blk.toarray() if sp.issparse(blk) else blk, dtype=np.float64)
+        if self._aug is not None and (self._Xs is None or i.size >= self.gemm_min_rows):
+            out = self._aug[0][i] @ self._aug[1].T
+            np.minimum(out, 0.0, out=out)  # rounding can make ‖u−v‖² slightly negative
+            np.exp(out, out=out)
+            return out
+        if self._Xs is not None and i.size < self.gemm_min_rows:
+            out = _dot_block(self._Xs[i], self._Xs)
+        else:
+            out = _dot_block(self.X[i], self.X)
+        sq = self._sq
+        return self.kernel.apply(out, None if sq is None else sq[i], sq)
+
+    def _row_vector(self, k: int, aug: bool) -> FloatArray:
+        """Point k as a dense vector (augmented for the RBF exponent when ``aug``)."""
+        Xs = self._Xs
+        if Xs is not None:
+            d = Xs.shape[1]
+            v = np.zeros(d + 2 if aug else d)
+            a, b = Xs.indptr[k], Xs.indptr[k + 1]
+            v[Xs.indices[a:b]] = Xs.data[a:b]
+        else:
+            v = np.array(self.X[k], dtype=np.float64)
+            d = v.size
+            if aug:
+                v = np.concatenate([v, [0.0, 0.0]])
+        if aug:
+            assert self._sq is not None
+            v[:d] *= np.sqrt(2.0 * self.kernel.gamma)
+            v[d], v[d + 1] = -self.kernel.gamma * self._sq[k], 1.0
+        return v
+
+    def _compute_one(self, k: int) -> FloatArray:
+        """One row by one (sparse) matrix-vector product: a GEMV would stream all of dense X."""
+        self.stats.rows_computed += 1
+        if self._aug_s is not None:
+            out = np.asarray(self._aug_s @ self._row_vector(k, True), dtype=np.float64)
+            np.minimum(out, 0.0, out=out)
+            np.exp(out, out=out)
+        elif self._aug is not None:
+            out = self._aug[1] @ self._aug[0][k]
+            np.minimum(out, 0.0, out=out)
+            np.exp(out, out=out)
+        else:
+            A = self._Xs if self._Xs is not None else self.X
+            out = np.asarray(A @ self._row_vector(k, False), dtype=np.float64)
+            sq = self._sq
+            self.kernel.apply(out[None, :], None if sq is None else sq[k:k + 1], sq)
+        np.multiply(out, self._s_signed[0 if self.s[k] > 0 else 1] if abs(self.s[k]) == 1.0 else self.s * self.s[k],
+                    out=out)
+        return out.reshape(1, -1)
 
     def _store(self, i: int, r: NDArray[Any]) -> None:
         if self.cache_bytes < self._row_bytes:
@@ -321,7 +391,7 @@ class KernelQ:
     def row(self, i: int) -> NDArray[Any]:
         """Q[i, :], from the cache when present (read-only)."""
         c = self._cache
-        r = c.get(i)
+        r: NDArray[Any] | None = c.get(i)
         if r is not None:
             c.move_to_end(i)
             self.stats.cache_hits += 1
@@ -364,16 +434,23 @@ class KernelQ:
 
     def matvec(self, x: FloatArray, block: int = 1024) -> FloatArray:
         """Q x over the nonzeros of x: cached float64 rows (exact kernel values) plus the rest
-        computed in blocks; float32 cached rows are never used here."""
+        computed in blocks; float32 cached rows are never used here.
+
+        Q x = s ∘ (K (s ∘ x)), so the blocks are kernel values without the scaling passes.
+        """
         x = np.asarray(x, dtype=np.float64)
         nz = np.flatnonzero(x)
         out = np.zeros(self._n)
-        if self.dtype == np.float64:
+        if self.dtype == np.float64 and self._cache:
             hit = np.fromiter((int(k) in self._cache for k in nz), dtype=bool, count=nz.size)
             for k in nz[hit]:
                 out += x[k] * self._cache[int(k)]
             nz = nz[~hit]
+        sx = self.s * x
+        acc = np.zeros(self._n)
         for start in range(0, nz.size, block):
             b = nz[start:start + block]
-            out += x[b] @ self.compute(b)  # Q symmetric: Q x = Σ_b x_b Q[b, :]
+            self.stats.rows_computed += int(b.size)
+            acc += sx[b] @ self._kernel_block(b)  # K symmetric: K v = Σ_b v_b K[b, :]
+        out += self.s * acc
         return out

@@ -76,6 +76,11 @@ def _equality_feasible_one_row(a: FloatArray, b: float, lb: FloatArray, ub: Floa
     return float(lo_t.sum()), float(hi_t.sum())
 
 
+def _optional_array(value: ArrayLike | None) -> FloatArray:
+    # None means "no equality"; the shapes are fixed in __attrs_post_init__ once n is known
+    return np.zeros(0) if value is None else np.asarray(value)
+
+
 @attrs.frozen(eq=False)
 class QP:
     """Convex QP ``min ½xᵀQx + cᵀx  s.t.  lb ≤ x ≤ ub,  A x = b``.
@@ -104,8 +109,8 @@ class QP:
     c: FloatArray = attrs.field()
     lb: FloatArray = attrs.field(default=-np.inf)
     ub: FloatArray = attrs.field(default=np.inf)
-    A: FloatArray = attrs.field(default=None)
-    b: FloatArray = attrs.field(default=None)
+    A: FloatArray = attrs.field(default=None, converter=_optional_array)
+    b: FloatArray = attrs.field(default=None, converter=_optional_array)
 
     def __attrs_post_init__(self) -> None:
         n = int(self.Q.shape[0])
@@ -119,7 +124,7 @@ class QP:
         if bad.size:
             i = int(bad[0])
             raise ProblemError(f"lb > ub at index {i} ({self.lb[i]} > {self.ub[i]}); swap or fix the bounds")
-        if self.A is None:
+        if self.A.size == 0:
             A = np.zeros((0, n))
         else:
             A = np.asarray(self.A)
@@ -130,7 +135,7 @@ class QP:
             A = np.vstack([as_float_vector(row, "A", n) for row in A]) if A.shape[0] else np.zeros((0, n))
         set_(self, "A", A)
         m = A.shape[0]
-        b = np.zeros(m) if self.b is None else as_float_vector(np.atleast_1d(np.asarray(self.b)), "b", m)
+        b = np.zeros(m) if self.b.size == 0 else as_float_vector(np.atleast_1d(np.asarray(self.b)), "b", m)
         set_(self, "b", b)
         self._check_equality()
 

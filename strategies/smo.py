@@ -123,7 +123,7 @@ class SecondOrderRule:
     """
 
     tau: float = TAU
-    prefetch: int = 64
+    prefetch: int = 0
 
     def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
         """The pair (i, j), or None when m(x) − M(x) ≤ tol.
@@ -135,7 +135,8 @@ class SecondOrderRule:
         act, y, G, up, low, QD = work.active_views(state.g)
         if qp.m == 0:
             return _single_select(qp, state, act, G, QD, tol, second_order=True, tau=self.tau)
-        F = -y * G
+        F = np.multiply(y, G)
+        np.negative(F, out=F)                # F_t = −y_t g_t
         vu = np.where(up, F, -np.inf)
         i = int(vu.argmax())
         gmax = float(vu[i])
@@ -148,13 +149,15 @@ class SecondOrderRule:
         if pf is not None and not Q.cached(ig):  # type: ignore[attr-defined]
             pf(_top(vu, act, i, self.prefetch))
         Qi = Q.row(ig)
-        Qia = Qi if act is None else Qi[act]
-        b = gmax - vl                       # > 0 exactly where t is in I_low and violates with i
-        a = QD - (2.0 * y[i]) * (y * Qia)  # Q_tt − 2 y_i y_t Q_it, then + Q_ii
-        a += QD[i]
+        a = np.multiply(y, Qi if act is None else Qi[act])
+        a *= -2.0 * y[i]
+        a += QD
+        a += QD[i]                           # a_t = Q_ii + Q_tt − 2 y_i y_t Q_it
         np.maximum(a, self.tau, out=a)
-        score = np.where(b > 0, b * b / a, -1.0)  # b is +inf outside I_low, so mask it via vl
-        score[~low] = -1.0
+        score = np.subtract(gmax, vl, out=vl)   # b_t = gmax − F_t; −inf outside I_low
+        np.maximum(score, 0.0, out=score)    # only violating pairs (b > 0) score
+        score *= score
+        score /= a
         j = int(score.argmax())
         if pf is not None and not Q.cached(j if act is None else int(act[j])):  # type: ignore[attr-defined]
             pf(_top(score, act, j, self.prefetch))

@@ -78,6 +78,8 @@ def test_matvec(name: str, fmt: str) -> None:
     np.testing.assert_allclose(Q.matvec(x), ref @ x, rtol=1e-11, atol=1e-11)
     np.testing.assert_allclose(Q.matvec(x, block=4), ref @ x, rtol=1e-11, atol=1e-11)
     np.testing.assert_array_equal(Q.matvec(np.zeros(N)), np.zeros(N))
+    Q.rows([1, 2, 4, 5])  # some nonzeros' rows now cached: the product must not change
+    np.testing.assert_allclose(Q.matvec(x), ref @ x, rtol=1e-11, atol=1e-11)
 
 
 def test_default_sparse_input_densified_gives_same_rows() -> None:
@@ -169,12 +171,13 @@ def test_counters() -> None:
     Q.rows([5, 5])  # a repeated miss is computed once
     assert (s.rows_computed, s.cache_hits, s.cache_misses) == (4, 3, 4)
     x = np.zeros(N)
-    x[[1, 7, 9]] = 1.0
-    Q.matvec(x)  # fresh rows for the nonzeros, the cache untouched
+    x[[7, 9, 11]] = 1.0
+    Q.matvec(x)  # rows for the nonzeros (none cached): computed, neither hits nor misses
     assert (s.rows_computed, s.cache_hits, s.cache_misses) == (7, 3, 4)
     assert s.hit_rate == pytest.approx(3 / 7)
     Q.diag()
     assert s.rows_computed == 7
+    assert not any(Q.cached(i) for i in (7, 9, 11))
 
 
 def test_compute_bypasses_the_cache() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -218,9 +218,11 @@ def test_psd_matrix_spectrum(cond: float) -> None:
 
 
 def test_generators_are_deterministic() -> None:
-    for make in (lambda s: random_box_qp(8, seed=s), lambda s: random_svm_dual(8, seed=s, duplicates=2),
-                 lambda s: random_nonneg_qp(8, seed=s), lambda s: random_one_sided_qp(8, seed=s),
-                 lambda s: random_degenerate_qp(8, seed=s, svm_form=True)):
+    makers: list[Callable[[int], QP]] = [
+        lambda s: random_box_qp(8, seed=s), lambda s: random_svm_dual(8, seed=s, duplicates=2),
+        lambda s: random_nonneg_qp(8, seed=s), lambda s: random_one_sided_qp(8, seed=s),
+        lambda s: random_degenerate_qp(8, seed=s, svm_form=True)]
+    for make in makers:
         a, b, c = make(3), make(3), make(4)
         np.testing.assert_array_equal(a.Q.rows(np.arange(8)), b.Q.rows(np.arange(8)))
         np.testing.assert_array_equal(a.c, b.c)
@@ -234,7 +236,7 @@ def test_svm_dual_form_and_duplicates(kernel: Any) -> None:
     y = qp.A[0]
     np.testing.assert_array_equal(qp.c, -np.ones(20))
     assert set(y) == {-1.0, 1.0} and np.all(qp.ub == 3.0) and np.all(qp.lb == 0.0)
-    Q = qp.Q.M
+    Q = qp.Q.rows(np.arange(20))
     K = Q * np.outer(y, y)
     assert np.all(np.diag(K) >= 0)
     # six copies: at most 14 distinct rows, bit-for-bit identical
@@ -244,7 +246,7 @@ def test_svm_dual_form_and_duplicates(kernel: Any) -> None:
 def test_svm_dual_rbf_condition_number() -> None:
     for cond in (1e2, 1e6):
         qp = random_svm_dual(25, seed=1, cond=cond)
-        w = np.linalg.eigvalsh(qp.Q.M)
+        w = np.linalg.eigvalsh(qp.Q.rows(np.arange(25)))
         assert w[-1] / w[0] == pytest.approx(cond, rel=0.05)
 
 
@@ -264,8 +266,9 @@ def test_svm_dual_rejects_bad_arguments() -> None:
 def test_nonneg_and_one_sided_bounds() -> None:
     qp = random_nonneg_qp(10, seed=0, rank=3)
     assert np.all(qp.lb == 0) and np.all(qp.ub == np.inf)
-    for side in ("lower", "upper", "mixed"):
-        qp = random_one_sided_qp(12, seed=2, side=side, rank=4)  # type: ignore[arg-type]
+    sides: list[Any] = ["lower", "upper", "mixed"]
+    for side in sides:
+        qp = random_one_sided_qp(12, seed=2, side=side, rank=4)
         assert np.all(np.isfinite(qp.lb) != np.isfinite(qp.ub))
         if side == "lower":
             assert np.all(qp.ub == np.inf)
