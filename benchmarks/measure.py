@@ -32,6 +32,17 @@ def _status_kb(key: str) -> int | None:
     return None
 
 
+def _malloc_trim() -> bool:
+    """Give freed heap memory back to the OS (glibc), so that a run's RSS growth is not hidden by
+    memory an earlier run freed but the allocator kept resident."""
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0) >= 0)
+    except (OSError, AttributeError):
+        return False
+
+
 def _reset_hwm() -> bool:
     """Reset the kernel's peak-RSS mark (VmHWM) to the current RSS (Linux ≥ 4.0)."""
     try:
@@ -45,8 +56,10 @@ def _reset_hwm() -> bool:
 class PeakMemory:
     """Context manager: peak resident memory above the RSS at entry, in MiB.
 
-    Preferred method: reset the kernel's high-water mark (``echo 5 > /proc/self/clear_refs``)
-    at entry and read ``VmHWM`` at exit: exact, no sampling, no overhead. Fallback:
+    Preferred method: collect garbage, ``malloc_trim(0)`` (glibc keeps freed memory resident
+    otherwise, and a run reusing it would show no growth), reset the kernel's high-water mark
+    (``echo 5 > /proc/self/clear_refs``) at entry and read ``VmHWM`` at exit: exact, no
+    sampling, no overhead. Fallback:
     the growth of ``getrusage(RUSAGE_SELF).ru_maxrss``, a lower bound (0 unless the run goes
     above every earlier peak of the process).
     """
@@ -59,9 +72,11 @@ class PeakMemory:
 
     def __enter__(self) -> PeakMemory:
         gc.collect()
+        trimmed = _malloc_trim()
         rss = _status_kb("VmRSS")
         if rss is not None and _reset_hwm() and _status_kb("VmHWM") is not None:
-            self.method = "VmHWM after reset via /proc/self/clear_refs, minus RSS at start"
+            self.method = ("VmHWM after reset via /proc/self/clear_refs, minus RSS at start"
+                           + (" (after gc and malloc_trim)" if trimmed else " (after gc)"))
             self._rss0 = rss
         else:
             self.method = "ru_maxrss growth (lower bound)"

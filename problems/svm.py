@@ -161,7 +161,7 @@ class SVMProblem:
 
 
 def csvc(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, kernel: Kernel | None = None, *,
-         cache_bytes: int = 200 << 20, dtype: Any = np.float64, fixed_threshold: bool = False) -> SVMProblem:
+         cache_bytes: int = 200 << 20, dtype: Any = np.float32, fixed_threshold: bool = False) -> SVMProblem:
     """Build the C-SVC dual min ½αᵀ(yyᵀ∘K)α − eᵀα, 0 ≤ α ≤ C, yᵀα = 0.
 
     Parameters
@@ -177,7 +177,8 @@ def csvc(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, kernel: Kernel | None
     cache_bytes : int
         Kernel row cache budget.
     dtype : numpy dtype
-        Storage of cached kernel rows (float64 or float32).
+        Storage of cached kernel rows: float32 (default, as LIBSVM stores them: twice the rows
+        per byte; certificates are still computed in float64) or float64.
     fixed_threshold : bool
         Drop the equality yᵀα = 0: the SVM with b = 0 (Platt §2.6).
 

@@ -71,7 +71,10 @@ class DenseQ:
     def __init__(self, M: ArrayLike) -> None:
         from qpcore.problem import ProblemError
 
-        arr = np.asarray(M)
+        try:
+            arr = np.asarray(M)
+        except (ValueError, TypeError) as e:
+            raise ProblemError(f"Q: not a regular numeric matrix ({e})") from None
         if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
             raise ProblemError(f"Q: dtype {arr.dtype} is not real numeric; pass a float matrix")
         if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
@@ -242,12 +245,18 @@ class KernelQ:
                 raise ProblemError(f"X: expected a 2-D array, got shape {X.shape}")
             if not np.isfinite(X).all():
                 raise ProblemError("X: contains NaN or inf; all entries must be finite")
+        if sp.issparse(X):
+            self._Xs = X
         n = int(X.shape[0])
-        if kernel.name == "precomputed" and X.shape[0] != X.shape[1]:
-            raise ProblemError(f"X: a precomputed kernel must be square n×n, got {X.shape}")
-        s = np.ones(n) if scale is None else np.asarray(scale, dtype=np.float64)
-        if s.shape != (n,):
-            raise ProblemError(f"scale: shape mismatch, expected ({n},), got {s.shape}")
+        if kernel.name == "precomputed":
+            if X.shape[0] != X.shape[1]:
+                raise ProblemError(f"X: a precomputed kernel must be square n×n, got {X.shape}")
+            Xd = X.toarray() if sp.issparse(X) else X
+            if float(np.abs(Xd - Xd.T).max(initial=0.0)) > 1e-10 * max(1.0, float(np.abs(Xd).max(initial=0.0))):
+                raise ProblemError("X: a precomputed kernel must be symmetric; pass (K + K.T) / 2")
+        from qpcore.problem import as_float_vector
+
+        s = np.ones(n) if scale is None else as_float_vector(scale, "scale", n)
         if cache_bytes < 0:
             raise ProblemError("cache_bytes: must be ≥ 0")
         self.X = X

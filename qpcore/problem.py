@@ -41,7 +41,10 @@ def as_float_vector(value: ArrayLike, name: str, n: int | None = None, *, allow_
     ProblemError
         On a non-numeric dtype, wrong shape, NaN or disallowed infinity.
     """
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as e:
+        raise ProblemError(f"{name}: not a regular numeric array ({e})") from None
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
                                    or arr.dtype == np.bool_):
         raise ProblemError(f"{name}: dtype {arr.dtype} is not real numeric; pass a float array")
@@ -71,9 +74,10 @@ def _as_operator(Q: Any) -> QOperator:
 
 def _equality_feasible_one_row(a: FloatArray, b: float, lb: FloatArray, ub: FloatArray) -> tuple[float, float]:
     # min/max of aᵀx over the box, exact per-term (0·inf counts as 0).
-    lo_t = np.where(a > 0, a * lb, np.where(a < 0, a * ub, 0.0))
-    hi_t = np.where(a > 0, a * ub, np.where(a < 0, a * lb, 0.0))
-    return float(lo_t.sum()), float(hi_t.sum())
+    pos, neg = a > 0, a < 0
+    lo = float((a[pos] * lb[pos]).sum() + (a[neg] * ub[neg]).sum())
+    hi = float((a[pos] * ub[pos]).sum() + (a[neg] * lb[neg]).sum())
+    return lo, hi
 
 
 def _optional_array(value: ArrayLike | None) -> FloatArray:

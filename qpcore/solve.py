@@ -149,7 +149,15 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     next_report = t0 + reporter.interval if reporter is not None else np.inf
     status = Status.CONVERGED
     perf = time.perf_counter
+    last_finite = state.x.copy()
     while True:
+        if state.iteration % 64 == 0 or state.iteration < 8:
+            # a cheap periodic check keeps the last finite point to return if NaN/inf appears
+            if np.isfinite(state.x).all() and np.isfinite(state.g).all():
+                last_finite = state.x.copy()
+            else:
+                status = Status.NONFINITE
+                break
         if state.stop is not None:
             status = state.stop
             break
@@ -174,9 +182,11 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
                 status = Status.STOPPED
                 break
     solve_seconds = perf() - t0
-    x = state.x
-    if not np.isfinite(x).all() or not np.isfinite(state.g).all():
+    if not np.isfinite(state.x).all() or not np.isfinite(state.g).all():
         status = Status.NONFINITE
+        state.x = last_finite
+        state.g = qp.gradient(last_finite)
+    x = state.x
     g = qp.gradient(x) if certify else state.g
     cert = kkt(qp, x, g)
     objective = float(0.5 * x @ (g + qp.c))

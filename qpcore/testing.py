@@ -24,6 +24,7 @@ This module needs ``hypothesis`` (a test dependency); ``import qpcore`` does not
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -351,9 +352,10 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
     nb = max(int(hl.sum() + hu.sum()), 1)
     lbf, ubf = np.where(hl, lb, 0.0), np.where(hu, ub, 0.0)
     x = np.where(hl & hu, 0.5 * (lbf + ubf), np.where(hl, lbf + 1.0, np.where(hu, ubf - 1.0, 0.0)))
-    # absent bounds carry s = 1, z = 0 throughout, so their terms vanish
-    sl, su = np.where(hl, x - lbf, 1.0), np.where(hu, ubf - x, 1.0)
-    sl, su = np.where(hl, np.maximum(sl, 1.0), 1.0), np.where(hu, np.maximum(su, 1.0), 1.0)
+    # absent bounds carry s = 1, z = 0 throughout, so their terms vanish; s ≥ 1 keeps a tiny box
+    # (C = 1e-3) from starting next to its boundary
+    sl = np.where(hl, np.maximum(x - lbf, 1.0), 1.0)
+    su = np.where(hu, np.maximum(ubf - x, 1.0), 1.0)
     zl, zu, y = hl.astype(np.float64), hu.astype(np.float64), np.zeros(m)
     reg = 1e-13 * max(1.0, float(np.abs(Q).max(initial=0.0)))
     K0 = np.zeros((n + m, n + m))
@@ -363,6 +365,7 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
     bscale = 1.0 + max(float(np.abs(b).max(initial=0.0)), float(np.abs(lbf).max(initial=0.0)),
                        float(np.abs(ubf).max(initial=0.0)))
     best = (x, sl, su, zl, zu, y, np.inf)
+    stale = 0
     for _ in range(max_iter):
         Qx = Q @ x
         rd = Qx + c - A.T @ y - zl + zu
@@ -377,9 +380,11 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
                     float(np.abs(rd).max(initial=0.0)) / (1.0 + float(np.abs(c).max(initial=0.0))
                                                           + float(np.abs(Qx).max(initial=0.0))),
                     comp / (1.0 + abs(obj)))
+        # near the end rounding puts a floor under the residuals: count the steps that gain < 10 %
+        stale = stale + 1 if best[6] < 1e-8 and merit >= 0.9 * best[6] else 0
         if merit < best[6]:
             best = (x, sl, su, zl, zu, y, merit)
-        if merit <= eps:
+        if merit <= eps or stale >= 5:
             break
         mu = comp / nb
         K = K0.copy()
@@ -387,7 +392,10 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
         Kd = K.copy()
         K[np.diag_indices(n)] += reg
         K[n:, n:] -= reg * np.eye(m)
-        lu = scipy.linalg.lu_factor(K, check_finite=False)
+        with warnings.catch_warnings():
+            # an exactly singular pivot shows up as inf/NaN in the direction, handled below
+            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+            lu = scipy.linalg.lu_factor(K, check_finite=False)
 
         def direction(rcl: FloatArray, rcu: FloatArray) -> tuple[FloatArray, ...]:
             # eliminate ds and dz: Z ds + S dz = −rc with ds_l = dx + r_l, ds_u = −dx + r_u
@@ -409,7 +417,8 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
             for v, dv in pairs:
                 neg = dv < 0
                 if neg.any():
-                    a = min(a, float((v[neg] / -dv[neg]).min()))
+                    with np.errstate(over="ignore"):  # a subnormal dv: no limit on the step, inf is right
+                        a = min(a, float((v[neg] / -dv[neg]).min()))
             return a
 
         # predictor (affine scaling), then Mehrotra's centering and second-order correction

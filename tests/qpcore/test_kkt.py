@@ -183,8 +183,6 @@ def test_fixed_variable_is_never_a_violation() -> None:
     assert kkt(qp, np.array([0.0, 0.0])).measure == 0.0
 
 
-@pytest.mark.xfail(reason="bug: kkt's complementarity counts a multiplier of an infinite bound as "
-                          "|z|·inf = inf, although the docstring says finite bounds only")
 def test_complementarity_ignores_infinite_bounds() -> None:
     qp = QP(np.eye(2), np.zeros(2))
     k = kkt(qp, np.array([1e-12, 0.0]))

@@ -82,6 +82,22 @@ def test_matvec(name: str, fmt: str) -> None:
     np.testing.assert_allclose(Q.matvec(x), ref @ x, rtol=1e-11, atol=1e-11)
 
 
+@pytest.mark.parametrize("name", ["linear", "rbf", "poly", "sigmoid"])
+def test_very_sparse_data_with_default_threshold(name: str) -> None:
+    # text-like data (1 % nonzeros) stays CSR under the default dense_threshold
+    X = sp.random(40, 300, density=0.01, format="csr", random_state=np.random.default_rng(3))
+    y = np.where(np.arange(40) % 3 == 0, 1.0, -1.0)
+    Q = KernelQ(X, Kernel(name, gamma=GAMMA, degree=DEGREE, coef0=COEF0), scale=y)  # type: ignore[arg-type]
+    Xd = X.toarray()
+    ref = np.outer(y, y) * sklearn_gram(name, Xd)
+    np.testing.assert_allclose(Q.row(7), ref[7], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Q.rows([0, 39, 7]), ref[[0, 39, 7]], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Q.rows(np.arange(40)), ref, rtol=1e-12, atol=1e-12)
+    x = np.random.default_rng(0).normal(size=40)
+    np.testing.assert_allclose(Q.matvec(x), ref @ x, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(Q.diag(), np.diag(ref), rtol=1e-12, atol=1e-12)
+
+
 def test_default_sparse_input_densified_gives_same_rows() -> None:
     X, y = data()
     Q_sparse = KernelQ(sp.csr_matrix(X), Kernel("rbf", gamma=GAMMA), scale=y)  # dense enough: densified

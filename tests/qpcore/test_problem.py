@@ -232,8 +232,6 @@ def test_integer_and_bool_inputs_are_converted() -> None:
     assert qp.c.dtype == np.float64 and qp.lb.dtype == np.float64
 
 
-@pytest.mark.xfail(reason="bug: a ragged nested list reaches np.asarray unguarded: numpy's ValueError, "
-                          "not a ProblemError naming the field")
 @pytest.mark.parametrize(("Q", "c", "field"), [([[1.0, 0.0], [0.0]], [0.0, 0.0], "Q"),
                                                (np.eye(2), [0.0, [1.0, 2.0]], "c")])
 def test_ragged_input(Q: Any, c: Any, field: str) -> None:
@@ -241,8 +239,6 @@ def test_ragged_input(Q: Any, c: Any, field: str) -> None:
         QP(Q, c)
 
 
-@pytest.mark.xfail(reason="bug: problem._equality_feasible_one_row evaluates a*lb for every entry under "
-                          "np.where, so a zero coefficient on an infinite bound computes 0·inf (RuntimeWarning)")
 def test_one_row_check_quiet_with_zero_coefficient_on_infinite_bound() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -299,16 +295,12 @@ def test_kernel_negative_cache_budget() -> None:
         KernelQ(np.ones((3, 2)), Kernel("linear"), cache_bytes=-1)
 
 
-@pytest.mark.xfail(reason="bug: KernelQ does not check that scale is finite and numeric (NaN accepted, "
-                          "strings raise numpy's ValueError)")
 @pytest.mark.parametrize("scale", [[1.0, np.nan, 1.0], ["a", "b", "c"]])
 def test_kernel_scale_values(scale: Any) -> None:
     with pytest.raises(ProblemError, match=r"^scale:"):
         KernelQ(np.ones((3, 2)), Kernel("linear"), scale=scale)
 
 
-@pytest.mark.xfail(reason="bug: Q symmetry is checked only for DenseQ; a precomputed KernelQ from a "
-                          "non-symmetric Gram matrix is accepted by QP")
 def test_precomputed_non_symmetric_rejected() -> None:
     with pytest.raises(ProblemError, match=r"symmetric"):
         QP(KernelQ(np.array([[1.0, 2.0], [0.0, 1.0]]), Kernel("precomputed")), [0.0, 0.0])

@@ -285,8 +285,6 @@ def test_nonfinite_point_reported(easy: QP) -> None:
         assert_kkt(easy, res, 1e-6)
 
 
-@pytest.mark.xfail(reason="bug: Status.NONFINITE promises 'the point is the last finite one', but solve "
-                          "returns state.x as it is (NaN), and only checks finiteness after the loop")
 def test_nonfinite_returns_last_finite_point(easy: QP) -> None:
     res = solve(easy, Exploder(), tol=1e-12, max_iter=10)
     assert res.status is Status.NONFINITE
