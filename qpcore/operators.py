@@ -287,6 +287,9 @@ class KernelQ:
             self._aug_s = sp.csr_matrix(sp.hstack([r2g * Xs, np.ones((n, 1)), -g * self._sq[:, None]], format="csr"))
             self._Xs = Xs
         self._s_signed = (s, -s)
+        # one row: a dense GEMV (BLAS, threaded) beats a sparse matvec unless X is quite sparse
+        nnz_row = (self._Xs.nnz / max(1, n)) if self._Xs is not None else float(X.shape[1])
+        self._one_dense = self._aug is not None and X.shape[1] + 2 <= 4 * (nnz_row + 2)
         self.stats = OperatorStats()
         self.gemm_min_rows = 32
 
@@ -370,15 +373,14 @@ class KernelQ:
         return v
 
     def _compute_one(self, k: int) -> FloatArray:
-        """One row by one (sparse) matrix-vector product: a GEMV would stream all of dense X."""
+        """One row by one matrix-vector product: dense GEMV or sparse matvec, whichever streams less."""
         self.stats.rows_computed += 1
-        if self._aug_s is not None:
-            out = np.asarray(self._aug_s @ self._row_vector(k, True), dtype=np.float64)
-            np.minimum(out, 0.0, out=out)
-            np.exp(out, out=out)
-        elif self._aug is not None:
-            out = self._aug[1] @ self._aug[0][k]
-            np.minimum(out, 0.0, out=out)
+        if self._aug is not None or self._aug_s is not None:
+            if self._aug is not None and (self._one_dense or self._aug_s is None):
+                out = self._aug[1] @ self._aug[0][k]
+            else:
+                out = np.asarray(self._aug_s @ self._row_vector(k, True), dtype=np.float64)
+            np.minimum(out, 0.0, out=out)  # rounding can make ‖u−v‖² slightly negative
             np.exp(out, out=out)
         else:
             A = self._Xs if self._Xs is not None else self.X

@@ -53,7 +53,7 @@ class SMOWork:
     rule_state: dict[str, Any] = attrs.Factory(dict)
     fallback: bool = False
     tol: float = 1e-3
-    drift: float = 0.0        # bound on the error accumulated in g from rounded (float32) rows
+    x_fresh: FloatArray = attrs.Factory(lambda: np.zeros(0))  # point where g was last computed exactly
     row_eps: float = 0.0      # relative rounding of a stored row entry
     qmax: float = 0.0         # bound on |Q_ij| (max diagonal for a PSD Q)
     buf: FloatArray = attrs.Factory(lambda: np.zeros(0))
@@ -400,6 +400,7 @@ class SMO:
         row_dtype = np.dtype(getattr(qp.Q, "dtype", np.float64))
         work.row_eps = float(np.finfo(row_dtype).eps) if row_dtype.kind == "f" else 0.0
         work.qmax = float(np.abs(QD).max(initial=0.0))
+        work.x_fresh = x.copy()
         if self._use_weights(qp):
             assert isinstance(qp.Q, KernelQ)
             work.w = np.asarray(qp.Q.X.T @ (qp.Q.s * x), dtype=np.float64).ravel()
@@ -464,11 +465,13 @@ class SMO:
             if qp.m and self._gap(qp, state, work) > tol and not work.fallback:
                 work.fallback = True            # a heuristic rule stopped early: finish with MVP
                 continue
-            if work.drift > 0.1 * tol:
-                # rows stored in float32 may have moved g by up to `drift`: recompute it once
-                # from the problem and go on if that reveals violations (LIBSVM does not)
+            if work.row_eps * work.qmax * float(np.linalg.norm(state.x - work.x_fresh)) > 0.1 * tol:
+                # Stored rows are deterministic, so g = Q̃x exactly for the rounded Q̃, and
+                # g − Qx = (Q̃ − Q)(x − x_fresh): independent rounding errors of size row_eps·qmax
+                # add up like ‖x − x_fresh‖₂. When that may matter at this tol, recompute g once
+                # from the problem and go on if it reveals violations (LIBSVM never does).
                 state.g = qp.gradient(state.x)
-                work.drift = 0.0
+                work.x_fresh = state.x.copy()
                 state.counters["gradient_refreshes"] = state.counters.get("gradient_refreshes", 0) + 1
                 continue
             state.done = True
@@ -582,7 +585,6 @@ class SMO:
         di, dj = ni - xi, nj - xj
         if di == 0.0 and dj == 0.0:
             return False
-        work.drift += (abs(di) + abs(dj)) * work.row_eps * work.qmax
         x[i], x[j] = ni, nj
         self._update_gradient(qp, state, work, (i, j), (di, dj), None if Qi is None else (Qi, Qj))  # type: ignore[arg-type]
         for k in (i, j):
@@ -605,7 +607,6 @@ class SMO:
         d = ni - xi
         if d == 0.0:
             return False
-        work.drift += abs(d) * work.row_eps * work.qmax
         x[i] = ni
         rows = None if work.w is not None else (qp.Q.row(i),)
         self._update_gradient(qp, state, work, (i,), (d,), rows)
