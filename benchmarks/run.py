@@ -140,10 +140,11 @@ def bench_row(data: Any, args: argparse.Namespace, ref: dict[str, Any] | None, r
         else:
             r = run_ours(data, s[1], tol=row.tol, cache_mb=args.cache_mb, trace_interval=args.trace_interval,
                          time_limit=args.time_limit)
+        r["load1"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
         runs[s].append(r)
         extra = f", gap {r['kkt_gap']:.2e}, {r['status']}" if s[0] == "qpcore" else ""
         log(f"[{data.key}] {s[0]} {s[1]:<6} run {len(runs[s])}: {r['seconds']:8.2f} s, "
-            f"{r['iterations']} iterations, {r['n_sv']} SVs{extra}, peak {r['peak_mb']:.0f} MB")
+            f"{r['iterations']} iterations, {r['n_sv']} SVs{extra}, peak {r['peak_mb']:.0f} MB, load {r['load1']}")
 
     for s in solvers:                       # pass 1 decides how many runs each solver gets
         once(s)
@@ -168,7 +169,7 @@ def bench_row(data: Any, args: argparse.Namespace, ref: dict[str, Any] | None, r
             "dataset": row.dataset, "subset": data.subset, "n": data.n, "d": data.d, "C": row.C,
             "gamma": row.gamma, "kernel": "rbf", "tol": row.tol, "cache_mb": args.cache_mb, "threads": args.threads,
             "solver": s[0], "strategy": f"smo-{s[1]}" if s[0] == "qpcore" else "libsvm",
-            "times": [round(t, 4) for t in times], "seconds": med,
+            "times": [round(t, 4) for t in times], "seconds": med, "load1_after": [r["load1"] for r in rs],
             "objective": jd["objective"], "f_ref": f_ref,
             "rel_obj": (jd["objective"] - f_ref) / abs(f_ref) if f_ref else None,
             "kkt_gap": mid["kkt_gap"] if s[0] == "qpcore" else jd["kkt_gap"],

@@ -389,7 +389,8 @@ class KernelQ:
             self.kernel.apply(out[None, :], None if sq is None else sq[k:k + 1], sq)
         np.multiply(out, self._s_signed[0 if self.s[k] > 0 else 1] if abs(self.s[k]) == 1.0 else self.s * self.s[k],
                     out=out)
-        return out.reshape(1, -1)
+        row: FloatArray = out.reshape(1, -1)
+        return row
 
     def _store(self, i: int, r: NDArray[Any]) -> None:
         if self.cache_bytes < self._row_bytes:

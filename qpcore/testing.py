@@ -365,6 +365,8 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
     bscale = 1.0 + max(float(np.abs(b).max(initial=0.0)), float(np.abs(lbf).max(initial=0.0)),
                        float(np.abs(ubf).max(initial=0.0)))
     best = (x, sl, su, zl, zu, y, np.inf)
+    p0 = np.concatenate([(sl * zl)[hl], (su * zu)[hu]])
+    gamma = min(1e-3, 0.5 * float(p0.min(initial=1.0)) / max(float(p0.mean()) if p0.size else 1.0, 1e-300))
     stale = 0
     for _ in range(max_iter):
         Qx = Q @ x
@@ -421,6 +423,19 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
                         a = min(a, float((v[neg] / -dv[neg]).min()))
             return a
 
+        def step_length(st: tuple[FloatArray, ...], mu: float, decrease: bool = False) -> tuple[float, float]:
+            """Largest step (back-tracking from 0.995 of the way to the boundary) that keeps every
+            product s_i z_i ≥ γ·mean (the wide neighbourhood of the central path)."""
+            _, _, dsl, dsu, dzl, dzu = st
+            a = min(1.0, 0.995 * max_step((sl, dsl), (su, dsu), (zl, dzl), (zu, dzu)))
+            for _ in range(80):
+                p = np.concatenate([((sl + a * dsl) * (zl + a * dzl))[hl], ((su + a * dsu) * (zu + a * dzu))[hu]])
+                m_new = float(p.sum()) / nb
+                if p.min(initial=np.inf) >= gamma * m_new and (not decrease or m_new <= (1.0 - 0.01 * a) * mu):
+                    return a, m_new
+                a *= 0.8
+            return 0.0, mu
+
         # predictor (affine scaling), then Mehrotra's centering and second-order correction
         dx, dy, dsl, dsu, dzl, dzu = direction(sl * zl * hl, su * zu * hu)
         a = max_step((sl, dsl), (su, dsu), (zl, dzl), (zu, dzu))
@@ -428,8 +443,15 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
         sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0
         rcl = np.where(hl, sl * zl + dsl * dzl - sigma * mu, 0.0)
         rcu = np.where(hu, su * zu + dsu * dzu - sigma * mu, 0.0)
-        dx, dy, dsl, dsu, dzl, dzu = direction(rcl, rcu)
-        a = min(1.0, 0.995 * max_step((sl, dsl), (su, dsu), (zl, dzl), (zu, dzu)))
+        step = direction(rcl, rcu)
+        a, mu_new = step_length(step, mu)
+        if a < 0.1 or mu_new > (1.0 - 0.01 * a) * mu:
+            # the second-order term can spoil a short step (Mehrotra's method then cycles):
+            # a plain centered Newton step, kept in the neighbourhood, makes progress
+            sig = max(sigma, 0.5)
+            step = direction(np.where(hl, sl * zl - sig * mu, 0.0), np.where(hu, su * zu - sig * mu, 0.0))
+            a, mu_new = step_length(step, mu, True)
+        dx, dy, dsl, dsu, dzl, dzu = step
         if not a > 1e-14 or not np.isfinite(dx).all():
             break
         x, y = x + a * dx, y + a * dy
@@ -440,59 +462,203 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
     return best
 
 
-def _polish(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray, b: FloatArray,
-            x0: FloatArray, at_l: NDArray[np.bool_], at_u: NDArray[np.bool_], y: FloatArray) -> FloatArray:
-    """A primal active-set method warm-started at the interior-point solution.
+def _feasible(x0: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray, b: FloatArray,
+              keep: NDArray[np.bool_]) -> FloatArray:
+    """A point of the box that meets A x = b, near ``x0`` (a start for the active-set method).
 
-    The working set starts as the bounds the interior-point pair (slack, multiplier) marks active;
-    each iteration solves the equality-constrained QP on the other variables, steps towards its
-    solution until a bound blocks (added to the working set), and at a stationary point releases
-    the bound whose multiplier has the wrong sign. It lands exactly on the active bounds, which a
-    KKT measure without tolerance on "at a bound" needs. Returns the last feasible point.
+    One row: the projection clip(x0 + λa), moving only the variables not in ``keep`` where they
+    can meet the row (all of them otherwise), with λ found by bisection (a·x is nondecreasing in
+    λ). Several rows: a vertex from the LP solver (scipy's HiGHS). Where none is found, clip(x0).
+    """
+    x = np.clip(x0, lb, ub)
+    m = b.size
+    if m == 0:
+        return x
+    if m > 1:
+        import scipy.optimize
+
+        bounds = list(zip(np.where(np.isfinite(lb), lb, None), np.where(np.isfinite(ub), ub, None)))
+        lp = scipy.optimize.linprog(np.zeros(x.size), A_eq=A, b_eq=b, bounds=bounds, method="highs")
+        return np.clip(np.asarray(lp.x, dtype=np.float64), lb, ub) if lp.status == 0 else x
+    a, beta = A[0], float(b[0])
+    moved = np.where(keep, 0.0, a)
+    rest = float(a[keep] @ x[keep])
+    with np.errstate(invalid="ignore"):  # 0·inf for a variable that does not move
+        top = rest + float(np.where(moved > 0, moved * ub, np.where(moved < 0, moved * lb, 0.0)).sum())
+        bottom = rest + float(np.where(moved > 0, moved * lb, np.where(moved < 0, moved * ub, 0.0)).sum())
+    if not bottom < beta < top:
+        moved = a
+
+    def at(lam: float) -> FloatArray:
+        v: FloatArray = np.clip(x + lam * moved, lb, ub)
+        return v
+
+    def phi(lam: float) -> float:
+        return float(a @ at(lam)) - beta
+
+    f0 = phi(0.0)
+    if f0 == 0.0:
+        return x
+    # bracket the root: φ is nondecreasing, so go down when φ(0) > 0 and up otherwise
+    far = (-1.0 if f0 > 0 else 1.0) * (1.0 + float(np.abs(x).max(initial=0.0)))
+    for _ in range(200):
+        if (phi(far) > 0) != (f0 > 0) or phi(far) == 0.0:
+            break
+        far *= 2.0
+    else:
+        return x  # A x = b is out of the box's reach
+    lo, hi = (far, 0.0) if far < 0 else (0.0, far)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        if phi(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    # interpolate between the bracketing points (φ is linear between nearby breakpoints)
+    xl, xh = at(lo), at(hi)
+    fl, fh = float(a @ xl) - beta, float(a @ xh) - beta
+    w = 0.0 if fh == fl else fh / (fh - fl)
+    out: FloatArray = np.clip(w * xl + (1.0 - w) * xh, lb, ub)
+    return out
+
+
+def _to_release(g: FloatArray, A: FloatArray, F: NDArray[np.bool_], wl: NDArray[np.bool_], wu: NDArray[np.bool_],
+                y: FloatArray, tol: float) -> list[int]:
+    """The bounds to drop from the working set at a minimizer of its face (none: the point is optimal).
+
+    The bound multipliers are z = g − Aᵀλ, with λ from the free variables (g_F = A_Fᵀλ) when
+    they determine it; a bound whose multiplier has the wrong sign by more than ``tol`` is
+    released, the worst first. When λ is not determined (one row that no free variable involves:
+    a degenerate vertex), no single bound can be released without breaking A x = b, and the
+    maximal violating pair is released together (it moves both off their bounds). With several
+    rows and A_F short of rank, λ is the least-squares one or ``y``, whichever fits better.
+    """
+    m = A.shape[0]
+    W = wl | wu
+    sign = np.where(wl, 1.0, -1.0)  # z must be ≥ 0 on wl, ≤ 0 on wu
+    if m == 1 and not np.any(A[0, F] != 0):
+        a = A[0]
+        alone = W & (a == 0)
+        bad0 = np.where(alone, np.maximum(-sign * g, 0.0), 0.0)
+        # a_i ≠ 0 limits λ: from above (s > 0, violation |a_i|(λ − t_i)⁺) or below
+        S = W & (a != 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(S, g / a, 0.0)
+        s = sign * np.sign(a)
+        up, lo = S & (s > 0), S & (s < 0)
+        w = np.abs(a)
+        pair: list[int] = []
+        worst_pair = 0.0
+        if up.any() and lo.any():
+            i = int(np.flatnonzero(up)[np.argmin(t[up])])
+            j = int(np.flatnonzero(lo)[np.argmax(t[lo])])
+            if t[j] > t[i]:
+                # at the balancing λ, both violate by w_i w_j (t_j − t_i) / (w_i + w_j)
+                worst_pair = float(w[i] * w[j] * (t[j] - t[i]) / (w[i] + w[j]))
+                pair = [i, j]
+        k = int(np.argmax(bad0)) if bad0.size else 0
+        if bad0.size and bad0[k] > max(tol, worst_pair):
+            return [k]
+        return pair if worst_pair > tol else []
+    if m == 0:
+        z = g
+    else:
+        AF = A[:, F]
+        lam: FloatArray = scipy.linalg.lstsq(AF.T, g[F])[0]
+        z = g - A.T @ lam
+        if np.linalg.matrix_rank(AF) < m and y.size == m:
+            zy = g - A.T @ y
+            if np.abs(np.minimum(sign * zy, 0.0)[W]).max(initial=0.0) < np.abs(np.minimum(sign * z, 0.0)[W]).max(initial=0.0):
+                z = zy
+    bad = np.where(W, np.maximum(-sign * z, 0.0), 0.0)
+    k = int(np.argmax(bad)) if bad.size else 0
+    return [k] if bad.size and bad[k] > tol else []
+
+
+def _active_set(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray, b: FloatArray,
+                x0: FloatArray, at_l: NDArray[np.bool_], at_u: NDArray[np.bool_], y: FloatArray,
+                max_iter: int) -> tuple[FloatArray, bool]:
+    """A primal active-set method; returns the last point and whether it is a KKT point.
+
+    The working set starts as ``at_l``/``at_u`` (read off the interior-point pairs (slack,
+    multiplier), or anything), from a feasible point near ``x0``. Each iteration solves the
+    equality-constrained QP on the free variables (an eigendecomposition of its KKT system, so a
+    singular Q is fine) and steps towards its solution until a bound blocks (added to the
+    working set). When the face has no minimizer, the part of −g in the null space of its KKT
+    system is a direction of zero curvature and descent, followed instead to the first bound
+    (none: the problem is unbounded). At the minimizer of a face, the bounds with wrong-signed
+    multipliers are released (:func:`_to_release`); none: the point is optimal. It lands
+    exactly on the active bounds, which a KKT measure without tolerance on "at a bound" needs.
     """
     n, m = x0.size, b.size
     hl, hu = np.isfinite(lb), np.isfinite(ub)
-    wl, wu = at_l.copy(), at_u.copy()
-    x = np.where(wl, lb, np.where(wu, ub, x0))
+    wl, wu = at_l & hl, at_u & hu & ~at_l
+    x = _feasible(np.where(wl, lb, np.where(wu, ub, x0)), lb, ub, A, b, wl | wu)
+    wl &= x == lb
+    wu &= x == ub
     scale = 1.0 + float(np.abs(x).max(initial=0.0))
     gscale = 1.0 + float(np.abs(c).max(initial=0.0)) + float(np.abs(Q).max(initial=0.0)) * scale
-    for _ in range(3 * n + 10):
+    amax = float(np.abs(A).max(initial=0.0))
+    stationary = False
+    for _ in range(max_iter):
         F = ~(wl | wu)
-        nf = int(F.sum())
         g = Q @ x + c
-        AF = A[:, F]
-        K = np.block([[Q[np.ix_(F, F)], AF.T], [AF, np.zeros((m, m))]])
-        rhs = np.concatenate([-g[F], b - A @ x])
-        sol, *_ = np.linalg.lstsq(K, rhs, rcond=None)
-        p = np.zeros(n)
-        p[F] = sol[:nf]
-        if float(np.abs(p).max(initial=0.0)) <= 1e-14 * scale:
-            # λ from the free variables when they determine it, else the interior-point estimate
-            lam = -sol[nf:] if m and np.linalg.matrix_rank(AF) == m else y
-            z = g - A.T @ lam
-            bad_l = np.where(wl, np.maximum(-z, 0.0), 0.0)
-            bad_u = np.where(wu, np.maximum(z, 0.0), 0.0)
-            worst = int(np.argmax(np.maximum(bad_l, bad_u)))
-            if max(bad_l[worst], bad_u[worst]) <= 1e-10 * gscale:
-                return x
-            wl[worst] = wu[worst] = False
+        if stationary:
+            release = _to_release(g, A, F, wl, wu, y, 1e-10 * gscale)
+            if not release:
+                return x, True
+            wl[release] = wu[release] = False
+            stationary = False
             continue
-        # longest step in [0, 1] that stays in the box; the first blocking bound joins the working set
+        nf = int(F.sum())
+        QF, AF = Q[np.ix_(F, F)], A[:, F]
+        # balance the blocks so that the rank decision sees the spectrum of Q_FF itself
+        qn, an = float(np.abs(QF).max(initial=0.0)), float(np.abs(AF).max(initial=0.0))
+        sa = qn / an if qn > 0 and an > 0 else 1.0
+        K = np.block([[QF, sa * AF.T], [sa * AF, np.zeros((m, m))]])
+        rhs = np.concatenate([-g[F], sa * (b - A @ x)])
+        # eigendecomposition of the (symmetric) KKT matrix: the Newton step from its range; the
+        # part of the right-hand side in its null space (exact, unlike the residual that the
+        # rounding of a huge Newton step leaves) tells a face without a minimizer
+        sol, null = np.zeros(rhs.size), np.zeros(rhs.size)
+        if rhs.size:
+            ev, V = scipy.linalg.eigh(K, check_finite=False)
+            small = np.abs(ev) <= 1e-12 * float(np.abs(ev).max(initial=0.0))
+            proj = V.T @ rhs
+            sol = V[:, ~small] @ (proj[~small] / ev[~small])
+            null = V[:, small] @ proj[small]
+        p = np.zeros(n)
+        ray = float(np.abs(null[:nf]).max(initial=0.0)) > 1e-12 * gscale
+        if ray:
+            p[F] = null[:nf]  # descend along the null-space part of −g to a bound
+        elif float(np.abs(null[nf:]).max(initial=0.0)) > 1e-10 * sa * (1.0 + amax * scale):
+            return x, False  # the face cannot meet A x = b
+        else:
+            p[F] = sol[:nf]
+            if float(np.abs(p).max(initial=0.0)) <= 1e-13 * scale:
+                stationary = True  # already at the minimizer of the face (up to rounding)
+                continue
+        # longest step in [0, 1] (unlimited along a ray) that stays in the box
         with np.errstate(divide="ignore", invalid="ignore"):
             tl = np.where(F & hl & (p < 0), (lb - x) / p, np.inf)
             tu = np.where(F & hu & (p > 0), (ub - x) / p, np.inf)
         t = np.minimum(tl, tu)
         k = int(np.argmin(t))
-        if t[k] >= 1.0:
+        if not ray and t[k] >= 1.0:
             x = x + p
+            stationary = True
+        elif not np.isfinite(t[k]):
+            return x, False  # unbounded below
         else:
-            x = x + max(t[k], 0.0) * p
+            x = x + max(float(t[k]), 0.0) * p
             if tl[k] <= tu[k]:
                 wl[k] = True
             else:
                 wu[k] = True
         x = np.clip(np.where(wl, lb, np.where(wu, ub, x)), lb, ub)
-    return x
+    return x, False
 
 
 def dense_reference(qp: QP, *, eps: float = 1e-13, max_iter: int = 200) -> tuple[FloatArray, float]:
@@ -538,20 +704,27 @@ def dense_reference(qp: QP, *, eps: float = 1e-13, max_iter: int = 200) -> tuple
     if free.any():
         lbf, ubf = lb[free], ub[free]
         xf, sl, su, zl, zu, y, merit = _ipm(Qf, cf, lbf, ubf, Af, bf, eps, max_iter)
-        if not merit <= 1e-8:
-            raise RuntimeError(f"dense_reference: the interior-point method stopped at scaled residual {merit:.2e}; "
-                               "the problem may be unbounded or badly scaled")
         xf = np.clip(xf, lbf, ubf)  # the slacks are met only in the limit
         at_l = np.isfinite(lbf) & (sl < zl)
         at_u = np.isfinite(ubf) & ~at_l & (su < zu)
-        xp = _polish(Qf, cf, lbf, ubf, Af, bf, xf, at_l, at_u, y)
+        nf = int(free.sum())
+        xp, converged = _active_set(Qf, cf, lbf, ubf, Af, bf, xf, at_l, at_u, y, 10 * nf + 50)
 
         def objective(v: FloatArray) -> float:
             return float(0.5 * v @ (Qf @ v) + cf @ v)
 
-        # the polished point must be as good as the interior-point one (which certifies the value)
         ok_eq = (float(np.abs(Af @ xp - bf).max(initial=0.0))
                  <= 1e-12 * (1.0 + float(np.abs(bf).max(initial=0.0)) + float(np.abs(xp).max(initial=0.0))))
-        fx = objective(xf)
-        x[free] = xp if ok_eq and objective(xp) <= fx + 1e-11 * (1.0 + abs(fx)) else xf
+        if merit <= 1e-8:
+            # the polished point must be as good as the interior-point one (which certifies the value)
+            fx = objective(xf)
+            x[free] = xp if ok_eq and objective(xp) <= fx + 1e-11 * (1.0 + abs(fx)) else xf
+        elif converged and ok_eq:
+            # the interior-point method stalled; the active-set method, run to the end from its
+            # best iterate, certifies its own point (stationary, multipliers of the right sign)
+            x[free] = xp
+        else:
+            raise RuntimeError(f"dense_reference: the interior-point method stopped at scaled residual {merit:.2e} "
+                               "and the active-set method found no optimal point; the problem may be unbounded "
+                               "or badly scaled")
     return x, float(0.5 * x @ (Q @ x) + c @ x)
