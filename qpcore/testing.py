@@ -382,11 +382,12 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
                     float(np.abs(rd).max(initial=0.0)) / (1.0 + float(np.abs(c).max(initial=0.0))
                                                           + float(np.abs(Qx).max(initial=0.0))),
                     comp / (1.0 + abs(obj)))
-        # near the end rounding puts a floor under the residuals: count the steps that gain < 10 %
-        stale = stale + 1 if best[6] < 1e-8 and merit >= 0.9 * best[6] else 0
+        # count the steps that gain < 10 %: near the end rounding puts a floor under the
+        # residuals; earlier, a long run of them is a stall (left to the active-set method)
+        stale = stale + 1 if merit >= 0.9 * best[6] else 0
         if merit < best[6]:
             best = (x, sl, su, zl, zu, y, merit)
-        if merit <= eps or stale >= 5:
+        if merit <= eps or stale >= (5 if best[6] < 1e-8 else 25):
             break
         mu = comp / nb
         K = K0.copy()
@@ -429,9 +430,9 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
             _, _, dsl, dsu, dzl, dzu = st
             a = min(1.0, 0.995 * max_step((sl, dsl), (su, dsu), (zl, dzl), (zu, dzu)))
             for _ in range(80):
-                p = np.concatenate([((sl + a * dsl) * (zl + a * dzl))[hl], ((su + a * dsu) * (zu + a * dzu))[hu]])
-                m_new = float(p.sum()) / nb
-                if p.min(initial=np.inf) >= gamma * m_new and (not decrease or m_new <= (1.0 - 0.01 * a) * mu):
+                prod = np.concatenate([((sl + a * dsl) * (zl + a * dzl))[hl], ((su + a * dsu) * (zu + a * dzu))[hu]])
+                m_new = float(prod.sum()) / nb
+                if prod.min(initial=np.inf) >= gamma * m_new and (not decrease or m_new <= (1.0 - 0.01 * a) * mu):
                     return a, m_new
                 a *= 0.8
             return 0.0, mu
@@ -477,7 +478,8 @@ def _feasible(x0: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray, b: 
     if m > 1:
         import scipy.optimize
 
-        bounds = list(zip(np.where(np.isfinite(lb), lb, None), np.where(np.isfinite(ub), ub, None)))
+        bounds = [(lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None)
+                  for lo, hi in zip(lb.tolist(), ub.tolist())]
         lp = scipy.optimize.linprog(np.zeros(x.size), A_eq=A, b_eq=b, bounds=bounds, method="highs")
         return np.clip(np.asarray(lp.x, dtype=np.float64), lb, ub) if lp.status == 0 else x
     a, beta = A[0], float(b[0])
@@ -566,11 +568,11 @@ def _to_release(g: FloatArray, A: FloatArray, F: NDArray[np.bool_], wl: NDArray[
         z = g
     else:
         AF = A[:, F]
-        lam: FloatArray = scipy.linalg.lstsq(AF.T, g[F])[0]
+        lam: FloatArray = scipy.linalg.lstsq(AF.T, g[F])[0] if F.any() else np.zeros(m)
         z = g - A.T @ lam
-        if np.linalg.matrix_rank(AF) < m and y.size == m:
+        if (not F.any() or np.linalg.matrix_rank(AF) < m) and y.size == m:
             zy = g - A.T @ y
-            if np.abs(np.minimum(sign * zy, 0.0)[W]).max(initial=0.0) < np.abs(np.minimum(sign * z, 0.0)[W]).max(initial=0.0):
+            if np.minimum(sign * zy, 0.0)[W].min(initial=0.0) > np.minimum(sign * z, 0.0)[W].min(initial=0.0):
                 z = zy
     bad = np.where(W, np.maximum(-sign * z, 0.0), 0.0)
     k = int(np.argmax(bad)) if bad.size else 0
@@ -601,7 +603,7 @@ def _active_set(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A:
     scale = 1.0 + float(np.abs(x).max(initial=0.0))
     gscale = 1.0 + float(np.abs(c).max(initial=0.0)) + float(np.abs(Q).max(initial=0.0)) * scale
     amax = float(np.abs(A).max(initial=0.0))
-    stationary = False
+    stationary = refine = False
     for _ in range(max_iter):
         F = ~(wl | wu)
         g = Q @ x + c
@@ -610,7 +612,7 @@ def _active_set(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A:
             if not release:
                 return x, True
             wl[release] = wu[release] = False
-            stationary = False
+            stationary = refine = False
             continue
         nf = int(F.sum())
         QF, AF = Q[np.ix_(F, F)], A[:, F]
@@ -631,14 +633,19 @@ def _active_set(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A:
             null = V[:, small] @ proj[small]
         p = np.zeros(n)
         ray = float(np.abs(null[:nf]).max(initial=0.0)) > 1e-12 * gscale
-        if ray:
-            p[F] = null[:nf]  # descend along the null-space part of −g to a bound
-        elif float(np.abs(null[nf:]).max(initial=0.0)) > 1e-10 * sa * (1.0 + amax * scale):
+        if not ray and float(np.abs(null[nf:]).max(initial=0.0)) > 1e-10 * sa * (1.0 + amax * scale):
             return x, False  # the face cannot meet A x = b
-        else:
-            p[F] = sol[:nf]
+        pF = null[:nf] if ray else sol[:nf]  # a ray: descend along the null-space part of −g to a bound
+        if m and nf:
+            # A_F p = r (= 0 along a ray) again, to the rounding of p rather than of the multipliers
+            pF = pF + scipy.linalg.lstsq(AF, (0.0 if ray else rhs[nf:] / sa) - AF @ pF)[0]
+        p[F] = pF
+        if not ray:
             if float(np.abs(p).max(initial=0.0)) <= 1e-13 * scale:
-                stationary = True  # already at the minimizer of the face (up to rounding)
+                # already at the minimizer of the face up to rounding (the step still corrects
+                # what rounding left of A x = b)
+                x = np.clip(x + p, lb, ub)
+                stationary, refine = True, False
                 continue
         # longest step in [0, 1] (unlimited along a ray) that stays in the box
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -647,11 +654,15 @@ def _active_set(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A:
         t = np.minimum(tl, tu)
         k = int(np.argmin(t))
         if not ray and t[k] >= 1.0:
+            # at the minimizer of the face after one more solve there, which refines the step
+            # (what rounding left of A x = b and of g_F ≈ A_Fᵀλ)
             x = x + p
-            stationary = True
+            stationary = refine
+            refine = not refine
         elif not np.isfinite(t[k]):
             return x, False  # unbounded below
         else:
+            refine = False
             x = x + max(float(t[k]), 0.0) * p
             if tl[k] <= tu[k]:
                 wl[k] = True
@@ -665,13 +676,19 @@ def dense_reference(qp: QP, *, eps: float = 1e-13, max_iter: int = 200) -> tuple
     """An independent high-precision solve of a small problem, to compare strategies against.
 
     A primal–dual interior-point method (Mehrotra predictor–corrector, dense LU of the KKT system
-    with iterative refinement) followed by an active-set polish: the active set is read off the
-    interior-point pair (slack, multiplier) and the equality-constrained QP on the free variables
-    is solved exactly, keeping the polished point only if it is feasible and no worse. It shares
-    nothing with qpcore's strategies or with ``qpcore.kkt``. Fixed variables (lb = ub) are
+    with iterative refinement; a step that the second-order correction spoils is replaced by a
+    plain centered one, and every step keeps the iterate in a wide neighbourhood of the central
+    path) followed by a primal active-set method: its working set starts from the bounds that
+    the interior-point pairs (slack, multiplier) mark active, and it solves the
+    equality-constrained QP on the free variables exactly, landing on the active bounds. The
+    polished point is kept only if it is feasible and no worse. Should the interior-point method
+    stall, the active-set method, run to the end from its best iterate, gives the answer when it
+    certifies it (a minimizer of its face whose bound multipliers have the right signs). It
+    shares nothing with qpcore's strategies or with ``qpcore.kkt``. Fixed variables (lb = ub) are
     eliminated first. On the problems of this module (n ≤ 40, condition number ≤ 1e8) the
-    objective agrees with OSQP-polished and SLSQP solutions to better than 1e-9 relative; the point
-    is unique only when the optimum is (a singular Q or duplicate rows admit many).
+    objective agrees with OSQP-polished solutions and with planted optima to better than 1e-9
+    relative; the point is unique only when the optimum is (a singular Q or duplicate rows admit
+    many).
 
     Parameters
     ----------
@@ -691,7 +708,8 @@ def dense_reference(qp: QP, *, eps: float = 1e-13, max_iter: int = 200) -> tuple
     Raises
     ------
     RuntimeError
-        If the interior-point method does not reach 1e-8 (an unbounded or badly scaled problem).
+        If the interior-point method does not reach 1e-8 and the active-set method finds no
+        optimal point either (an unbounded or badly scaled problem).
     """
     Q, c, lb, ub, A, b = _dense(qp), qp.c, qp.lb, qp.ub, qp.A, qp.b
     fixed = lb == ub

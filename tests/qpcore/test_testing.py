@@ -132,6 +132,45 @@ def test_dense_reference_matches_osqp() -> None:
         assert f <= qp.objective(xo) + 1e-12 * (1 + abs(f))
 
 
+# SVM duals on which Mehrotra's predictor-corrector cycled (complementarity stuck near 1e-2, the
+# first one found by hypothesis in svm_duals(max_n=24, max_cond=1e6)); objectives from OSQP
+# (eps 1e-11, polished), which agree to 1e-14
+STALLED_SVM_DUALS = [
+    (dict(n=17, seed=17, C=1000.0, kernel="rbf", d=4), -48.0837913053695),
+    (dict(n=4, seed=246, C=1000.0, cond=275.59176546811443, kernel="linear", d=7), -0.1650599180143179),
+    (dict(n=35, seed=153, C=1e-3, duplicates=19, kernel="linear", d=2), -0.031454087034401675),
+    (dict(n=31, seed=136, C=212.50126295919063, duplicates=8, kernel="rbf", d=3), -134.4757881473031),
+]
+
+
+@pytest.mark.parametrize(("params", "f_star"), STALLED_SVM_DUALS)
+def test_dense_reference_where_mehrotra_cycled(params: Any, f_star: float) -> None:
+    qp = random_svm_dual(**params)
+    x, f = dense_reference(qp)
+    assert f == pytest.approx(f_star, rel=1e-9)
+    assert f == pytest.approx(qp.objective(x))
+    k = kkt(qp, x)
+    assert k.measure <= 1e-9 and k.primal <= 1e-12 * max(1.0, float(np.abs(x).max()))
+
+
+@pytest.mark.parametrize(("params", "f_star"), STALLED_SVM_DUALS)
+def test_dense_reference_active_set_alone(params: Any, f_star: float) -> None:
+    # max_iter=0: the interior-point method does nothing, the active-set method starts mid-box
+    x, f = dense_reference(random_svm_dual(**params), max_iter=0)
+    assert f == pytest.approx(f_star, rel=1e-9)
+
+
+@settings(max_examples=15)
+@given(planted_qps(max_n=20))
+def test_dense_reference_active_set_alone_finds_planted_optimum(pair: tuple[QP, np.ndarray]) -> None:
+    qp, x_star = pair
+    x, f = dense_reference(qp, max_iter=0)
+    assert f == pytest.approx(qp.objective(x_star), rel=1e-9, abs=1e-9)
+    k = kkt(qp, x)
+    assert k.measure <= 1e-8 * (1 + float(np.abs(qp.c).max()))
+    assert k.primal <= 1e-12 * max(1.0, float(np.abs(x).max()))
+
+
 def test_dense_reference_on_kernel_operator_and_fixed_variables() -> None:
     rng = np.random.default_rng(4)
     X = rng.normal(size=(12, 3))
