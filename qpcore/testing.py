@@ -344,7 +344,11 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
     """Mehrotra predictor–corrector on min ½xᵀQx + cᵀx, lb ≤ x ≤ ub, Ax = b (no fixed variables).
 
     Slacks s_l = x − lb and s_u = ub − x are variables of their own (met in the limit), so they
-    never round to zero the way x − lb does near a bound. Returns the best iterate
+    never round to zero the way x − lb does near a bound. Every step keeps the products s_i z_i
+    above γ times their mean (a wide neighbourhood of the central path); where the corrected step
+    is short or fails to reduce the complementarity (Mehrotra's method can cycle there, e.g. on
+    SVM duals with a large C), a plain Newton step towards the central path (σ ≥ 0.5) replaces
+    it. Stops at ``eps``, at a rounding floor, or after a long stall. Returns the best iterate
     (x, s_l, s_u, z_l, z_u, y) and its merit: the largest of the scaled primal, dual and gap residuals.
     """
     n, m = c.size, b.size
@@ -365,6 +369,7 @@ def _ipm(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatA
     bscale = 1.0 + max(float(np.abs(b).max(initial=0.0)), float(np.abs(lbf).max(initial=0.0)),
                        float(np.abs(ubf).max(initial=0.0)))
     best = (x, sl, su, zl, zu, y, np.inf)
+    # the neighbourhood's γ: 1e-3, or less where the starting point is less centered than that
     p0 = np.concatenate([(sl * zl)[hl], (su * zu)[hu]])
     gamma = min(1e-3, 0.5 * float(p0.min(initial=1.0)) / max(float(p0.mean()) if p0.size else 1.0, 1e-300))
     stale = 0
