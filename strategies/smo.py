@@ -244,11 +244,10 @@ class PlattHeuristic:
                 if was_all and rs["changed"] == 0:
                     rs.clear()
                     return None
+                # after a pass over all: non-bound passes; a non-bound pass that changed nothing
+                # sends the loop back to a pass over all (Platt's outer loop)
                 rs["examine_all"] = (not was_all) and rs["changed"] == 0
                 rs["pos"], rs["changed"] = 0, 0
-                if not was_all and not rs["examine_all"]:
-                    # a non-bound pass that changed something: run another non-bound pass
-                    pass
                 continue
             for i2 in (rs["pos"] + hits).tolist():
                 rs["pos"] = i2 + 1
