@@ -279,13 +279,12 @@ class KernelQ:
             self._aug = (np.hstack([r2g * X, -g * self._sq[:, None], one]),
                          np.hstack([r2g * X, one, -g * self._sq[:, None]]))
         self._aug_s: Any = None
-        if kernel.name == "rbf" and self._Xs is not None or (kernel.name == "rbf" and sp.issparse(X)):
+        if kernel.name == "rbf" and self._Xs is not None:
             # the same augmentation for single rows by sparse matvec
             assert self._sq is not None
-            Xs = self._Xs if self._Xs is not None else X
             r2g, g = np.sqrt(2.0 * kernel.gamma), kernel.gamma
-            self._aug_s = sp.csr_matrix(sp.hstack([r2g * Xs, np.ones((n, 1)), -g * self._sq[:, None]], format="csr"))
-            self._Xs = Xs
+            self._aug_s = sp.csr_matrix(sp.hstack([r2g * self._Xs, np.ones((n, 1)), -g * self._sq[:, None]],
+                                                  format="csr"))
         self._s_signed = (s, -s)
         # one row: a dense GEMV (BLAS, threaded) beats a sparse matvec unless X is quite sparse
         nnz_row = (self._Xs.nnz / max(1, n)) if self._Xs is not None else float(X.shape[1])
