@@ -1,0 +1,126 @@
+"""Q = AᵀA as an operator over A itself, for least squares without forming the n×n matrix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+
+from qpcore.operators import OperatorStats
+from qpcore.problem import ProblemError
+
+FloatArray = NDArray[np.float64]
+
+
+def _real_numeric(dtype: np.dtype[Any]) -> bool:
+    return dtype != object and (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer))
+
+
+def as_float_matrix(A: Any, name: str = "A") -> Any:
+    """Validate a dense or sparse 2-D real matrix and convert it to float64.
+
+    Parameters
+    ----------
+    A : array_like or scipy.sparse matrix/array
+        The matrix, shape (m, n).
+    name : str
+        Field name used in error messages.
+
+    Returns
+    -------
+    ndarray or scipy.sparse.csr_matrix
+        A C-contiguous float64 array, or a float64 CSR matrix with summed duplicates.
+
+    Raises
+    ------
+    ProblemError
+        On a non-real dtype, a shape that is not 2-D, NaN or inf.
+    """
+    if sp.issparse(A):
+        if not _real_numeric(np.dtype(A.dtype)):
+            raise ProblemError(f"{name}: dtype {A.dtype} is not real numeric; pass a float matrix")
+        out = sp.csr_matrix(A, dtype=np.float64)
+        out.sum_duplicates()  # so that per-column sums of data² are the column norms
+        if not np.isfinite(out.data).all():
+            raise ProblemError(f"{name}: contains NaN or inf; all entries must be finite")
+        return out
+    try:
+        arr = np.asarray(A)
+    except (ValueError, TypeError) as e:
+        raise ProblemError(f"{name}: not a regular numeric matrix ({e})") from None
+    if not _real_numeric(arr.dtype):
+        raise ProblemError(f"{name}: dtype {arr.dtype} is not real numeric; pass a float matrix")
+    if arr.ndim != 2:
+        raise ProblemError(f"{name}: expected a 2-D array (m, n), got shape {arr.shape}")
+    dense = np.ascontiguousarray(arr, dtype=np.float64)
+    if not np.isfinite(dense).all():
+        bad = np.argwhere(~np.isfinite(dense))[0]
+        raise ProblemError(f"{name}: contains NaN or inf at {tuple(int(k) for k in bad)}; "
+                           "all entries must be finite")
+    return dense
+
+
+class GramQ:
+    """Q = AᵀA applied as Aᵀ(A v), never formed.
+
+    Two products with A cost O(nnz(A)) where forming Q costs O(m n²) time and O(n²) memory, so
+    this is the backend for wide or sparse least-squares problems.
+
+    Parameters
+    ----------
+    A : ndarray or scipy.sparse matrix/array
+        The m×n design matrix, finite and real.
+
+    Raises
+    ------
+    ProblemError
+        When A is not a finite real 2-D matrix.
+    """
+
+    def __init__(self, A: Any) -> None:
+        self.A: Any = as_float_matrix(A, "A")
+        self._sparse = sp.issparse(self.A)
+        # Aᵀ in CSR makes both Aᵀu (matvec) and Aᵀ·block (rows) row-major sparse × dense products
+        self._AT: Any = sp.csr_matrix(self.A.T) if self._sparse else None
+        self._AC: Any = self.A.tocsc() if self._sparse else None  # cheap column slices for rows()
+        self._n = int(self.A.shape[1])
+        self.stats = OperatorStats()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, n)."""
+        return (self._n, self._n)
+
+    def diag(self) -> FloatArray:
+        """Q_jj = ‖A[:, j]‖², the column squared norms."""
+        if self._sparse:
+            A = self.A
+            return np.bincount(A.indices, weights=A.data * A.data, minlength=self._n).astype(np.float64)
+        out: FloatArray = np.einsum("ij,ij->j", self.A, self.A)
+        return out
+
+    def matvec(self, x: FloatArray) -> FloatArray:
+        """Q x = Aᵀ(A x)."""
+        x = np.asarray(x, dtype=np.float64)
+        if self._sparse:
+            return np.asarray(self._AT @ (self.A @ x), dtype=np.float64)
+        out: FloatArray = (self.A @ x) @ self.A  # (Ax)ᵀA = (AᵀAx)ᵀ without materializing Aᵀ
+        return out
+
+    def rows(self, idx: ArrayLike) -> FloatArray:
+        """Q[idx, :] = (A[:, idx])ᵀ A, one matrix product for the whole block."""
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        self.stats.rows_computed += int(i.size)
+        if self._sparse:
+            # sparse Aᵀ times the dense column block: one C loop, dense result (Q rows are dense anyway)
+            cols = self._AC[:, i].toarray()
+            return np.ascontiguousarray(np.asarray(self._AT @ cols, dtype=np.float64).T)
+        out: FloatArray = self.A[:, i].T @ self.A
+        return out
+
+    def row(self, i: int) -> FloatArray:
+        """Q[i, :] = A[:, i]ᵀ A."""
+        out: FloatArray = self.rows([i])[0]
+        return out
