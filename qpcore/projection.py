@@ -1,0 +1,236 @@
+"""Projections onto the feasible set, building blocks for the Moré–Toraldo GPCG strategy.
+
+The feasible sets are the box ``lb ≤ x ≤ ub`` and the box with one equality row
+``aᵀx = b`` (the SVM-dual shape). Everything is vectorized: no Python loop runs over n.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from qpcore.problem import FloatArray, ProblemError, as_float_vector
+
+BoolArray = NDArray[np.bool_]
+
+__all__ = ["breakpoints_box", "project_box", "project_box_equality"]
+
+
+def project_box(x: ArrayLike, lb: ArrayLike, ub: ArrayLike) -> FloatArray:
+    """Euclidean projection of ``x`` onto the box ``lb ≤ x ≤ ub``.
+
+    Parameters
+    ----------
+    x : array_like
+        The point, length n.
+    lb, ub : array_like or float
+        Bounds, broadcastable to ``x``; may be ±inf.
+
+    Returns
+    -------
+    ndarray
+        ``clip(x, lb, ub)`` as a new float64 array.
+    """
+    return np.clip(np.asarray(x, dtype=np.float64), lb, ub)
+
+
+def _bounds(lb: ArrayLike, ub: ArrayLike, n: int) -> tuple[FloatArray, FloatArray]:
+    lo = as_float_vector(lb, "lb", n, allow_inf=True)
+    hi = as_float_vector(ub, "ub", n, allow_inf=True)
+    if np.any(lo == np.inf) or np.any(hi == -np.inf) or np.any(lo > hi):
+        raise ProblemError("lb/ub: need lb ≤ ub with lb < +inf and ub > -inf; the box is empty")
+    return lo, hi
+
+
+def project_box_equality(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, a: ArrayLike,
+                         b: float) -> tuple[FloatArray, float]:
+    """Euclidean projection of ``v`` onto ``{x : lb ≤ x ≤ ub, aᵀx = b}``.
+
+    The projection is ``x(λ) = clip(v + λa, lb, ub)`` where λ is a root of the monotone
+    nondecreasing, piecewise-linear ``φ(λ) = aᵀx(λ) − b``. The root is bracketed between two
+    adjacent breakpoints by a median (``np.partition``) bisection that discards settled
+    coordinates as it goes (O(n) expected), and the linear piece is then solved exactly in
+    x-space. Vectorized: no Python loop over n.
+
+    Parameters
+    ----------
+    v : array_like
+        The point to project, length n (finite).
+    lb, ub : array_like or float
+        Bounds (may be ±inf where the equality stays feasible).
+    a : array_like
+        The equality row, length n (finite; zeros and any signs allowed).
+    b : float
+        Right-hand side.
+
+    Returns
+    -------
+    x : ndarray
+        The projection: in the box exactly, ``aᵀx = b`` to rounding.
+    lam : float
+        The multiplier λ with ``x = clip(v + λa, lb, ub)``. On a flat piece of φ (several valid
+        λ) one of them; 0.0 when ``a == 0``.
+
+    Raises
+    ------
+    ProblemError
+        On invalid data, or when ``b`` lies outside ``[min aᵀx, max aᵀx]`` over the box (for
+        ``a == 0`` that means ``b ≠ 0``), with a relative slack of 1e-12.
+    """
+    vv = as_float_vector(v, "v")
+    n = vv.shape[0]
+    av = as_float_vector(a, "a", n)
+    lo, hi = _bounds(lb, ub, n)
+    bf = float(b)
+    if not np.isfinite(bf):
+        raise ProblemError(f"b: must be finite, got {bf}")
+
+    pos, neg = av > 0, av < 0
+    # bl/bu: the bound a coordinate sits at when λ → −inf / +inf (sides swap where a < 0)
+    bl = np.where(neg, hi, lo)
+    bu = np.where(neg, lo, hi)
+    with np.errstate(invalid="ignore"):
+        # 0·inf is nan here; the a == 0 terms are dropped anyway
+        terms_lo, terms_hi = av * bl, av * bu
+    min_ax = float(terms_lo[pos | neg].sum())
+    max_ax = float(terms_hi[pos | neg].sum())
+    scale = max(1.0, abs(bf), *(abs(s) for s in (min_ax, max_ax) if np.isfinite(s)))
+    slack = 1e-12 * scale
+    if not (min_ax - slack <= bf <= max_ax + slack):
+        raise ProblemError(f"aᵀx = b is infeasible for the bounds: aᵀx ranges over [{min_ax}, {max_ax}] "
+                           f"but b = {bf}; change b or widen the bounds")
+
+    # work with a/max|a| (same set, λ rescaled on return): a tiny a would square to a subnormal
+    # slope and lose all precision in λ
+    amax = float(np.abs(av).max()) if n else 0.0
+    if amax > 0.0:
+        av, bf = av / amax, bf / amax
+        with np.errstate(invalid="ignore"):
+            terms_lo, terms_hi = av * bl, av * bu
+    else:
+        amax = 1.0
+
+    # breakpoints of coordinate i: it is at bl for λ ≤ t_lo, at bu for λ ≥ t_hi, free between
+    nz = pos | neg
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t_lo = np.where(nz, (bl - vv) / np.where(nz, av, 1.0), -np.inf)
+        t_hi = np.where(nz, (bu - vv) / np.where(nz, av, 1.0), np.inf)
+    # a tiny |a| can overflow a breakpoint to ±inf on its finite side: that coordinate never leaves
+    # its bound at any finite λ, so it is pinned there like a zero-a coordinate
+    pin_lo = nz & (t_lo == np.inf)
+    pin_hi = nz & (t_hi == -np.inf)
+    act = nz & ~pin_lo & ~pin_hi
+    x = np.clip(vv, lo, hi)
+    x[pin_lo] = bl[pin_lo]
+    x[pin_hi] = bu[pin_hi]
+    if not act.any():
+        return x, 0.0
+    r = bf - float(terms_lo[pin_lo].sum() + terms_hi[pin_hi].sum())  # b less the pinned part
+    ai, vi, bli, bui, tl, th = av[act], vv[act], bl[act], bu[act], t_lo[act], t_hi[act]
+    left, right = _bracket(tl, th, ai * ai, r - float(ai @ vi))
+    lam, at_lo, at_hi = _solve_piece(left, right, ai, vi, bli, bui, tl, th, r)
+    xa = np.clip(vi + lam * ai, lo[act], hi[act])
+    xa[at_lo] = bli[at_lo]
+    xa[at_hi] = bui[at_hi]
+    x[act] = xa
+    return x, lam / amax
+
+
+def _bracket(t_lo: FloatArray, t_hi: FloatArray, w: FloatArray, r: float) -> tuple[float, float]:
+    """Adjacent breakpoints ``left < right`` bracketing the root of ``g(λ) = r``.
+
+    ``g(λ) = Σ w_i clip(λ, t_lo_i, t_hi_i)`` is φ shifted by ``aᵀv − b``; ``g(left) ≤ r < g(right)``
+    and no breakpoint lies strictly between (either end may be infinite). Bisection on the median
+    breakpoint (``np.partition``); coordinates whose state is settled on the current bracket are
+    folded into a constant and a slope, so the work shrinks geometrically: O(n) expected. Only
+    the bracket is taken from here; the root itself is solved in x-space by ``_solve_piece``.
+    """
+    left, right = -np.inf, np.inf
+    const = slope = 0.0
+    while True:  # about log2(2n) rounds, each vectorized
+        up = t_hi <= left  # at the upper-side bound on the whole bracket
+        dn = t_lo >= right  # at the lower-side bound
+        fr = (t_lo <= left) & (t_hi >= right)  # free on the whole bracket
+        # w·t_i = a_i(bound_i − v_i) stays moderate even for far-apart breakpoints
+        const += float(w[up] @ t_hi[up] + w[dn] @ t_lo[dn])
+        slope += float(w[fr].sum())
+        keep = ~(up | dn | fr)
+        t_lo, t_hi, w = t_lo[keep], t_hi[keep], w[keep]
+        cand = np.concatenate([t_lo[(t_lo > left) & (t_lo < right)], t_hi[(t_hi > left) & (t_hi < right)]])
+        if cand.size == 0:
+            return left, right
+        k = cand.size // 2
+        m = float(np.partition(cand, k)[k])
+        if const + m * slope + float(w @ np.clip(m, t_lo, t_hi)) <= r:
+            left = m
+        else:
+            right = m
+
+
+def _solve_piece(left: float, right: float, a: FloatArray, v: FloatArray, bl: FloatArray, bu: FloatArray,
+                 t_lo: FloatArray, t_hi: FloatArray, r: float) -> tuple[float, BoolArray, BoolArray]:
+    # On the piece [left, right] the active set is fixed, so aᵀx(λ) = r is linear in λ and solved
+    # exactly (to the rounding of one dot product). Rounding in the bracket can be off by a piece:
+    # step to the neighbour when the solution falls outside (a few steps at most, never a loop over n).
+    at_lo = at_hi = np.zeros(a.shape, dtype=bool)
+    lam = 0.0
+    for _ in range(4):
+        # breakpoints never lie strictly inside the piece, so these sets and the free rest
+        # partition the coordinates exactly
+        at_lo = t_lo >= right
+        at_hi = t_hi <= left
+        free = ~at_lo & ~at_hi
+        wf = float(a[free] @ a[free])
+        fixed = float(a[at_lo] @ bl[at_lo] + a[at_hi] @ bu[at_hi])
+        if wf == 0.0:
+            # a flat piece at height r (the bracket guarantees it): any λ on it is a root
+            return (left if np.isfinite(left) else right), at_lo, at_hi
+        lam = (r - fixed - float(a[free] @ v[free])) / wf
+        if lam < left:
+            left, right = _next_breakpoint(t_lo, t_hi, left, below=True), left
+        elif lam > right:
+            left, right = right, _next_breakpoint(t_lo, t_hi, right, below=False)
+        else:
+            break
+    return float(min(max(lam, left), right)), at_lo, at_hi
+
+
+def _next_breakpoint(t_lo: FloatArray, t_hi: FloatArray, t: float, *, below: bool) -> float:
+    # the nearest breakpoint strictly below / above t (±inf when none)
+    if below:
+        c = np.concatenate([t_lo[t_lo < t], t_hi[t_hi < t]])
+        return float(c.max()) if c.size else -np.inf
+    c = np.concatenate([t_lo[t_lo > t], t_hi[t_hi > t]])
+    return float(c.min()) if c.size else np.inf
+
+
+def breakpoints_box(x: ArrayLike, d: ArrayLike, lb: ArrayLike, ub: ArrayLike) -> FloatArray:
+    """Breakpoints of the projected path ``t ↦ P[x + t d]`` onto the box.
+
+    Coordinate i moves with ``x + t d`` until it hits a bound at ``t_i = (ub_i − x_i)/d_i``
+    (``d_i > 0``) or ``(lb_i − x_i)/d_i`` (``d_i < 0``) and stays there; coordinates with
+    ``d_i = 0`` or an infinite bound in the direction of travel never hit one.
+
+    Parameters
+    ----------
+    x : array_like
+        The start point, length n (normally in the box).
+    d : array_like
+        The direction, length n.
+    lb, ub : array_like or float
+        Bounds (may be ±inf).
+
+    Returns
+    -------
+    ndarray
+        The distinct finite breakpoints ``t > 0``, sorted ascending (possibly empty).
+    """
+    xv = as_float_vector(x, "x")
+    n = xv.shape[0]
+    dv = as_float_vector(d, "d", n)
+    lo, hi = _bounds(lb, ub, n)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # the bound the coordinate runs into; d = 0 gives (bound − x)/0 = ±inf or nan, dropped below
+        t = (np.where(dv > 0, hi, lo) - xv) / dv
+    t = t[(dv != 0) & np.isfinite(t) & (t > 0)]
+    return np.unique(t)

@@ -1,0 +1,229 @@
+"""Projections for GPCG: box, box + one equality row (against KKT and a bisection reference), breakpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qpcore import ProblemError
+from qpcore.projection import breakpoints_box, project_box, project_box_equality
+
+Arr = np.ndarray
+
+# a few repeated values make ties: equal breakpoints, lb == ub, flat pieces of φ
+# |a| ≥ 0.01 or 0: the bisection reference cannot resolve roots λ ~ 1/|a| for subnormal-scale a
+# (test_tiny_coefficient_overflowing_breakpoint covers those)
+COEF = st.one_of(st.sampled_from([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0]),
+                 st.builds(lambda m, neg: -m if neg else m, st.floats(0.01, 3.0), st.booleans()))
+VAL = st.one_of(st.sampled_from([-1.0, 0.0, 1.0, 2.0]), st.floats(-10.0, 10.0, allow_nan=False))
+
+
+@st.composite
+def instances(draw: st.DrawFn) -> tuple[Arr, Arr, Arr, Arr, float]:
+    """(v, lb, ub, a, b) with a feasible b: from an interior point, or an extreme of aᵀx when finite."""
+    n = draw(st.integers(1, 8))
+    v = np.array(draw(st.lists(VAL, min_size=n, max_size=n)))
+    a = np.array(draw(st.lists(COEF, min_size=n, max_size=n)))
+    lb = np.array(draw(st.lists(st.one_of(st.just(-np.inf), st.floats(-5.0, 5.0)), min_size=n, max_size=n)))
+    width = np.array(draw(st.lists(st.one_of(st.just(np.inf), st.just(0.0), st.floats(0.0, 6.0)),
+                                   min_size=n, max_size=n)))
+    # lb = −inf takes the width as its upper bound (−inf + inf would be nan)
+    ub = np.where(np.isfinite(lb), lb, 0.0) + width
+    x0 = np.clip(np.array(draw(st.lists(VAL, min_size=n, max_size=n))), lb, ub)
+    b = float(a @ x0)
+    lo, hi = _range(a, lb, ub)
+    kind = draw(st.sampled_from(["interior", "min", "max"]))
+    if kind == "min" and np.isfinite(lo):
+        b = lo
+    elif kind == "max" and np.isfinite(hi):
+        b = hi
+    return v, lb, ub, a, b
+
+
+def _range(a: Arr, lb: Arr, ub: Arr) -> tuple[float, float]:
+    pos, neg = a > 0, a < 0
+    lo = float((a[pos] * lb[pos]).sum() + (a[neg] * ub[neg]).sum())
+    hi = float((a[pos] * ub[pos]).sum() + (a[neg] * lb[neg]).sum())
+    return lo, hi
+
+
+def reference(v: Arr, lb: Arr, ub: Arr, a: Arr, b: float) -> Arr:
+    """Independent bisection on λ (200 halvings) for the root of aᵀclip(v + λa) − b."""
+    if not np.any(a):
+        return np.asarray(np.clip(v, lb, ub), dtype=np.float64)
+
+    def phi(lam: float) -> float:
+        return float(a @ np.clip(v + lam * a, lb, ub)) - b
+
+    left, right = -1.0, 1.0
+    while phi(left) > 0 and left > -1e300:
+        left *= 2.0
+    while phi(right) < 0 and right < 1e300:
+        right *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (left + right)
+        if phi(mid) < 0:
+            left = mid
+        else:
+            right = mid
+    return np.clip(v + 0.5 * (left + right) * a, lb, ub)
+
+
+def check_kkt(x: Arr, lam: float, v: Arr, lb: Arr, ub: Arr, a: Arr, b: float) -> None:
+    scale = max(1.0, abs(b), float(np.abs(a * x).sum()))
+    assert np.all(x >= lb - 1e-12) and np.all(x <= ub + 1e-12)
+    assert abs(float(a @ x) - b) <= 1e-10 * scale
+    assert np.isfinite(lam)
+    # x = clip(v + λa): the optimality condition of ½‖x − v‖² with multiplier λ
+    np.testing.assert_allclose(x, np.clip(v + lam * a, lb, ub), rtol=0, atol=1e-9 * (1 + np.abs(v) + abs(lam)).max())
+
+
+@given(instances())
+def test_matches_kkt_and_bisection_reference(inst: tuple[Arr, Arr, Arr, Arr, float]) -> None:
+    v, lb, ub, a, b = inst
+    x, lam = project_box_equality(v, lb, ub, a, b)
+    check_kkt(x, lam, v, lb, ub, a, b)
+    xr = reference(v, lb, ub, a, b)
+    np.testing.assert_allclose(x, xr, rtol=0, atol=1e-8 * max(1.0, float(np.abs(v).max()), float(np.abs(xr).max())))
+
+
+@given(instances())
+def test_idempotent(inst: tuple[Arr, Arr, Arr, Arr, float]) -> None:
+    v, lb, ub, a, b = inst
+    x, _ = project_box_equality(v, lb, ub, a, b)
+    x2, _ = project_box_equality(x, lb, ub, a, b)
+    np.testing.assert_allclose(x2, x, rtol=0, atol=1e-9 * max(1.0, float(np.abs(x).max())))
+
+
+@settings(max_examples=30)
+@given(instances(), st.lists(VAL, min_size=8, max_size=8))
+def test_nonexpansive(inst: tuple[Arr, Arr, Arr, Arr, float], other: list[float]) -> None:
+    v, lb, ub, a, b = inst
+    u = np.array(other[: v.size])
+    pu, _ = project_box_equality(u, lb, ub, a, b)
+    pv, _ = project_box_equality(v, lb, ub, a, b)
+    assert np.linalg.norm(pu - pv) <= np.linalg.norm(u - v) * (1 + 1e-12) + 1e-9
+
+
+def test_zero_a_means_box_projection_and_b_zero() -> None:
+    v, lb, ub = np.array([-3.0, 0.5, 4.0]), np.array([-1.0, -1.0, -np.inf]), np.array([1.0, 1.0, 2.0])
+    x, lam = project_box_equality(v, lb, ub, np.zeros(3), 0.0)
+    np.testing.assert_array_equal(x, [-1.0, 0.5, 2.0])
+    assert lam == 0.0
+    with pytest.raises(ProblemError, match="infeasible"):
+        project_box_equality(v, lb, ub, np.zeros(3), 1e-6)
+
+
+@pytest.mark.parametrize("b", [3.0 + 1e-6, -3.0 - 1e-6, 100.0])
+def test_infeasible_b_raises(b: float) -> None:
+    # a = (1, -1, 2, 0) on [0, 1]⁴: aᵀx ranges over [−1, 3]
+    a = np.array([1.0, -1.0, 2.0, 0.0])
+    if b < 0:
+        b = -1.0 - 1e-6
+    with pytest.raises(ProblemError, match="infeasible"):
+        project_box_equality(np.zeros(4), 0.0, 1.0, a, b)
+
+
+def test_extreme_b_lands_on_the_bounds_exactly() -> None:
+    a = np.array([1.0, -1.0, 2.0, 0.0])
+    x, _ = project_box_equality(np.array([0.3, 0.3, 0.3, 5.0]), 0.0, 1.0, a, 3.0)
+    np.testing.assert_array_equal(x, [1.0, 0.0, 1.0, 1.0])
+    x, _ = project_box_equality(np.array([0.3, 0.3, 0.3, -5.0]), 0.0, 1.0, a, -1.0)
+    np.testing.assert_array_equal(x, [0.0, 1.0, 0.0, 0.0])
+
+
+def test_mixed_signs_and_zeros_svm_shape() -> None:
+    # the SVM dual: a = y ∈ {±1}, 0 ≤ x ≤ C, b = 0; plus an a = 0 coordinate
+    v = np.array([0.9, -0.4, 1.7, 0.2, -3.0])
+    a = np.array([1.0, -1.0, 1.0, -1.0, 0.0])
+    x, lam = project_box_equality(v, 0.0, 1.0, a, 0.0)
+    check_kkt(x, lam, v, np.zeros(5), np.ones(5), a, 0.0)
+    assert x[4] == 0.0
+    np.testing.assert_allclose(x, reference(v, np.zeros(5), np.ones(5), a, 0.0), atol=1e-12)
+
+
+def test_infinite_bounds() -> None:
+    # unbounded: the projection onto the hyperplane, v + (b − aᵀv)/‖a‖² a
+    v, a = np.array([1.0, 2.0, -1.0]), np.array([1.0, -2.0, 0.5])
+    x, lam = project_box_equality(v, -np.inf, np.inf, a, 4.0)
+    expect_lam = (4.0 - a @ v) / (a @ a)
+    np.testing.assert_allclose(lam, expect_lam, rtol=1e-14)
+    np.testing.assert_allclose(x, v + expect_lam * a, rtol=1e-14)
+    # one-sided bounds: x ≥ 0, sum x = 1 (the simplex)
+    v = np.array([0.5, 1.2, -0.3, 0.1])
+    x, lam = project_box_equality(v, 0.0, np.inf, np.ones(4), 1.0)
+    check_kkt(x, lam, v, np.zeros(4), np.full(4, np.inf), np.ones(4), 1.0)
+    np.testing.assert_allclose(x, [0.15, 0.85, 0.0, 0.0], atol=1e-15)
+
+
+def test_flat_piece_returns_a_valid_multiplier() -> None:
+    # both coordinates pinned (lb == ub) or saturated over a λ interval: φ is flat at the root
+    v, a = np.array([0.0, 0.0]), np.array([1.0, 1.0])
+    lb, ub = np.array([0.0, 1.0]), np.array([0.0, 1.0])
+    x, lam = project_box_equality(v, lb, ub, a, 1.0)
+    np.testing.assert_array_equal(x, [0.0, 1.0])
+    check_kkt(x, lam, v, lb, ub, a, 1.0)
+    # x = (1, 0) for every λ in [1, 2]: φ is flat there, any λ on it will do
+    v, lb, ub = np.array([0.0, -2.0]), np.zeros(2), np.ones(2)
+    x, lam = project_box_equality(v, lb, ub, a, 1.0)
+    np.testing.assert_array_equal(x, [1.0, 0.0])
+    check_kkt(x, lam, v, lb, ub, a, 1.0)
+
+
+def test_tiny_coefficient_overflowing_breakpoint() -> None:
+    # (ub − v)/a overflows to inf: that coordinate stays at its bound for every finite λ
+    v = np.array([-1e10, 0.3])
+    a = np.array([1e-300, 1.0])
+    x, lam = project_box_equality(v, np.zeros(2), np.array([1e10, 1.0]), a, 0.5)
+    assert x[0] == 0.0
+    np.testing.assert_allclose(x[1], 0.5, rtol=1e-15)
+    assert np.isfinite(lam)
+
+
+def test_invalid_box_raises() -> None:
+    with pytest.raises(ProblemError):
+        project_box_equality(np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.ones(2), 0.5)
+    with pytest.raises(ProblemError):
+        project_box_equality(np.zeros(2), 0.0, 1.0, np.ones(3), 0.5)
+    with pytest.raises(ProblemError):
+        project_box_equality(np.zeros(2), 0.0, 1.0, np.ones(2), np.nan)
+
+
+def test_large_n_runs() -> None:
+    # vectorized: n = 1e6 is a fraction of a second (not timed here; timing tests are flaky)
+    rng = np.random.default_rng(0)
+    n = 1_000_000
+    v = rng.normal(size=n)
+    a = rng.choice([-1.0, 0.0, 1.0, 2.5], size=n)
+    lb = np.where(rng.random(n) < 0.1, -np.inf, -0.5)
+    ub = np.where(rng.random(n) < 0.1, np.inf, 1.0)
+    x, lam = project_box_equality(v, lb, ub, a, 123.0)
+    check_kkt(x, lam, v, lb, ub, a, 123.0)
+
+
+def test_project_box() -> None:
+    x = project_box([-5.0, 0.5, 5.0, 7.0], [-1.0, -1.0, -np.inf, 8.0], [1.0, 1.0, np.inf, 9.0])
+    np.testing.assert_array_equal(x, [-1.0, 0.5, 5.0, 8.0])
+    assert x.dtype == np.float64
+
+
+@given(st.integers(1, 8).flatmap(lambda n: st.tuples(*(st.tuples(VAL, VAL, VAL, st.booleans(), st.booleans())
+                                                         for _ in range(n)))))
+def test_breakpoints_box_matches_direct(rows: tuple[tuple[float, float, float, bool, bool], ...]) -> None:
+    p, q, d, inf_lo, inf_hi = (np.array(c) for c in zip(*rows))
+    lb = np.where(inf_lo, -np.inf, np.minimum(p, q))
+    ub = np.where(inf_hi, np.inf, np.maximum(p, q))
+    x = np.clip(0.5 * (p + q), lb, ub)
+    direct = set()
+    for i in range(x.size):
+        bound = ub[i] if d[i] > 0 else lb[i]
+        if d[i] != 0 and np.isfinite((bound - x[i]) / d[i]) and (bound - x[i]) / d[i] > 0:
+            direct.add((bound - x[i]) / d[i])
+    t = breakpoints_box(x, d, lb, ub)
+    np.testing.assert_array_equal(t, sorted(direct))
+    # at each breakpoint the coordinate that hit is at its bound on the projected path
+    for ti in t:
+        y = project_box(x + ti * d, lb, ub)
+        assert np.any(np.isclose(y, lb) & (d < 0) | np.isclose(y, ub) & (d > 0))
