@@ -454,8 +454,10 @@ class KernelQ:
         out = np.zeros(self._n)
         if self.dtype == np.float64 and self._cache:
             hit = np.fromiter((int(k) in self._cache for k in nz), dtype=bool, count=nz.size)
-            for k in nz[hit]:
-                out += x[k] * self._cache[int(k)]
+            cached = nz[hit]
+            for start in range(0, cached.size, block):  # one GEMV per block of cached rows
+                b = cached[start:start + block]
+                out += x[b] @ np.stack([self._cache[int(k)] for k in b])
             nz = nz[~hit]
         sx = self.s * x
         acc = np.zeros(self._n)
