@@ -120,6 +120,16 @@ class GramQ:
         out: FloatArray = self.A[:, i].T @ self.A
         return out
 
+    def block(self, idx: ArrayLike) -> FloatArray:
+        """The principal block Q[idx][:, idx] = A[:, idx]ᵀ A[:, idx]."""
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        if self._sparse:
+            C = self._AC[:, i]
+            return np.asarray((C.T @ C).toarray(), dtype=np.float64)
+        Ai = self.A[:, i]
+        out: FloatArray = Ai.T @ Ai
+        return out
+
     def row(self, i: int) -> FloatArray:
         """Q[i, :] = A[:, i]ᵀ A."""
         out: FloatArray = self.rows([i])[0]

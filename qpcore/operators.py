@@ -59,6 +59,28 @@ class QOperator(Protocol):
         ...
 
 
+def principal_block(Q: QOperator, idx: ArrayLike) -> FloatArray:
+    """Q[idx][:, idx] through the operator's ``block`` when it has one, else from ``rows``.
+
+    Parameters
+    ----------
+    Q : QOperator
+        The operator.
+    idx : array_like of int
+        The indices.
+
+    Returns
+    -------
+    ndarray
+        The k×k principal block, float64.
+    """
+    i = np.asarray(idx, dtype=np.intp)
+    block = getattr(Q, "block", None)
+    if callable(block):
+        return np.asarray(block(i), dtype=np.float64)
+    return np.asarray(Q.rows(i)[:, i], dtype=np.float64)
+
+
 class DenseQ:
     """Q held as a dense symmetric numpy matrix.
 
@@ -113,6 +135,12 @@ class DenseQ:
         """Q[i, :] (a view)."""
         self.stats.cache_hits += 1
         out: FloatArray = self.M[i]
+        return out
+
+    def block(self, idx: ArrayLike) -> FloatArray:
+        """The principal block Q[idx][:, idx]."""
+        i = np.asarray(idx, dtype=np.intp)
+        out: FloatArray = self.M[np.ix_(i, i)]
         return out
 
 
@@ -323,6 +351,19 @@ class KernelQ:
             sq = squared_norms(self.X)
             d = k.apply(sq[:, None].copy(), None, None).ravel()
         return d * self.s * self.s
+
+    def block(self, idx: ArrayLike) -> FloatArray:
+        """The principal block Q[idx][:, idx], from the kernel on those points only."""
+        i = np.asarray(idx, dtype=np.intp)
+        if self.kernel.name == "precomputed":
+            blk = self.X[i][:, i]
+            out: FloatArray = np.array(blk.toarray() if sp.issparse(blk) else blk, dtype=np.float64)
+        else:
+            Xi = self.X[i]
+            out = self.kernel.block(Xi, Xi)
+        out *= self.s[i]
+        out *= self.s[i][:, None]
+        return out
 
     def compute(self, idx: ArrayLike) -> FloatArray:
         """Compute the block Q[idx, :] afresh (no cache), one BLAS product for the whole block."""

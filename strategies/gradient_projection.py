@@ -1,0 +1,478 @@
+"""Moré–Toraldo gradient projection with conjugate gradients (GPCG).
+
+Moré & Toraldo, "On the solution of large quadratic programming problems with bound
+constraints", SIAM J. Optim. 1 (1991). Each ``step`` is one outer cycle: a gradient-projection
+phase that identifies the face, then conjugate gradients on that face followed by a projected
+search along the CG step, repeated while the binding set equals the active set.
+
+The feasible set is the box ``lb ≤ x ≤ ub`` (any mix of finite and infinite bounds), optionally
+with **one** equality row ``aᵀx = b`` (the SVM-dual shape): projections then go through
+:func:`qpcore.projection.project_box_equality`, and CG runs on the face restricted to the null
+space of the free part of ``a``. Only ``matvec``, ``diag`` and small principal blocks of the
+operator are used, so it runs on ``DenseQ``, ``KernelQ`` and ``GramQ`` alike.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from qpcore.kkt import kkt
+from qpcore.operators import principal_block
+from qpcore.problem import QP, ProblemError
+from qpcore.projection import project_box_equality
+from qpcore.state import State, Status, bound_status
+
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+
+__all__ = ["GPCG", "SearchResult", "projected_gradient", "projected_search"]
+
+
+def projected_gradient(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray:
+    """The projected gradient onto the tangent cone of the box at ``x``.
+
+    Parameters
+    ----------
+    qp : QP
+        The problem (its bounds are used; equality rows are ignored here).
+    x, g : ndarray
+        The point and a gradient (or reduced gradient) there.
+
+    Returns
+    -------
+    ndarray
+        ``g`` on free variables, only its inward-pointing part on variables at a bound.
+    """
+    at_lb, at_ub = x <= qp.lb, x >= qp.ub
+    pg = g.copy()
+    pg[at_lb] = np.minimum(g[at_lb], 0.0)
+    pg[at_ub] = np.maximum(g[at_ub], 0.0)
+    return pg
+
+
+@attrs.frozen
+class SearchResult:
+    """The outcome of a projected search.
+
+    Attributes
+    ----------
+    x : ndarray
+        The accepted point (``x`` itself when no step was accepted).
+    alpha : float
+        The accepted step length (0 when none; ``inf`` for an unbounded ray).
+    decrease : float
+        q(x) − q(x_new) ≥ 0 (``inf`` when the quadratic is unbounded below along the path).
+    Qs : ndarray or None
+        Q (x_new − x), so the caller updates its gradient without another product.
+    """
+
+    x: FloatArray
+    alpha: float
+    decrease: float
+    Qs: FloatArray | None
+
+
+def _no_move(x: FloatArray) -> SearchResult:
+    return SearchResult(x, 0.0, 0.0, None)
+
+
+def _prefix(v: FloatArray) -> FloatArray:
+    """[0, v₁, v₁+v₂, …]: sums over the first k clipped coordinates, k = 0..K."""
+    return np.concatenate(([0.0], np.cumsum(v)))
+
+
+def _prefix2(M: FloatArray) -> FloatArray:
+    """[0, Σ_{j,l≤1} M_jl, Σ_{j,l≤2} M_jl, …] via a 2-D prefix sum."""
+    return np.concatenate(([0.0], np.diagonal(M.cumsum(0).cumsum(1))))
+
+
+def _box_path_round(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: int
+                    ) -> tuple[FloatArray, float, bool, bool]:
+    """Exact minimizer of q along P[x + αd] over the first ``segments`` breakpoints.
+
+    On the k-th segment, with the first k breakpoint coordinates clipped, the path is
+    s(α) = α d⁽ᵏ⁾ + e⁽ᵏ⁾ and q's slope is A_k + α c_k. Both come from Qd and the principal block
+    of Q on the clipped coordinates by prefix sums, so a round costs one product and a k×k block.
+    Returns (d with blocked coordinates removed, α*, found inside the round, unbounded ray).
+    """
+    lb, ub = qp.lb, qp.ub
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = (np.where(d > 0, ub, lb) - x) / d
+    t[(d == 0) | ~np.isfinite(t)] = np.inf
+    blocked = t <= 0.0
+    if blocked.any():                      # at a bound and pointing out: never moves
+        d = np.where(blocked, 0.0, d)
+        t[blocked] = np.inf
+    Qd = qp.Q.matvec(d)
+    gd, dQd = float(g @ d), float(d @ Qd)
+    if not gd < 0.0:
+        return d, 0.0, True, False
+    finite = np.flatnonzero(np.isfinite(t))
+    if finite.size > segments + 1:
+        finite = finite[np.argpartition(t[finite], segments)[: segments + 1]]
+    finite = finite[np.argsort(t[finite], kind="stable")]
+    idx, t_next = finite[:segments], (float(t[finite[segments]]) if finite.size > segments else np.inf)
+    tk, dk = t[idx], d[idx]
+    u = tk * dk                            # the clipped coordinates' displacement, exactly bound − x
+    B = principal_block(qp.Q, idx)
+    Qdk = Qd[idx]
+    c = dQd - 2.0 * _prefix(dk * Qdk) + _prefix2(B * np.outer(dk, dk))
+    A = gd - _prefix(g[idx] * dk) + _prefix(u * Qdk) - _prefix2(B * np.outer(dk, u))
+    start = np.concatenate(([0.0], tk))
+    end = np.concatenate((tk, [t_next]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        amin = np.where(c > 0, -A / np.where(c > 0, c, 1.0), np.inf)
+    at_start = A + start * c >= 0.0
+    if not np.isfinite(t_next) and np.count_nonzero(d) == idx.size:
+        at_start[-1] = True                 # every moving coordinate is clipped: the path ends there
+    hit = np.flatnonzero(at_start | (np.isfinite(amin) & (amin <= end)))
+    if hit.size:
+        k = int(hit[0])
+        return d, float(start[k]) if at_start[k] else max(float(amin[k]), float(start[k])), True, False
+    if not np.isfinite(t_next):
+        return d, np.inf, False, True       # descent with nonpositive curvature and no bound ahead
+    return d, t_next, False, False
+
+
+def _box_point(qp: QP, x: FloatArray, d: FloatArray, alpha: float) -> FloatArray:
+    """P[x + αd] with coordinates whose breakpoint is ≤ α set exactly to their bound."""
+    xn = np.clip(x + alpha * d, qp.lb, qp.ub)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        bound = np.where(d > 0, qp.ub, qp.lb)
+        hit = (d != 0) & np.isfinite(bound) & ((bound - x) / d <= alpha)
+    xn[hit] = bound[hit]
+    return xn
+
+
+def _box_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: int,
+                rounds: int) -> SearchResult:
+    x0, g0, total = x, g, 0.0
+    Qs_total = None
+    for _ in range(rounds):
+        d, alpha, found, unbounded = _box_path_round(qp, x, g, d, segments)
+        if unbounded:
+            return SearchResult(x0, np.inf, np.inf, None)
+        if alpha <= 0.0:
+            break
+        xn = _box_point(qp, x, d, alpha)
+        s = xn - x
+        Qs = qp.Q.matvec(s)
+        dq = float(g @ s) + 0.5 * float(s @ Qs)
+        if not dq < 0.0:                  # rounding on a flat path: keep what we have
+            break
+        total -= dq
+        Qs_total = Qs if Qs_total is None else Qs_total + Qs
+        x, g = xn, g + Qs
+        if found:
+            break
+    if Qs_total is None:
+        return _no_move(x0)
+    del g0
+    return SearchResult(x, 1.0, total, Qs_total)
+
+
+def _eq_point(qp: QP, v: FloatArray) -> FloatArray:
+    return project_box_equality(v, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
+
+
+def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha: float, mu: float,
+                     max_backtracks: int) -> SearchResult:
+    """Projected search along P_Ω[x + αd], Ω = {box, aᵀx = b}.
+
+    When d lies in the null space of a (a CG step) the path is the ray x + αd up to its first
+    breakpoint, minimized there exactly; beyond it, and for other directions, safeguarded
+    backtracking with the sufficient-decrease test q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x).
+    """
+    a = qp.A[0]
+    best: SearchResult | None = None
+    scale = float(np.abs(a).max()) * float(np.abs(d).max(initial=0.0))
+    if abs(float(a @ d)) <= 1e-12 * max(scale, 1e-300) * max(1, d.size):
+        lb, ub = qp.lb, qp.ub
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            t = (np.where(d > 0, ub, lb) - x) / d
+        t[(d == 0) | ~np.isfinite(t)] = np.inf
+        t0 = float(t.min(initial=np.inf))
+        Qd = qp.Q.matvec(d)
+        gd, dQd = float(g @ d), float(d @ Qd)
+        if gd < 0.0 and t0 > 0.0:
+            a_ray = -gd / dQd if dQd > 0 else np.inf
+            if not np.isfinite(min(a_ray, t0)):
+                return SearchResult(x, np.inf, np.inf, None)
+            a0 = min(a_ray, t0)
+            xs = np.clip(x + a0 * d, lb, ub)
+            xs[t <= a0] = np.where(d > 0, ub, lb)[t <= a0]
+            s = xs - x
+            Qs = a0 * Qd if np.array_equal(s, a0 * d) else qp.Q.matvec(s)
+            dq = float(g @ s) + 0.5 * float(s @ Qs)
+            if dq < 0.0:
+                best = SearchResult(xs, a0, -dq, Qs)
+            if a_ray <= t0:               # the minimum along the ray lies before any bound
+                return best if best is not None else _no_move(x)
+            alpha = max(alpha, 2.0 * t0)
+    for _ in range(max_backtracks):
+        xa = _eq_point(qp, x + alpha * d)
+        s = xa - x
+        gs = float(g @ s)
+        if not gs < 0.0:
+            alpha *= 0.5
+            continue
+        Qs = qp.Q.matvec(s)
+        sQs = float(s @ Qs)
+        dq = gs + 0.5 * sQs
+        if dq <= mu * gs:
+            if best is None or -dq > best.decrease:
+                best = SearchResult(xa, alpha, -dq, Qs)
+            break
+        theta = -gs / sQs if sQs > 0 else 0.5  # the minimizer along s, safeguarded
+        alpha *= min(0.5, max(0.1, theta))
+    return best if best is not None else _no_move(x)
+
+
+def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha: float = 1.0, *,
+                     mu: float = 0.01, max_backtracks: int = 60, segments: int = 64,
+                     rounds: int = 8) -> SearchResult:
+    """Search along the projected path P[x + αd] onto the feasible set of ``qp``.
+
+    Box constraints: the exact minimizer of the piecewise quadratic along the path, found
+    segment by segment (``segments`` breakpoints per round, one product with Q and one
+    principal block per round, at most ``rounds`` rounds; each round's point is a decrease).
+    With one equality row: the ray up to the first breakpoint is minimized exactly when d keeps
+    aᵀx fixed, and otherwise safeguarded backtracking from ``alpha`` with the Moré–Toraldo
+    sufficient-decrease test ``q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x)``.
+
+    Parameters
+    ----------
+    qp : QP
+        The problem: box constraints and at most one equality row.
+    x : ndarray
+        A feasible point.
+    g : ndarray
+        The gradient Qx + c at ``x``.
+    d : ndarray
+        The search direction.
+    alpha : float
+        The first trial step of the backtracking (equality case).
+    mu : float
+        Sufficient-decrease constant, 0 < mu < 1/2.
+    max_backtracks : int
+        Cap on the trial steps of the backtracking.
+    segments, rounds : int
+        Breakpoints examined per round and rounds (box case).
+
+    Returns
+    -------
+    SearchResult
+        The accepted point, its step, the decrease and Q(x_new − x); ``decrease == inf`` marks a
+        path along which the quadratic is unbounded below.
+    """
+    if qp.m > 1:
+        raise ProblemError("A: the projected search handles at most one equality row")
+    if not d.any():
+        return _no_move(x)
+    if qp.m == 0:
+        return _box_search(qp, x, g, d, max(1, segments), max(1, rounds))
+    return _equality_search(qp, x, g, d, alpha, mu, max_backtracks)
+
+
+@attrs.define(slots=True, eq=False)
+class GPCGWork:
+    """GPCG's slot in ``State.extra``: the requested tolerance."""
+
+    tol: float
+
+
+@attrs.frozen
+class GPCG:
+    """Gradient projection + conjugate gradients (Moré–Toraldo 1991).
+
+    For box constraints and at most one equality row. Counters in ``Result.stats``:
+    ``gp_steps`` (projected-gradient searches), ``cg_steps`` (CG iterations), ``cg_searches``
+    (projected searches along CG steps) and ``boundary_moves`` (zero-curvature moves).
+
+    Parameters
+    ----------
+    mu : float
+        Sufficient-decrease constant of the projected searches.
+    eta1 : float
+        CG stops when an iteration's decrease falls below eta1 of the largest one.
+    eta2 : float
+        Gradient projection stops when a step's decrease falls below eta2 of the largest one.
+    max_gp : int
+        Cap on the gradient-projection steps of one phase.
+    max_cg : int
+        Cap on the CG iterations of one CG phase (and on CG phases per cycle).
+    segments : int
+        Breakpoints examined per round of the exact projected search (box case).
+    """
+
+    mu: float = 0.01
+    eta1: float = 0.1
+    eta2: float = 0.25
+    max_gp: int = 50
+    max_cg: int = 500
+    segments: int = 64
+
+    def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
+        """Check the problem shape and start from the projection of x0 (or 0) onto the feasible set."""
+        if qp.m > 1:
+            raise ProblemError(f"A: GPCG handles box constraints and at most one equality row, got {qp.m} rows")
+        v = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=np.float64)
+        x = _eq_point(qp, v) if qp.m else np.clip(v, qp.lb, qp.ub)
+        g = qp.gradient(x)
+        state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), extra=GPCGWork(tol=tol))
+        state.counters.update(gp_steps=0, cg_steps=0, cg_searches=0, boundary_moves=0)
+        return state
+
+    def converged(self, qp: QP, state: State, tol: float) -> bool:
+        """The KKT measure at the strategy's gradient is ≤ tol (projected gradient for a box)."""
+        if qp.m == 0:
+            return float(np.abs(projected_gradient(qp, state.x, state.g)).max(initial=0.0)) <= tol
+        return kkt(qp, state.x, state.g).measure <= tol
+
+    def step(self, qp: QP, state: State) -> None:
+        """One cycle: gradient projection, then CG phases while the binding set is the active set."""
+        self._gradient_projection(qp, state)
+        for _ in range(self.max_cg):
+            if state.stop is not None or not self._conjugate_gradient(qp, state):
+                break
+            if not self._binding_is_active(qp, state) or self.converged(qp, state, state.extra.tol):
+                break
+        # one fresh product per cycle (a cycle costs several): the gradient cannot drift
+        state.g = qp.gradient(state.x)
+        state.status = bound_status(state.x, qp.lb, qp.ub)
+
+    # -- pieces ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _face_multiplier(qp: QP, free: BoolArray, g: FloatArray) -> float:
+        """λ making g − λa orthogonal to a on the free set (0 without an equality)."""
+        if qp.m == 0:
+            return 0.0
+        af = qp.A[0][free]
+        aa = float(af @ af)
+        return float(af @ g[free]) / aa if aa > 0 else 0.0
+
+    def _binding_is_active(self, qp: QP, state: State) -> bool:
+        """Whether every variable at a bound is held there by the reduced gradient (Moré–Toraldo's switch)."""
+        x, g = state.x, state.g
+        at_lb, at_ub = x <= qp.lb, x >= qp.ub
+        lam = self._face_multiplier(qp, ~(at_lb | at_ub), g)
+        r = g - lam * qp.A[0] if qp.m else g
+        return bool(np.all(r[at_lb] >= 0) and np.all(r[at_ub] <= 0))
+
+    def _apply(self, state: State, res: SearchResult) -> None:
+        assert res.Qs is not None
+        state.g = state.g + res.Qs
+        state.x = res.x
+
+    def _gradient_projection(self, qp: QP, state: State) -> None:
+        best = 0.0
+        for _ in range(self.max_gp):
+            x, g = state.x, state.g
+            free = (x > qp.lb) & (x < qp.ub)
+            lam = self._face_multiplier(qp, free, g)
+            pg = projected_gradient(qp, x, g - lam * qp.A[0] if qp.m else g)
+            if not pg.any():
+                return
+            Qpg = qp.Q.matvec(pg)
+            curv = float(pg @ Qpg)
+            alpha = float(pg @ pg) / curv if curv > 0 else 1.0   # the Cauchy step
+            active = bound_status(x, qp.lb, qp.ub)
+            res = projected_search(qp, x, g, -pg if qp.m == 0 else -g, alpha, mu=self.mu,
+                                   segments=self.segments)
+            state.counters["gp_steps"] += 1
+            if res.decrease == np.inf:
+                state.stop = Status.UNBOUNDED
+                return
+            if res.decrease <= 0.0:
+                return
+            self._apply(state, res)
+            best = max(best, res.decrease)
+            if np.array_equal(active, bound_status(state.x, qp.lb, qp.ub)) or res.decrease <= self.eta2 * best:
+                return
+
+    def _conjugate_gradient(self, qp: QP, state: State) -> bool:
+        """CG on the current face and a projected search along its step; True if x moved."""
+        x, g = state.x, state.g
+        free = (x > qp.lb) & (x < qp.ub)
+        if not free.any():
+            return False
+        af: FloatArray | None = None
+        if qp.m:
+            a = qp.A[0] * free
+            aa = float(a @ a)
+            af = a / np.sqrt(aa) if aa > 0 else None
+
+        def proj(v: FloatArray) -> FloatArray:
+            # onto the face: zero off the free set, and orthogonal to a there
+            w = v * free
+            if af is not None:
+                w -= float(af @ w) * af
+            return w
+
+        r = -proj(g)
+        p = r.copy()
+        d = np.zeros(x.size)
+        rr = float(r @ r)
+        best = 0.0
+        tol = state.extra.tol
+        for _ in range(self.max_cg):
+            if np.sqrt(rr) <= 0.1 * tol:    # the face is optimal well within tol
+                break
+            Qp = proj(qp.Q.matvec(p))
+            pQp = float(p @ Qp)
+            state.counters["cg_steps"] += 1
+            if pQp <= 1e-14 * rr:
+                # zero (or, by rounding, negative) curvature: a flat or descending ray
+                state.counters["boundary_moves"] += 1
+                if not self._to_boundary(qp, state, d, p):
+                    state.stop = Status.UNBOUNDED
+                    return False
+                return not np.array_equal(state.x, x)
+            step = rr / pQp
+            d += step * p
+            dec = 0.5 * step * rr           # the face quadratic's decrease in this iteration
+            best = max(best, dec)
+            r -= step * Qp
+            rr_new = float(r @ r)
+            p = r + (rr_new / rr) * p
+            rr = rr_new
+            if dec <= self.eta1 * best:
+                break
+        if not d.any():
+            return False
+        res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments)
+        state.counters["cg_searches"] += 1
+        if res.decrease == np.inf:
+            state.stop = Status.UNBOUNDED
+            return False
+        if res.decrease <= 0.0:
+            return False
+        self._apply(state, res)
+        return True
+
+    def _to_boundary(self, qp: QP, state: State, d: FloatArray, p: FloatArray) -> bool:
+        """Take the CG step so far, then follow ±p (no curvature) to the first bound.
+
+        Returns False when that ray descends without ever meeting a bound (unbounded below).
+        """
+        x, g = state.x, state.g
+        if d.any():
+            res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments)
+            if res.decrease == np.inf:
+                return False
+            if res.decrease > 0.0:
+                self._apply(state, res)
+                x, g = state.x, state.g
+        direction = p if float(g @ p) <= 0 else -p
+        slope = -float(g @ direction)
+        if slope <= 1e-12 * float(np.abs(g).max(initial=0.0)) * float(np.abs(direction).max(initial=0.0)):
+            return True                    # flat to rounding: nothing to gain along this ray
+        res = projected_search(qp, x, g, direction, 1.0, mu=self.mu, segments=self.segments)
+        if res.decrease == np.inf:
+            return False
+        if res.decrease > 0.0:
+            self._apply(state, res)
+        return True
