@@ -40,7 +40,7 @@ from qpcore.state import Result, Status
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["assert_kkt", "box_qps", "dense_reference", "nonneg_qps", "planted_qps", "qps", "svm_duals"]
+__all__ = ["assert_kkt", "box_equality_qps", "box_qps", "dense_reference", "nonneg_qps", "planted_qps", "qps", "svm_duals"]
 
 _SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 
@@ -115,6 +115,44 @@ def box_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, min_cond: float
     w = draw(_log_uniform(min_width, max_width))
     lb = 0.0 if draw(st.booleans()) else -w
     return random_box_qp(n, seed=seed, cond=cond, rank=rank, lb=lb, ub=w)
+
+
+@st.composite
+def box_equality_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, max_cond: float = 1e8) -> QP:
+    """Box QPs with **one** general equality row ``aᵀx = b`` (mixed signs, zeros, scales).
+
+    The box and Q come from :func:`box_qps` (finite, one-sided and degenerate boxes; any
+    condition number up to ``max_cond``). The row has entries of magnitude 1e-2 to 1e2 with
+    random signs, about a fifth of them zero, and ``b = aᵀx̂`` for a random point x̂ of the box,
+    so the problem is feasible, sometimes with x̂ at a vertex (b at the edge of its range).
+
+    Parameters
+    ----------
+    min_n, max_n : int
+        Range of the number of variables (≥ 2).
+    max_cond : float
+        Largest condition number of Q.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy of QP
+    """
+    base = draw(box_qps(min_n=max(2, min_n), max_n=max_n, max_cond=max_cond))
+    rng = np.random.default_rng(draw(_SEEDS))
+    n = base.n
+    a = rng.choice([-1.0, 1.0], size=n) * 10.0 ** rng.uniform(-2, 2, size=n)
+    a[rng.random(n) < 0.2] = 0.0
+    if not a.any():
+        a[0] = 1.0
+    # a point of the box: uniform where both sides are finite, a unit away from a finite side
+    lo, hi = base.lb, base.ub
+    u = rng.random(n)
+    xh = np.where(np.isfinite(lo) & np.isfinite(hi), lo + u * (hi - lo),
+                  np.where(np.isfinite(lo), lo + u, np.where(np.isfinite(hi), hi - u, u - 0.5)))
+    if draw(st.booleans()):   # b at the edge: a vertex where both sides are finite
+        vert = np.where(a > 0, lo, hi)
+        xh = np.where(np.isfinite(vert), vert, xh)
+    return QP(base.Q, base.c, lo, hi, a[None, :], np.array([float(a @ xh)]))
 
 
 @st.composite
@@ -226,7 +264,7 @@ def planted_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, max_cond: f
 
 
 def qps(*, min_n: int = 2, max_n: int = 40, max_cond: float = 1e8) -> st.SearchStrategy[QP]:
-    """Any of :func:`box_qps`, :func:`svm_duals`, :func:`nonneg_qps` (all options on).
+    """Any of :func:`box_qps`, :func:`box_equality_qps`, :func:`svm_duals`, :func:`nonneg_qps` (all options on).
 
     Parameters
     ----------
@@ -240,6 +278,7 @@ def qps(*, min_n: int = 2, max_n: int = 40, max_cond: float = 1e8) -> st.SearchS
     hypothesis.strategies.SearchStrategy of QP
     """
     return st.one_of(box_qps(min_n=min_n, max_n=max_n, max_cond=max_cond),
+                     box_equality_qps(min_n=min_n, max_n=max_n, max_cond=max_cond),
                      svm_duals(min_n=min_n, max_n=max_n, max_cond=max_cond),
                      nonneg_qps(min_n=min_n, max_n=max_n, max_cond=max_cond))
 

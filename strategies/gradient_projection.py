@@ -148,7 +148,7 @@ def _box_point(qp: QP, x: FloatArray, d: FloatArray, alpha: float) -> FloatArray
 
 def _box_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: int,
                 rounds: int) -> SearchResult:
-    x0, g0, total = x, g, 0.0
+    x0, total, alpha_total = x, 0.0, 0.0
     Qs_total = None
     for _ in range(rounds):
         d, alpha, found, unbounded = _box_path_round(qp, x, g, d, segments)
@@ -163,32 +163,49 @@ def _box_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: i
         if not dq < 0.0:                  # rounding on a flat path: keep what we have
             break
         total -= dq
+        alpha_total += alpha
         Qs_total = Qs if Qs_total is None else Qs_total + Qs
         x, g = xn, g + Qs
         if found:
             break
     if Qs_total is None:
         return _no_move(x0)
-    del g0
-    return SearchResult(x, 1.0, total, Qs_total)
+    return SearchResult(x, alpha_total, total, Qs_total)
 
 
 def _eq_point(qp: QP, v: FloatArray) -> FloatArray:
-    return project_box_equality(v, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
+    x = project_box_equality(v, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
+    # the root of the multiplier equation leaves coordinates a few ulps off their bound; such a
+    # coordinate would count as free and block the face (and the certificate) for nothing
+    eps = 8.0 * np.finfo(np.float64).eps
+    with np.errstate(invalid="ignore"):
+        near_lb = np.isfinite(qp.lb) & (np.abs(x - qp.lb) <= eps * np.maximum(1.0, np.abs(qp.lb)))
+        near_ub = np.isfinite(qp.ub) & (np.abs(x - qp.ub) <= eps * np.maximum(1.0, np.abs(qp.ub)))
+    x[near_lb] = qp.lb[near_lb]
+    x[near_ub] = qp.ub[near_ub]
+    return x
 
 
 def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha: float, mu: float,
                      max_backtracks: int) -> SearchResult:
     """Projected search along P_Ω[x + αd], Ω = {box, aᵀx = b}.
 
-    When d lies in the null space of a (a CG step) the path is the ray x + αd up to its first
-    breakpoint, minimized there exactly; beyond it, and for other directions, safeguarded
-    backtracking with the sufficient-decrease test q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x).
+    When d keeps aᵀx fixed (a CG step on the face), the path is the ray x + αd up to its first
+    breakpoint: its minimum there is exact; past the breakpoint only the projected trial step
+    P_Ω[x + αd] is compared (one projection, not a backtracking sequence: the face step is what
+    CG computed, and the next cycle's gradient projection handles the rest). Other directions:
+    safeguarded backtracking from α with the test q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x).
     """
     a = qp.A[0]
     best: SearchResult | None = None
-    scale = float(np.abs(a).max()) * float(np.abs(d).max(initial=0.0))
-    if abs(float(a @ d)) <= 1e-12 * max(scale, 1e-300) * max(1, d.size):
+    ad = float(a @ d)
+    ray = abs(ad) <= 1e-8 * float(np.abs(a) @ np.abs(d))
+    if ray and ad != 0.0:
+        # a face step off the null space by rounding only: put it back there exactly, on its support
+        on = (d != 0) & (a != 0)
+        d = d.copy()
+        d[on] -= ad / float(a[on] @ a[on]) * a[on]
+    if ray:
         lb, ub = qp.lb, qp.ub
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             t = (np.where(d > 0, ub, lb) - x) / d
@@ -196,23 +213,34 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
         t0 = float(t.min(initial=np.inf))
         Qd = qp.Q.matvec(d)
         gd, dQd = float(g @ d), float(d @ Qd)
-        if gd < 0.0 and t0 > 0.0:
-            a_ray = -gd / dQd if dQd > 0 else np.inf
-            if not np.isfinite(min(a_ray, t0)):
-                return SearchResult(x, np.inf, np.inf, None)
-            a0 = min(a_ray, t0)
-            xs = np.clip(x + a0 * d, lb, ub)
-            xs[t <= a0] = np.where(d > 0, ub, lb)[t <= a0]
-            s = xs - x
-            Qs = a0 * Qd if np.array_equal(s, a0 * d) else qp.Q.matvec(s)
-            dq = float(g @ s) + 0.5 * float(s @ Qs)
-            if dq < 0.0:
-                best = SearchResult(xs, a0, -dq, Qs)
-            if a_ray <= t0:               # the minimum along the ray lies before any bound
-                return best if best is not None else _no_move(x)
-            alpha = max(alpha, 2.0 * t0)
+        if not (gd < 0.0 and t0 > 0.0):
+            return _no_move(x)
+        a_ray = -gd / dQd if dQd > 0 else np.inf
+        if not np.isfinite(min(a_ray, t0)):
+            return SearchResult(x, np.inf, np.inf, None)
+        a0 = min(a_ray, t0)
+        xs = x + a0 * d
+        hit = t <= a0
+        xs[hit] = np.where(d > 0, ub, lb)[hit]
+        xs = np.clip(xs, lb, ub)
+        s = xs - x
+        Qs = qp.Q.matvec(s)
+        dq = float(g @ s) + 0.5 * float(s @ Qs)
+        if dq < 0.0:
+            best = SearchResult(xs, a0, -dq, Qs)
+        if a_ray <= t0 or alpha <= t0:    # the ray's minimum, or the trial step, lies before any bound
+            return best if best is not None else _no_move(x)
+        max_backtracks = 1
+    tiny = 4.0 * np.finfo(np.float64).eps * max(1.0, float(np.abs(x).max(initial=0.0)))
+    dmax = float(np.abs(d).max())
     for _ in range(max_backtracks):
-        xa = _eq_point(qp, x + alpha * d)
+        if alpha * dmax <= tiny:
+            break
+        v = x + alpha * d
+        if not np.isfinite(v).all():      # a huge trial step: shrink it, the path is what matters
+            alpha *= 1e-3
+            continue
+        xa = _eq_point(qp, v)
         s = xa - x
         gs = float(g @ s)
         if not gs < 0.0:
@@ -235,8 +263,8 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
                      rounds: int = 8) -> SearchResult:
     """Search along the projected path P[x + αd] onto the feasible set of ``qp``.
 
-    Box constraints: the exact minimizer of the piecewise quadratic along the path, found
-    segment by segment (``segments`` breakpoints per round, one product with Q and one
+    Box constraints: the first local minimizer of the piecewise quadratic along the path (the
+    path objective need not be unimodal), found exactly segment by segment (``segments`` breakpoints per round, one product with Q and one
     principal block per round, at most ``rounds`` rounds; each round's point is a decrease).
     With one equality row: the ray up to the first breakpoint is minimized exactly when d keeps
     aᵀx fixed, and otherwise safeguarded backtracking from ``alpha`` with the Moré–Toraldo
@@ -289,7 +317,8 @@ class GPCG:
 
     For box constraints and at most one equality row. Counters in ``Result.stats``:
     ``gp_steps`` (projected-gradient searches), ``cg_steps`` (CG iterations), ``cg_searches``
-    (projected searches along CG steps) and ``boundary_moves`` (zero-curvature moves).
+    (projected searches along CG steps), ``boundary_moves`` (zero-curvature moves) and
+    ``face_solves`` (direct face minimizations, the fallback when a cycle is stuck).
 
     Parameters
     ----------
@@ -305,6 +334,10 @@ class GPCG:
         Cap on the CG iterations of one CG phase (and on CG phases per cycle).
     segments : int
         Breakpoints examined per round of the exact projected search (box case).
+    max_face_solve : int
+        When a whole cycle cannot move x (CG stuck on an ill-conditioned or singular face), the
+        face problem is solved directly through its principal block if it has at most this many
+        variables; otherwise, and if that fails too, the run ends as ``stalled``.
     """
 
     mu: float = 0.01
@@ -313,6 +346,7 @@ class GPCG:
     max_gp: int = 50
     max_cg: int = 500
     segments: int = 64
+    max_face_solve: int = 2000
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the problem shape and start from the projection of x0 (or 0) onto the feasible set."""
@@ -322,7 +356,7 @@ class GPCG:
         x = _eq_point(qp, v) if qp.m else np.clip(v, qp.lb, qp.ub)
         g = qp.gradient(x)
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), extra=GPCGWork(tol=tol))
-        state.counters.update(gp_steps=0, cg_steps=0, cg_searches=0, boundary_moves=0)
+        state.counters.update(gp_steps=0, cg_steps=0, cg_searches=0, boundary_moves=0, face_solves=0)
         return state
 
     def converged(self, qp: QP, state: State, tol: float) -> bool:
@@ -332,16 +366,39 @@ class GPCG:
         return kkt(qp, state.x, state.g).measure <= tol
 
     def step(self, qp: QP, state: State) -> None:
-        """One cycle: gradient projection, then CG phases while the binding set is the active set."""
+        """One cycle: gradient projection, then CG phases while the binding set is the active set.
+
+        A cycle that cannot move x at all (no descent left to rounding) ends the run as stalled.
+        """
+        x_start = state.x
         self._gradient_projection(qp, state)
+        spent = 0   # CG iterations since the last face solve, this cycle
         for _ in range(self.max_cg):
-            if state.stop is not None or not self._conjugate_gradient(qp, state):
+            if state.stop is not None:
+                break
+            nfree = int(np.count_nonzero((state.x > qp.lb) & (state.x < qp.ub)))
+            before = state.counters["cg_steps"]
+            # CG phases that keep running into bounds on one face have spent more products than
+            # the face's dimension: a direct face solve (|F|³ flops ≤ |F| products with Q) is cheaper
+            if spent > nfree and nfree <= self.max_face_solve:
+                moved, spent = self._face_solve(qp, state), 0
+            else:
+                moved = self._conjugate_gradient(qp, state)
+                spent += state.counters["cg_steps"] - before
+            if not moved:
                 break
             if not self._binding_is_active(qp, state) or self.converged(qp, state, state.extra.tol):
                 break
         # one fresh product per cycle (a cycle costs several): the gradient cannot drift
         state.g = qp.gradient(state.x)
         state.status = bound_status(state.x, qp.lb, qp.ub)
+        if state.stop is None and state.x is x_start and not self.converged(qp, state, state.extra.tol):
+            # CG and gradient projection are both stuck to rounding (an ill-conditioned or singular
+            # face): one direct minimization on the face, while the face is small enough to factor
+            if not self._face_solve(qp, state):
+                state.stop = Status.STALLED
+            state.g = qp.gradient(state.x)
+            state.status = bound_status(state.x, qp.lb, qp.ub)
 
     # -- pieces ---------------------------------------------------------------------------------
 
@@ -418,8 +475,13 @@ class GPCG:
         rr = float(r @ r)
         best = 0.0
         tol = state.extra.tol
-        for _ in range(self.max_cg):
+        # in exact arithmetic CG ends within dim(face) iterations; running past that means
+        # rounding on an ill-conditioned face, where a direct face solve is the better step
+        limit = min(self.max_cg, int(free.sum()) - (af is not None) + 1)
+        finished = False
+        for _ in range(limit):
             if np.sqrt(rr) <= 0.1 * tol:    # the face is optimal well within tol
+                finished = True
                 break
             Qp = proj(qp.Q.matvec(p))
             pQp = float(p @ Qp)
@@ -440,7 +502,10 @@ class GPCG:
             p = r + (rr_new / rr) * p
             rr = rr_new
             if dec <= self.eta1 * best:
+                finished = True
                 break
+        if not finished and limit < self.max_cg and self._face_solve(qp, state):
+            return True
         if not d.any():
             return False
         res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments)
@@ -449,6 +514,30 @@ class GPCG:
             state.stop = Status.UNBOUNDED
             return False
         if res.decrease <= 0.0:
+            return False
+        self._apply(state, res)
+        return True
+
+    def _face_solve(self, qp: QP, state: State) -> bool:
+        """Minimize on the current face through its principal block (least squares, so singular
+        faces are fine), then a projected search along that step; True if x moved."""
+        x, g = state.x, state.g
+        F = np.flatnonzero((x > qp.lb) & (x < qp.ub))
+        if F.size == 0 or F.size > self.max_face_solve:
+            return False
+        B = principal_block(qp.Q, F)
+        rhs = -g[F]
+        if qp.m:
+            aF = qp.A[0][F]
+            K = np.block([[B, aF[:, None]], [aF[None, :], np.zeros((1, 1))]])
+            sol = np.linalg.lstsq(K, np.concatenate([rhs, [0.0]]), rcond=None)[0][:-1]
+        else:
+            sol = np.linalg.lstsq(B, rhs, rcond=None)[0]
+        d = np.zeros(x.size)
+        d[F] = sol
+        state.counters["face_solves"] += 1
+        res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments)
+        if not 0.0 < res.decrease < np.inf:
             return False
         self._apply(state, res)
         return True

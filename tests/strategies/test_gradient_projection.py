@@ -1,24 +1,47 @@
-"""GPCG (box constraints): KKT property tests, dense references, OSQP, unboundedness."""
+"""GPCG: KKT property tests on generated problems, dense references, and cross-checks against
+OSQP, scipy's nnls / lsq_linear, and SMO; the exact projected search; unboundedness; limits."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import lsq_linear
+from scipy.optimize import nnls as scipy_nnls
 
 import qpcore
-from qpcore.testing import assert_kkt, box_qps, dense_reference, nonneg_qps
-from strategies.gradient_projection import GPCG
+from problems.datasets import load_dataset
+from problems.least_squares import bounded_least_squares, nnls
+from problems.svm import csvc
+from qpcore.gram import GramQ
+from qpcore.operators import Kernel, KernelQ
+from qpcore.testing import (assert_kkt, box_equality_qps, box_qps, dense_reference, nonneg_qps, planted_qps,
+                            svm_duals)
+from strategies.gradient_projection import GPCG, projected_gradient, projected_search
+from strategies.smo import SMO
 
 
-def _check(qp: qpcore.QP) -> None:
-    # the gradient is only known to rounding times the scale of Q and c
-    tol = 1e-8 * max(1.0, float(np.abs(qp.c).max()), float(qp.Q.diag().max()))
+def _scale(qp: qpcore.QP) -> float:
+    # the gradient is only known to rounding times the scale of Q, c (and of a: the gap is in g/a)
+    s = max(1.0, float(np.abs(qp.c).max()), float(qp.Q.diag().max()))
+    if qp.m:
+        a = np.abs(qp.A[0])
+        s /= max(1e-300, float(a[a > 0].min()))
+    return s
+
+
+def _check(qp: qpcore.QP, rel: float = 1e-8) -> qpcore.Result:
+    tol = rel * _scale(qp)
     res = qpcore.solve(qp, GPCG(), tol=tol, max_iter=20_000)
     assert_kkt(qp, res, tol)
     _, f_ref = dense_reference(qp)
     assert res.objective <= f_ref + 1e-8 * max(1.0, abs(f_ref)), (res.objective, f_ref)
+    return res
 
+
+# --- property tests: every shape qpcore.testing draws, condition up to 1e8 ------------------------
 
 @given(qp=box_qps())
 @settings(max_examples=60)
@@ -32,26 +55,170 @@ def test_nonneg_kkt_and_reference(qp: qpcore.QP) -> None:
     _check(qp)
 
 
-def test_against_osqp() -> None:
-    osqp = pytest.importorskip("osqp")
-    import scipy.sparse as sp
+@given(qp=box_equality_qps())
+@settings(max_examples=60)
+def test_box_equality_kkt_and_reference(qp: qpcore.QP) -> None:
+    _check(qp)
 
+
+@given(qp=svm_duals())
+@settings(max_examples=60)
+def test_svm_dual_kkt_and_reference(qp: qpcore.QP) -> None:
+    _check(qp)
+
+
+@given(pair=planted_qps())
+@settings(max_examples=40)
+def test_planted_optimum_reached(pair: tuple[qpcore.QP, np.ndarray]) -> None:
+    qp, x_star = pair
+    res = _check(qp)
+    f_star = qp.objective(x_star)
+    assert res.objective == pytest.approx(f_star, rel=1e-7, abs=1e-9)
+
+
+# --- the projected search ----------------------------------------------------------------------
+
+@given(qp=box_qps(max_n=12), seed=st.integers(0, 2**32 - 1), segments=st.sampled_from([1, 2, 64]))
+@settings(max_examples=60)
+def test_box_search_finds_the_first_path_minimum(qp: qpcore.QP, seed: int, segments: int) -> None:
+    """Nothing on the projected path before the accepted step is better, and it is a local minimum."""
+    rng = np.random.default_rng(seed)
+    x = np.clip(rng.uniform(-1, 1, qp.n) * np.minimum(1.0, np.where(np.isfinite(qp.ub), qp.ub, 1.0)), qp.lb, qp.ub)
+    g = qp.gradient(x)
+    d = -projected_gradient(qp, x, g)
+    res = projected_search(qp, x, g, d, segments=segments, rounds=1_000)
+    if res.decrease == np.inf:
+        pytest.skip("unbounded direction")
+    f0 = qp.objective(x)
+    tol = 1e-9 * max(1.0, abs(f0))
+    assert res.decrease >= 0.0
+    assert np.all(res.x >= qp.lb) and np.all(res.x <= qp.ub)
+    assert f0 - qp.objective(res.x) == pytest.approx(res.decrease, rel=1e-6, abs=tol)
+    if res.Qs is None:
+        assert not np.any(g @ d < 0 and res.decrease > 0)
+        return
+    np.testing.assert_allclose(res.Qs, qp.Q.matvec(res.x - x), atol=1e-9 * max(1.0, float(np.abs(res.Qs).max())))
+    np.testing.assert_allclose(res.x, np.clip(x + res.alpha * d, qp.lb, qp.ub), atol=1e-9)
+
+    def f(a: float) -> float:
+        return float(qp.objective(np.clip(x + a * d, qp.lb, qp.ub)))
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (np.where(d > 0, qp.ub, qp.lb) - x) / d
+    t = t[(d != 0) & np.isfinite(t) & (0 < t) & (t <= res.alpha)]
+    before = np.concatenate([t, np.linspace(0, res.alpha, 1001)])
+    f_star = f0 - res.decrease
+    assert min(f(a) for a in before) >= f_star - tol
+    step = 1e-4 * max(res.alpha, 1e-6)
+    assert f(res.alpha + step) >= f_star - tol
+
+
+@given(qp=box_equality_qps(max_n=12), seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=40)
+def test_equality_search_stays_feasible_and_descends(qp: qpcore.QP, seed: int) -> None:
+    from qpcore.projection import project_box_equality
+
+    rng = np.random.default_rng(seed)
+    x = project_box_equality(rng.normal(size=qp.n), qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
+    g = qp.gradient(x)
+    res = projected_search(qp, x, g, -g, 1.0)
+    assert res.decrease >= 0.0
+    assert qpcore.kkt(qp, res.x).primal <= 1e-9 * max(1.0, float(np.abs(qp.A[0]).sum() * np.abs(res.x).max()))
+    assert qp.objective(res.x) <= qp.objective(x) + 1e-12 * max(1.0, abs(qp.objective(x)))
+
+
+# --- cross-checks against independent solvers --------------------------------------------------
+
+def _osqp(qp: qpcore.QP, Q: np.ndarray) -> float:
+    osqp = pytest.importorskip("osqp")
+    n = qp.n
+    A = sp.identity(n, format="csc")
+    lo, hi = qp.lb, qp.ub
+    if qp.m:
+        A = sp.vstack([A, sp.csc_matrix(qp.A)], format="csc")
+        lo, hi = np.concatenate([lo, qp.b]), np.concatenate([hi, qp.b])
+    solver = osqp.OSQP()
+    solver.setup(P=sp.csc_matrix(np.triu(Q)), q=qp.c, A=A, l=lo, u=hi, eps_abs=1e-10, eps_rel=1e-10,
+                 max_iter=200_000, polishing=True, verbose=False)
+    sol = solver.solve()
+    return float(qp.objective(np.clip(sol.x, qp.lb, qp.ub)))
+
+
+@pytest.mark.parametrize("equality", [False, True])
+def test_against_osqp(equality: bool) -> None:
     rng = np.random.default_rng(0)
     n = 300
     M = rng.normal(size=(450, n))
     Q = M.T @ M / n + 1e-3 * np.eye(n)
     c = rng.normal(size=n)
-    qp = qpcore.QP(Q, c, -0.1, 0.1)
+    A, b = (np.ones((1, n)), np.array([1.0])) if equality else (None, None)
+    qp = qpcore.QP(Q, c, -0.1, 0.1, A, b)
     res = qpcore.solve(qp, GPCG(), tol=1e-10)
     assert res.converged
-    solver = osqp.OSQP()
-    solver.setup(P=sp.csc_matrix(np.triu(Q)), q=c, A=sp.identity(n, format="csc"), l=qp.lb, u=qp.ub,
-                 eps_abs=1e-10, eps_rel=1e-10, max_iter=200_000, polishing=True, verbose=False)
-    sol = solver.solve()
-    f_osqp = qp.objective(np.clip(sol.x, qp.lb, qp.ub))
-    assert res.objective <= f_osqp + 1e-9 * abs(f_osqp)
-    assert res.objective == pytest.approx(f_osqp, rel=1e-8)
+    f_osqp = _osqp(qp, Q)
+    # OSQP's point is clipped to the box but may miss the equality by its tolerance
+    assert res.objective <= f_osqp + 1e-8 * abs(f_osqp)
+    assert res.objective == pytest.approx(f_osqp, rel=1e-7)
 
+
+@pytest.mark.parametrize("m, n, backend", [(400, 120, "dense"), (400, 120, "gram"), (60, 150, "auto")])
+def test_nnls_against_scipy(m: int, n: int, backend: str) -> None:
+    rng = np.random.default_rng(m + n)
+    A, d = rng.normal(size=(m, n)), rng.normal(size=m)
+    p = nnls(A, d, backend=backend)  # type: ignore[arg-type]
+    res = qpcore.solve(p.qp, GPCG(), tol=1e-10 * max(1.0, float(np.abs(p.qp.c).max())), max_iter=10_000)
+    assert res.converged
+    x, rnorm = p.decode(res)
+    x_ref, r_ref = scipy_nnls(A, d, maxiter=50 * n)
+    # compare the objective ½‖r‖² (a zero residual is only reached to the tolerance's square root)
+    assert rnorm**2 <= r_ref**2 * (1 + 1e-9) + 1e-12 * float(d @ d)
+    if m >= n:  # full column rank: the minimizer is unique
+        np.testing.assert_allclose(x, x_ref, atol=1e-7 * max(1.0, float(np.abs(x_ref).max())))
+
+
+def test_sparse_nnls_against_scipy() -> None:
+    rng = np.random.default_rng(3)
+    A = sp.random(500, 200, density=0.05, random_state=rng, format="csr") + sp.eye(500, 200)
+    d = rng.normal(size=500)
+    p = nnls(A, d)
+    assert isinstance(p.qp.Q, GramQ)
+    res = qpcore.solve(p.qp, GPCG(), tol=1e-10 * max(1.0, float(np.abs(p.qp.c).max())))
+    assert res.converged
+    _, r_ref = scipy_nnls(A.toarray(), d, maxiter=10_000)
+    assert p.decode(res)[1] <= r_ref * (1 + 1e-9) + 1e-12
+
+
+@pytest.mark.parametrize("lb, ub", [(-0.2, 0.3), (-np.inf, 0.1), (0.0, np.inf)])
+def test_bounded_least_squares_against_lsq_linear(lb: float, ub: float) -> None:
+    rng = np.random.default_rng(11)
+    A, d = rng.normal(size=(300, 80)), rng.normal(size=300)
+    p = bounded_least_squares(A, d, lb, ub)
+    res = qpcore.solve(p.qp, GPCG(), tol=1e-10 * max(1.0, float(np.abs(p.qp.c).max())))
+    assert res.converged
+    x, rnorm = p.decode(res)
+    ref = lsq_linear(A, d, bounds=(lb, ub), method="bvls", tol=1e-14, lsmr_tol=None)
+    r_ref = float(np.linalg.norm(A @ ref.x - d))
+    assert rnorm <= r_ref * (1 + 1e-9) + 1e-12
+    np.testing.assert_allclose(x, ref.x, atol=1e-7)
+
+
+# the linear kernel's dual is rank-deficient (123 features): CG on its faces is slow at large C,
+# so it is checked at Platt's C = 0.05 on fewer points
+@pytest.mark.parametrize("kernel, n, C", [(Kernel("rbf", gamma=0.05), 800, 1.0), (Kernel("linear"), 400, 0.05)])
+def test_svm_dual_agrees_with_smo(kernel: Kernel, n: int, C: float) -> None:
+    X, y = load_dataset("adult")
+    X, y = X[:n], y[:n]
+    prob = csvc(X, y, C=C, kernel=kernel, dtype=np.float64)
+    smo = qpcore.solve(prob.qp, SMO(), tol=1e-7, max_iter=200_000)
+    gp = qpcore.solve(prob.qp, GPCG(), tol=1e-7, max_iter=20_000)
+    assert smo.converged and gp.converged
+    assert isinstance(prob.qp.Q, KernelQ)
+    assert gp.objective == pytest.approx(smo.objective, rel=1e-7)
+    m1, m2 = prob.decode(smo), prob.decode(gp)
+    assert abs(m1.bias - m2.bias) <= 1e-4 * max(1.0, abs(m1.bias))
+
+
+# --- unboundedness, bad input, limits ----------------------------------------------------------
 
 def test_unbounded_is_reported() -> None:
     Q = np.diag([1.0, 0.0])
@@ -60,7 +227,45 @@ def test_unbounded_is_reported() -> None:
     assert res.status is qpcore.Status.UNBOUNDED
 
 
+def test_unbounded_along_the_equality_is_reported() -> None:
+    # x0 − x1 = 0 with x ≥ 0 and c = (−1, −1), Q singular along (1, 1): unbounded along the face
+    Q = np.array([[1.0, -1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    qp = qpcore.QP(Q, np.array([-1.0, -1.0, 0.0]), 0.0, np.inf, np.array([[1.0, -1.0, 0.0]]), 0.0)
+    res = qpcore.solve(qp, GPCG(), tol=1e-8, max_iter=100)
+    assert res.status is qpcore.Status.UNBOUNDED
+
+
+def test_psd_singular_bounded_converges() -> None:
+    # a zero-curvature direction that is bounded: the boundary move, not a failure
+    Q = np.zeros((3, 3))
+    Q[0, 0] = 1.0
+    qp = qpcore.QP(Q, np.array([-1.0, -2.0, 3.0]), -1.0, 1.0)
+    res = qpcore.solve(qp, GPCG(), tol=1e-12)
+    assert res.converged
+    np.testing.assert_allclose(res.x, [1.0, 1.0, -1.0])
+    assert res.stats["boundary_moves"] + res.stats["gp_steps"] >= 1
+
+
 def test_two_equality_rows_rejected() -> None:
     qp = qpcore.QP(np.eye(3), np.zeros(3), 0.0, 1.0, np.ones((2, 3)), np.ones(2))
     with pytest.raises(qpcore.ProblemError, match="one equality"):
         qpcore.solve(qp, GPCG())
+
+
+def test_iteration_limit_is_honest() -> None:
+    rng = np.random.default_rng(5)
+    M = rng.normal(size=(200, 150))
+    qp = qpcore.QP(M.T @ M * 1e-6 + np.diag(np.logspace(-6, 2, 150)), rng.normal(size=150), -1.0, 1.0)
+    res = qpcore.solve(qp, GPCG(max_cg=2), tol=1e-12, max_iter=2)
+    assert res.status is qpcore.Status.MAX_ITER
+    assert res.kkt.measure > 1e-12 and res.kkt.primal == 0.0
+    assert res.objective < qp.objective(np.zeros(150))
+
+
+def test_counters_are_reported() -> None:
+    qp = qpcore.QP(np.diag([1.0, 2.0, 3.0]), np.array([-5.0, 1.0, -1.0]), 0.0, 1.0)
+    res = qpcore.solve(qp, GPCG(), tol=1e-12)
+    assert res.converged
+    for key in ("gp_steps", "cg_steps", "cg_searches", "boundary_moves"):
+        assert key in res.stats
+    np.testing.assert_allclose(res.x, [1.0, 0.0, 1.0 / 3.0])
