@@ -98,12 +98,15 @@ class ProblemKind:
         Parsed arguments → exit status.
     default_strategy : str
         The ``--strategy`` default.
+    default_tol : float
+        The ``--tol`` default.
     """
 
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
     default_strategy: str
+    default_tol: float = 1e-3
 
 
 #: Strategy name → spec; ``--strategy`` offers the ones that serve the chosen problem kind.
@@ -711,6 +714,177 @@ register_problem("svm", ProblemKind(
 
 
 # --------------------------------------------------------------------------------------------
+# Generic QPs and NNLS from .npz files
+# --------------------------------------------------------------------------------------------
+
+
+def _gpcg_factory(args: argparse.Namespace) -> Strategy:
+    from strategies.gradient_projection import GPCG
+
+    strategy: Strategy = GPCG()
+    return strategy
+
+
+register_strategy("gpcg", StrategySpec(
+    factory=_gpcg_factory, help="Moré–Toraldo gradient projection + conjugate gradients (box, ≤ 1 equality)",
+    problems=frozenset({"qp", "nnls", "svm"})))
+
+
+def read_npz(path: str, required: Sequence[str], optional: Sequence[str] = ()) -> dict[str, NDArray[Any]]:
+    """Read named arrays from a ``.npz`` file (no pickles), with one clear error per problem.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    required, optional : sequence of str
+        Array names that must / may be present.
+
+    Returns
+    -------
+    dict
+        Name → array for every required name and every optional one present.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            names = set(f.files)
+            missing = [k for k in required if k not in names]
+            if missing:
+                raise CLIError(f"--npz {path!r}: missing array(s) {', '.join(missing)} "
+                               f"(found: {', '.join(sorted(names)) or 'none'})")
+            return {k: np.asarray(f[k]) for k in (*required, *optional) if k in names}
+    except CLIError:
+        raise
+    except FileNotFoundError:
+        raise CLIError(f"--npz {path!r}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--npz {path!r}: not a readable .npz of plain arrays ({exc})") from None
+
+
+def _add_npz_arguments(names: str) -> Callable[[argparse.ArgumentParser], None]:
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--npz", required=True, metavar="FILE", help=f"numpy .npz file with arrays {names}")
+    return add
+
+
+def _add_nnls_arguments(p: argparse.ArgumentParser) -> None:
+    _add_npz_arguments("A (m×n), d (m)")(p)
+    p.add_argument("--backend", choices=("auto", "dense", "gram"), default="auto",
+                   help="Q = AᵀA formed (dense) or applied as Aᵀ(Av) (gram); auto picks by shape")
+
+
+def solve_report(qp: Any, strategy: Strategy, args: argparse.Namespace, label: str) -> tuple[Result, dict[str, Any]]:
+    """Solve ``qp`` with the CLI's limits and reporter; the report fields every kind shares."""
+    from qpcore import __version__
+    from qpcore.solve import solve
+
+    result = solve(qp, strategy, tol=args.tol, max_iter=args.max_iter, time_limit=args.time_limit,
+                   reporter=make_reporter(args.quiet, args.tol, label))
+    report: dict[str, Any] = {
+        "strategy": args.strategy,
+        "n": int(qp.n),
+        "m_equality": int(qp.m),
+        "tol": args.tol,
+        "max_iter": args.max_iter,
+        "time_limit": args.time_limit,
+        "status": result.status.code,
+        "status_message": result.status.message,
+        "converged": result.status is Status.CONVERGED,
+        "objective": result.objective,
+        "kkt_measure": result.kkt.measure,
+        "stationarity": result.kkt.stationarity,
+        "primal_infeasibility": result.kkt.primal,
+        "iterations": result.iterations,
+        "seconds": float(result.stats["seconds"]),
+        "stats": result.stats,
+        "qpcore_version": __version__,
+    }
+    return result, report
+
+
+def _print_generic(report: dict[str, Any], extra: Sequence[tuple[str, str]] = ()) -> None:
+    r = report
+    lines = [
+        ("status", f"{r['status']} ({r['status_message']})"),
+        ("objective", f"{r['objective']:.12e}"),
+        ("KKT measure", f"{r['kkt_measure']:.3e}   (tol {r['tol']:g}; primal infeasibility {r['primal_infeasibility']:.1e})"),
+        ("iterations", f"{r['iterations']}"),
+        ("time", f"{r['seconds']:.3f} s solve, {r['total_seconds']:.3f} s with reading and building"),
+        *extra,
+    ]
+    for name, value in lines:
+        print(f"{name:<16} {value}")
+    sys.stdout.flush()
+
+
+def _finish(report: dict[str, Any], args: argparse.Namespace, extra: Sequence[tuple[str, str]] = ()) -> int:
+    if args.json != "-":
+        _print_generic(report, extra)
+    if args.json is not None:
+        write_json(report, args.json)
+    return 0
+
+
+def _solution_field(x: NDArray[np.float64]) -> list[float] | None:
+    # the point goes into the JSON report when it is small enough to read
+    return [float(v) for v in x] if x.size <= 10_000 else None
+
+
+def run_qp(args: argparse.Namespace) -> int:
+    """``qpcore solve qp``: min ½xᵀQx + cᵀx, lb ≤ x ≤ ub, Ax = b from an .npz file."""
+    from qpcore.problem import QP
+
+    t0 = time.perf_counter()
+    _check_writable(args.json)
+    arrays = read_npz(args.npz, ("Q", "c"), ("lb", "ub", "A", "b"))
+    if ("A" in arrays) != ("b" in arrays):
+        raise CLIError(f"--npz {args.npz!r}: A and b go together; the file has only "
+                       f"{'A' if 'A' in arrays else 'b'}")
+    try:
+        n = int(np.asarray(arrays["c"]).size)
+        qp = QP(arrays["Q"], arrays["c"], arrays.get("lb", np.full(n, -np.inf)), arrays.get("ub", np.full(n, np.inf)),
+                arrays.get("A"), arrays.get("b"))
+        strategy = STRATEGIES[args.strategy].factory(args)
+        result, report = solve_report(qp, strategy, args, args.strategy)
+    except ProblemError as exc:
+        raise CLIError(str(exc)) from None
+    report.update(problem="qp", data=args.npz, total_seconds=time.perf_counter() - t0, x=_solution_field(result.x))
+    return _finish(report, args)
+
+
+def run_nnls(args: argparse.Namespace) -> int:
+    """``qpcore solve nnls``: min ‖Ax − d‖², x ≥ 0 from an .npz file."""
+    from problems.least_squares import nnls
+
+    t0 = time.perf_counter()
+    _check_writable(args.json)
+    arrays = read_npz(args.npz, ("A", "d"))
+    try:
+        problem = nnls(arrays["A"], arrays["d"], backend=args.backend)
+        strategy = STRATEGIES[args.strategy].factory(args)
+        result, report = solve_report(problem.qp, strategy, args, args.strategy)
+        x, rnorm = problem.decode(result)
+    except ProblemError as exc:
+        raise CLIError(str(exc)) from None
+    report.update(problem="nnls", data=args.npz, backend=type(problem.qp.Q).__name__,
+                  residual_norm=rnorm, n_positive=int(np.count_nonzero(x > 0)),
+                  total_seconds=time.perf_counter() - t0, x=_solution_field(x))
+    return _finish(report, args, [("residual norm", f"{rnorm:.12e}   (‖Ax − d‖₂)"),
+                                  ("positive", f"{report['n_positive']} of {x.size} coefficients")])
+
+
+register_problem("qp", ProblemKind(
+    help="convex QP min 1/2 x'Qx + c'x, lb <= x <= ub, Ax = b from an .npz file (arrays Q, c, "
+         "lb, ub; optional A, b; missing bounds are infinite)",
+    add_arguments=_add_npz_arguments("Q (n×n), c (n), lb, ub (n, may hold ±inf); optional A (m×n), b (m)"),
+    run=run_qp, default_strategy="gpcg", default_tol=1e-8))
+
+register_problem("nnls", ProblemKind(
+    help="nonnegative least squares min ||Ax - d||, x >= 0 from an .npz file (arrays A, d)",
+    add_arguments=_add_nnls_arguments, run=run_nnls, default_strategy="gpcg", default_tol=1e-8))
+
+
+# --------------------------------------------------------------------------------------------
 # The parser
 # --------------------------------------------------------------------------------------------
 
@@ -751,8 +925,8 @@ def build_parser() -> argparse.ArgumentParser:
         solver = p.add_argument_group("solver")
         solver.add_argument("--strategy", choices=served, default=kind.default_strategy,
                             help="; ".join(f"{s}: {STRATEGIES[s].help}" for s in served))
-        solver.add_argument("--tol", type=_positive_float, default=1e-3, metavar="T",
-                            help="stopping tolerance on the KKT measure (default 1e-3)")
+        solver.add_argument("--tol", type=_positive_float, default=kind.default_tol, metavar="T",
+                            help=f"stopping tolerance on the KKT measure (default {kind.default_tol:g})")
         solver.add_argument("--max-iter", type=_nonnegative_int, metavar="K", help="iteration limit")
         solver.add_argument("--time-limit", type=_positive_float, metavar="S", help="time limit in seconds")
         for s in served:

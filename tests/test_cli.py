@@ -463,3 +463,104 @@ def test_strategy_registry(capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     r = read_json(out_json)
     assert r["strategy"] == "mine" and r["my_knob"] == 3 and r["status"] == "converged"
     assert "svm" in PROBLEMS and "smo" in STRATEGIES
+
+
+# --- solve qp / solve nnls from .npz files ----------------------------------------------------
+
+QP_FIELDS = {"problem", "strategy", "n", "m_equality", "tol", "status", "status_message", "converged", "objective",
+             "kkt_measure", "stationarity", "primal_infeasibility", "iterations", "seconds", "total_seconds",
+             "data", "x"}
+
+
+def test_solve_qp_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import qpcore
+    from qpcore.testing import dense_reference
+
+    rng = np.random.default_rng(4)
+    n = 40
+    M = rng.normal(size=(60, n))
+    Q, c = M.T @ M / n, rng.normal(size=n)
+    lb, ub = np.full(n, -0.2), np.where(np.arange(n) % 2 == 0, 0.3, np.inf)
+    path = tmp_path / "p.npz"
+    np.savez(path, Q=Q, c=c, lb=lb, ub=ub, A=np.ones((1, n)), b=np.array([0.5]))
+    out = tmp_path / "r.json"
+    code, _, err = run_main(capsys, "solve", "qp", "--npz", str(path), "--json", str(out), "-q")
+    assert code == 0, err
+    r = read_json(out)
+    assert QP_FIELDS <= set(r) and r["problem"] == "qp" and r["strategy"] == "gpcg" and r["status"] == "converged"
+    qp = qpcore.QP(Q, c, lb, ub, np.ones((1, n)), np.array([0.5]))
+    _, f_ref = dense_reference(qp)
+    assert r["objective"] == pytest.approx(f_ref, rel=1e-9)
+    assert qp.objective(np.array(r["x"])) == pytest.approx(f_ref, rel=1e-9)
+    assert r["kkt_measure"] <= 1e-8 and r["m_equality"] == 1
+
+
+def test_solve_qp_summary_and_defaults(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "p.npz"
+    np.savez(path, Q=np.diag([1.0, 2.0]), c=np.array([-1.0, 4.0]))  # no bounds: unconstrained
+    code, out, err = run_main(capsys, "solve", "qp", "--npz", str(path), "-q")
+    assert code == 0, err
+    assert "converged" in out and "-4.500000000000e+00" in out  # f* = −½·1 − ½·4²/2
+
+
+def test_solve_nnls_matches_scipy(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from scipy.optimize import nnls as scipy_nnls
+
+    rng = np.random.default_rng(8)
+    A, d = rng.normal(size=(120, 40)), rng.normal(size=120)
+    path = tmp_path / "ls.npz"
+    np.savez(path, A=A, d=d)
+    for backend, name in (("dense", "DenseQ"), ("gram", "GramQ")):
+        out = tmp_path / f"{backend}.json"
+        code, _, err = run_main(capsys, "solve", "nnls", "--npz", str(path), "--backend", backend,
+                                "--json", str(out), "-q")
+        assert code == 0, err
+        r = read_json(out)
+        assert r["problem"] == "nnls" and r["backend"] == name and r["status"] == "converged"
+        x_ref, r_ref = scipy_nnls(A, d)
+        assert r["residual_norm"] == pytest.approx(r_ref, rel=1e-9)
+        np.testing.assert_allclose(r["x"], x_ref, atol=1e-8)
+        assert r["n_positive"] == int(np.count_nonzero(x_ref > 0))
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"Q": np.eye(2)}, "missing array(s) c"),
+    ({"Q": np.eye(2), "c": np.ones(3)}, "shape mismatch"),
+    ({"Q": np.array([[1.0, 2.0], [0.0, 1.0]]), "c": np.ones(2)}, "not symmetric"),
+    ({"Q": np.eye(2), "c": np.array([1.0, np.nan])}, "NaN"),
+    ({"Q": np.eye(2), "c": np.ones(2), "lb": np.ones(2), "ub": np.zeros(2)}, "lb"),
+    ({"Q": np.eye(2), "c": np.ones(2), "A": np.ones((1, 2))}, "A and b go together"),
+    ({"Q": np.eye(2), "c": np.ones(2), "lb": np.zeros(2), "ub": np.ones(2), "A": np.ones((1, 2)),
+      "b": np.array([5.0])}, "infeasible"),
+])
+def test_solve_qp_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path, arrays: dict[str, np.ndarray],
+                            message: str) -> None:
+    path = tmp_path / "bad.npz"
+    np.savez(path, **arrays)
+    code, out, err = run_main(capsys, "solve", "qp", "--npz", str(path), "-q")
+    assert code == 2 and out == ""
+    assert message in err and err.count("\n") == 1
+
+
+def test_solve_nnls_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "none.npz"
+    code, _, err = run_main(capsys, "solve", "nnls", "--npz", str(missing), "-q")
+    assert code == 2 and "no such file" in err
+    not_npz = tmp_path / "text.npz"
+    not_npz.write_text("hello")
+    code, _, err = run_main(capsys, "solve", "nnls", "--npz", str(not_npz), "-q")
+    assert code == 2 and "not a readable .npz" in err
+    shapes = tmp_path / "s.npz"
+    np.savez(shapes, A=np.ones((5, 3)), d=np.ones(4))
+    code, _, err = run_main(capsys, "solve", "nnls", "--npz", str(shapes), "-q")
+    assert code == 2 and "d" in err and err.count("\n") == 1
+
+
+def test_gpcg_serves_svm(capsys: pytest.CaptureFixture[str], svm_files: tuple[Path, Path], tmp_path: Path) -> None:
+    out_g, out_s = tmp_path / "g.json", tmp_path / "s.json"
+    for strategy, out in (("gpcg", out_g), ("smo", out_s)):
+        code, _, err = run_main(capsys, "solve", "svm", "--data", str(svm_files[0]), "--strategy", strategy,
+                                "--tol", "1e-6", "--json", str(out), "-q")
+        assert code == 0, err
+    g, s = read_json(out_g), read_json(out_s)
+    assert g["status"] == "converged" and g["objective"] == pytest.approx(s["objective"], rel=1e-6)
