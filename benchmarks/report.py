@@ -190,6 +190,9 @@ def render(results: Path, docs: Path, *, command: str, plots: bool = True, log: 
         "`../shared/design/BENCHMARKS.md`. Latest command: "
         f"`{command}`.",
         "",
+        "Other pages: [GPCG against OSQP, DAQP, quadprog and scipy's nnls / bvls](qp.md)",
+        "(`python -m benchmarks.qp`).",
+        "",
         "## C-SVC dual: SMO against LIBSVM (scikit-learn SVC)",
         "",
         markdown_table(head, body),

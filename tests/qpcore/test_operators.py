@@ -221,3 +221,53 @@ def test_dense_q() -> None:
         Q.row(0)[0] = 1.0  # the matrix is read-only
     Q.diag()[0] = -1.0  # diag() is a copy
     assert Q.M[0, 0] == M[0, 0]
+
+
+# --- principal blocks (used by GPCG's exact projected search and its face solves) -------------
+
+def _principal_cases() -> list[tuple[str, object, np.ndarray]]:
+    import scipy.sparse as sp
+
+    from qpcore.gram import GramQ
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 4))
+    y = np.where(rng.random(30) < 0.5, -1.0, 1.0)
+    K = np.exp(-0.3 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    A = rng.normal(size=(12, 30))
+    As = sp.random(40, 30, density=0.2, random_state=3, format="csr")
+    M = A.T @ A
+    return [
+        ("dense", DenseQ(M), M),
+        ("kernel rbf", KernelQ(X, Kernel("rbf", gamma=0.3), scale=y), np.outer(y, y) * K),
+        ("kernel linear sparse", KernelQ(sp.csr_matrix(X), Kernel("linear")), X @ X.T),
+        ("kernel precomputed", KernelQ(K, Kernel("precomputed"), scale=y), np.outer(y, y) * K),
+        ("gram dense", GramQ(A), M),
+        ("gram sparse", GramQ(As), (As.T @ As).toarray()),
+    ]
+
+
+@pytest.mark.parametrize("case", _principal_cases(), ids=lambda c: c[0])
+def test_principal_block_every_backend(case: tuple[str, object, np.ndarray]) -> None:
+    from qpcore.operators import principal_block
+
+    _, Q, ref = case
+    idx = np.array([5, 0, 17, 5, 29])   # unordered, with a repeat
+    blk = principal_block(Q, idx)  # type: ignore[arg-type]
+    np.testing.assert_allclose(blk, ref[np.ix_(idx, idx)], rtol=1e-12, atol=1e-12)
+    assert blk.dtype == np.float64 and blk.shape == (5, 5)
+
+
+def test_principal_block_falls_back_to_rows() -> None:
+    from qpcore.operators import principal_block
+
+    class RowsOnly:
+        def __init__(self, M: np.ndarray) -> None:
+            self.M = M
+
+        def rows(self, idx: np.ndarray) -> np.ndarray:
+            return self.M[idx]
+
+    M = np.arange(16.0).reshape(4, 4)
+    M = M + M.T
+    np.testing.assert_array_equal(principal_block(RowsOnly(M), [3, 1]), M[np.ix_([3, 1], [3, 1])])  # type: ignore[arg-type]
