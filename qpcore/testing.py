@@ -147,8 +147,9 @@ def box_equality_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, max_co
     # a point of the box: uniform where both sides are finite, a unit away from a finite side
     lo, hi = base.lb, base.ub
     u = rng.random(n)
-    xh = np.where(np.isfinite(lo) & np.isfinite(hi), lo + u * (hi - lo),
-                  np.where(np.isfinite(lo), lo + u, np.where(np.isfinite(hi), hi - u, u - 0.5)))
+    with np.errstate(invalid="ignore"):   # np.where evaluates inf − inf on the branches it discards
+        xh = np.where(np.isfinite(lo) & np.isfinite(hi), lo + u * (hi - lo),
+                      np.where(np.isfinite(lo), lo + u, np.where(np.isfinite(hi), hi - u, u - 0.5)))
     if draw(st.booleans()):   # b at the edge: a vertex where both sides are finite
         vert = np.where(a > 0, lo, hi)
         xh = np.where(np.isfinite(vert), vert, xh)

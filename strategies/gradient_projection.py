@@ -241,6 +241,10 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
             alpha *= 1e-3
             continue
         xa = _eq_point(qp, v)
+        # a trial point far outside the box loses aᵀx = b to cancellation (|v| ≫ |x|): reject it
+        if abs(float(a @ xa) - float(qp.b[0])) > 1e-10 * (float(np.abs(a) @ np.abs(xa)) + abs(float(qp.b[0])) + 1e-300):
+            alpha *= 0.1
+            continue
         s = xa - x
         gs = float(g @ s)
         if not gs < 0.0:
@@ -469,18 +473,27 @@ class GPCG:
                 w -= float(af @ w) * af
             return w
 
+        tol = float(state.extra.tol)
+        # face optimality in the units of the KKT measure: with an equality row the measure is
+        # in g/a, so a residual r_i = a_i(g_i/a_i − λ) must be read divided by |a_i|
+        unit = np.where(qp.A[0] != 0, np.abs(qp.A[0]), 1.0) if qp.m else None
+
+        def face_done(res: FloatArray, rr: float) -> bool:
+            if unit is None:
+                return bool(np.sqrt(rr) <= 0.1 * tol)
+            return float(np.abs(res / unit).max(initial=0.0)) <= 0.1 * tol
+
         r = -proj(g)
         p = r.copy()
         d = np.zeros(x.size)
         rr = float(r @ r)
         best = 0.0
-        tol = state.extra.tol
         # in exact arithmetic CG ends within dim(face) iterations; running past that means
         # rounding on an ill-conditioned face, where a direct face solve is the better step
         limit = min(self.max_cg, int(free.sum()) - (af is not None) + 1)
         finished = False
         for _ in range(limit):
-            if np.sqrt(rr) <= 0.1 * tol:    # the face is optimal well within tol
+            if face_done(r, rr):            # the face is optimal well within tol
                 finished = True
                 break
             Qp = proj(qp.Q.matvec(p))
