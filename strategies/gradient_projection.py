@@ -173,10 +173,12 @@ def _box_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: i
     return SearchResult(x, alpha_total, total, Qs_total)
 
 
-def _eq_point(qp: QP, v: FloatArray) -> FloatArray:
-    x = project_box_equality(v, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
-    # the root of the multiplier equation leaves coordinates a few ulps off their bound; such a
-    # coordinate would count as free and block the face (and the certificate) for nothing
+def _snap(qp: QP, x: FloatArray) -> FloatArray:
+    """Put coordinates a few ulps off a finite bound onto it (in place; returns x).
+
+    Rounding (in x + αd, or in the projection's multiplier) leaves such coordinates; one would count
+    as free and block the face, and the certificate's violating pair, for a move of 1e-16.
+    """
     eps = 8.0 * np.finfo(np.float64).eps
     with np.errstate(invalid="ignore"):
         near_lb = np.isfinite(qp.lb) & (np.abs(x - qp.lb) <= eps * np.maximum(1.0, np.abs(qp.lb)))
@@ -184,6 +186,10 @@ def _eq_point(qp: QP, v: FloatArray) -> FloatArray:
     x[near_lb] = qp.lb[near_lb]
     x[near_ub] = qp.ub[near_ub]
     return x
+
+
+def _eq_point(qp: QP, v: FloatArray) -> FloatArray:
+    return _snap(qp, project_box_equality(v, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0])
 
 
 def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha: float, mu: float,
@@ -231,8 +237,12 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
         if a_ray <= t0 or alpha <= t0:    # the ray's minimum, or the trial step, lies before any bound
             return best if best is not None else _no_move(x)
         max_backtracks = 1
-    tiny = 4.0 * np.finfo(np.float64).eps * max(1.0, float(np.abs(x).max(initial=0.0)))
+    xscale = max(1.0, float(np.abs(x).max(initial=0.0)))
+    tiny = 4.0 * np.finfo(np.float64).eps * xscale
     dmax = float(np.abs(d).max())
+    # a Cauchy step over a nearly flat direction can be astronomically long; the projection of such
+    # a trial point loses the equality to cancellation, so start at most 1e8·|x| away
+    alpha = min(alpha, 1e8 * xscale / dmax)
     for _ in range(max_backtracks):
         if alpha * dmax <= tiny:
             break
@@ -322,7 +332,8 @@ class GPCG:
     For box constraints and at most one equality row. Counters in ``Result.stats``:
     ``gp_steps`` (projected-gradient searches), ``cg_steps`` (CG iterations), ``cg_searches``
     (projected searches along CG steps), ``boundary_moves`` (zero-curvature moves) and
-    ``face_solves`` (direct face minimizations, the fallback when a cycle is stuck).
+    ``face_solves`` (direct face minimizations, the fallback when a cycle is stuck) and ``settled``
+    (snaps of variables stuck a rounding error inside a bound).
 
     Parameters
     ----------
@@ -360,7 +371,7 @@ class GPCG:
         x = _eq_point(qp, v) if qp.m else np.clip(v, qp.lb, qp.ub)
         g = qp.gradient(x)
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), extra=GPCGWork(tol=tol))
-        state.counters.update(gp_steps=0, cg_steps=0, cg_searches=0, boundary_moves=0, face_solves=0)
+        state.counters.update(gp_steps=0, cg_steps=0, cg_searches=0, boundary_moves=0, face_solves=0, settled=0)
         return state
 
     def converged(self, qp: QP, state: State, tol: float) -> bool:
@@ -398,8 +409,10 @@ class GPCG:
         state.status = bound_status(state.x, qp.lb, qp.ub)
         if state.stop is None and state.x is x_start and not self.converged(qp, state, state.extra.tol):
             # CG and gradient projection are both stuck to rounding (an ill-conditioned or singular
-            # face): one direct minimization on the face, while the face is small enough to factor
-            if not self._face_solve(qp, state):
+            # face): one direct minimization on the face, while the face is small enough to factor;
+            # failing that, variables stuck a rounding error inside a bound (b at the edge of its
+            # range leaves them 1e-13 of room) go onto it, which is what the certificate needs
+            if not self._face_solve(qp, state) and not self._settle(qp, state):
                 state.stop = Status.STALLED
             state.g = qp.gradient(state.x)
             state.status = bound_status(state.x, qp.lb, qp.ub)
@@ -423,10 +436,10 @@ class GPCG:
         r = g - lam * qp.A[0] if qp.m else g
         return bool(np.all(r[at_lb] >= 0) and np.all(r[at_ub] <= 0))
 
-    def _apply(self, state: State, res: SearchResult) -> None:
+    def _apply(self, qp: QP, state: State, res: SearchResult) -> None:
         assert res.Qs is not None
-        state.g = state.g + res.Qs
-        state.x = res.x
+        state.g = state.g + res.Qs   # the snap below moves x by ulps: g is refreshed every cycle
+        state.x = _snap(qp, res.x.copy())
 
     def _gradient_projection(self, qp: QP, state: State) -> None:
         best = 0.0
@@ -449,7 +462,7 @@ class GPCG:
                 return
             if res.decrease <= 0.0:
                 return
-            self._apply(state, res)
+            self._apply(qp, state, res)
             best = max(best, res.decrease)
             if np.array_equal(active, bound_status(state.x, qp.lb, qp.ub)) or res.decrease <= self.eta2 * best:
                 return
@@ -528,7 +541,30 @@ class GPCG:
             return False
         if res.decrease <= 0.0:
             return False
-        self._apply(state, res)
+        self._apply(qp, state, res)
+        return True
+
+    def _settle(self, qp: QP, state: State) -> bool:
+        """Snap coordinates within 1e-10 (relative) of a finite bound onto it, if the equality
+        stays satisfied to 1e-10 relative and the objective does not rise; True if x changed."""
+        x = state.x
+        rel = 1e-10
+        with np.errstate(invalid="ignore"):
+            near_lb = np.isfinite(qp.lb) & (x - qp.lb <= rel * np.maximum(1.0, np.abs(qp.lb))) & (x != qp.lb)
+            near_ub = np.isfinite(qp.ub) & (qp.ub - x <= rel * np.maximum(1.0, np.abs(qp.ub))) & (x != qp.ub)
+        if not (near_lb.any() or near_ub.any()):
+            return False
+        xn = x.copy()
+        xn[near_lb] = qp.lb[near_lb]
+        xn[near_ub] = qp.ub[near_ub]
+        if qp.m:
+            a, b = qp.A[0], float(qp.b[0])
+            if abs(float(a @ xn) - b) > rel * (float(np.abs(a) @ np.abs(xn)) + abs(b)):
+                return False
+        if qp.objective(xn) > qp.objective(x) + 1e-14 * max(1.0, abs(qp.objective(x))):
+            return False
+        state.x = xn
+        state.counters["settled"] += 1
         return True
 
     def _face_solve(self, qp: QP, state: State) -> bool:
@@ -552,7 +588,7 @@ class GPCG:
         res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments)
         if not 0.0 < res.decrease < np.inf:
             return False
-        self._apply(state, res)
+        self._apply(qp, state, res)
         return True
 
     def _to_boundary(self, qp: QP, state: State, d: FloatArray, p: FloatArray) -> bool:
@@ -566,7 +602,7 @@ class GPCG:
             if res.decrease == np.inf:
                 return False
             if res.decrease > 0.0:
-                self._apply(state, res)
+                self._apply(qp, state, res)
                 x, g = state.x, state.g
         direction = p if float(g @ p) <= 0 else -p
         slope = -float(g @ direction)
@@ -576,5 +612,5 @@ class GPCG:
         if res.decrease == np.inf:
             return False
         if res.decrease > 0.0:
-            self._apply(state, res)
+            self._apply(qp, state, res)
         return True

@@ -39,8 +39,12 @@ def _check(qp: qpcore.QP, rel: float = 1e-8) -> qpcore.Result:
     res = qpcore.solve(qp, GPCG(), tol=tol, max_iter=20_000)
     assert_kkt(qp, res, tol)
     # convexity: f(x) − f* ≤ Σ z_i (x_i − x*_i) with z = g − λa; the certificate bounds each |z_i| by
-    # |a_i|·gap (by the stationarity for a box), so that is the objective error tol allows
-    weights = np.abs(qp.A[0]) * max(res.kkt.gap, 0.0) if qp.m else np.full(qp.n, res.kkt.stationarity)
+    # |a_i|·gap (by the gap itself where a_i = 0, by the stationarity for a box): the error tol allows
+    if qp.m:
+        gap = max(res.kkt.gap, 0.0)
+        weights = np.where(qp.A[0] != 0, np.abs(qp.A[0]) * gap, gap)
+    else:
+        weights = np.full(qp.n, res.kkt.stationarity)
     allowed = float(weights @ np.abs(res.x - x_ref)) + 1e-8 * max(1.0, abs(f_ref))
     assert res.objective <= f_ref + allowed, (res.objective, f_ref, allowed)
     return res
