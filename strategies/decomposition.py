@@ -1,0 +1,372 @@
+"""Osuna decomposition and chunking: working sets of size q, each subproblem solved by any strategy.
+
+Osuna, Freund & Girosi (1997) fix all variables outside a working set B and solve the QP in B;
+SMO is the q = 2 extreme, Vapnik's chunking grows B to all support vectors plus the worst
+violators. Numpy wins here where work comes in blocks: the q kernel rows of B come in one BLAS
+product (``qp.Q.rows(B)``), and after the subproblem the gradient of every variable is updated by
+one matrix–vector product ``g += Q[B, :]ᵀ Δx_B``.
+
+The problem shape is SMO's: finite bounds and either one equality row (the C-SVC dual,
+``yᵀx = b``) or none. Working-set rules are small classes with ``select(qp, state, tol)``:
+:class:`SteepestFeasible` (SVMlight's q/2-top/q/2-bottom rule, reusing part of the previous set,
+with an occasional random set), :class:`Chunking` and :class:`OsunaSwap`; a user's rule plugs in
+the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from qpcore.kkt import kkt
+from qpcore.operators import DenseQ
+from qpcore.problem import QP, ProblemError
+from qpcore.rules import WorkingSetRule
+from qpcore.solve import Strategy, solve
+from qpcore.state import State, Status, bound_status
+
+FloatArray = NDArray[np.float64]
+IndexArray = NDArray[np.intp]
+BoolArray = NDArray[np.bool_]
+
+__all__ = ["Chunking", "Decomposition", "DecompositionWork", "OsunaSwap", "SteepestFeasible", "violations"]
+
+
+def violations(qp: QP, x: FloatArray, g: FloatArray) -> tuple[FloatArray, BoolArray, BoolArray]:
+    """Per-variable scores for working-set selection, in the units of the KKT measure.
+
+    With one equality row a: ``v = −g/a`` (LIBSVM's −y∇f), with masks ``up`` (variables whose v
+    may be raised: the step that raises v_i is feasible) and ``down``; the maximal violating pair
+    is argmax v over ``up`` against argmin v over ``down``, and the gap max − min. Without an
+    equality: ``v = −g``, ``up`` = may increase, ``down`` = may decrease.
+
+    Returns
+    -------
+    v, up, down : ndarray
+    """
+    can_inc, can_dec = x < qp.ub, x > qp.lb
+    if qp.m == 0:
+        return -g, can_inc, can_dec
+    a = qp.A[0]
+    nz = a != 0
+    v = np.divide(-g, a, out=np.zeros_like(g), where=nz)
+    pos, neg = a > 0, a < 0
+    up = (pos & can_inc) | (neg & can_dec)
+    down = (pos & can_dec) | (neg & can_inc)
+    return v, up, down
+
+
+def _gap(v: FloatArray, up: BoolArray, down: BoolArray, pairs: bool = True) -> float:
+    """The maximal-violating-pair gap (``pairs``) or, without an equality, the projected-gradient norm."""
+    if not pairs:
+        return float(max(np.maximum(v[up], 0.0).max(initial=0.0), np.maximum(-v[down], 0.0).max(initial=0.0)))
+    if not up.any() or not down.any():
+        return 0.0
+    return float(v[up].max() - v[down].min())
+
+
+@attrs.define(slots=True, eq=False)
+class DecompositionWork:
+    """Decomposition's slot in ``State.extra``: the previous working set, the gap history."""
+
+    tol: float
+    previous: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
+    rounds: int = 0
+    best_gap: float = np.inf
+    since_best: int = 0
+    rng: np.random.Generator = attrs.field(factory=lambda: np.random.default_rng(0))
+    row_eps: float = 0.0          # relative rounding of a stored row entry (float32 caches)
+    qmax: float = 0.0
+    x_fresh: FloatArray = attrs.field(factory=lambda: np.zeros(0))  # where g was last exact
+
+
+def _work(state: State) -> DecompositionWork:
+    work = state.extra
+    assert isinstance(work, DecompositionWork)
+    return work
+
+
+def _top_k(scores: FloatArray, mask: BoolArray, k: int, largest: bool, exclude: BoolArray) -> IndexArray:
+    """The k best-scoring indices among ``mask & ~exclude`` (vectorized partial sort)."""
+    cand = np.flatnonzero(mask & ~exclude)
+    if cand.size == 0 or k <= 0:
+        return np.zeros(0, dtype=np.intp)
+    s = scores[cand] if largest else -scores[cand]
+    if cand.size > k:
+        part = np.argpartition(-s, k - 1)[:k]
+        cand, s = cand[part], s[part]
+    return cand[np.argsort(-s, kind="stable")]
+
+
+def _violators(qp: QP, state: State, k: int, exclude: BoolArray) -> IndexArray:
+    """Up to k variables: k/2 largest v among ``up``, k/2 smallest among ``down`` (then refill)."""
+    v, up, down = violations(qp, state.x, state.g)
+    if qp.m == 0:   # no pairs: the k largest projected-gradient entries
+        score = np.maximum(np.where(up, v, 0.0), np.where(down, -v, 0.0))
+        return _top_k(score, score > 0, k, True, exclude)
+    hi = _top_k(v, up, k // 2 + k % 2, True, exclude)
+    ex = exclude.copy()
+    ex[hi] = True
+    lo = _top_k(v, down, k // 2, False, ex)
+    picked = np.concatenate([hi, lo])
+    if picked.size < k:  # one side ran short: take more from the other
+        ex[lo] = True
+        more = _top_k(v, up, k - picked.size, True, ex)
+        ex[more] = True
+        more2 = _top_k(v, down, k - picked.size - more.size, False, ex)
+        picked = np.concatenate([picked, more, more2])
+    return picked
+
+
+@attrs.frozen
+class SteepestFeasible:
+    """SVMlight's rule: the q/2 largest and q/2 smallest ``v = −g/a`` among feasible directions.
+
+    Parameters
+    ----------
+    q : int
+        Working-set size (even, ≥ 2).
+    reuse : float
+        Fraction of the previous working set kept (free variables first, then the most violating)
+        so that their cached kernel rows are used again (ThunderSVM); 0 disables.
+    random_every : int
+        Every this many rounds the new part of the set is drawn at random among the variables
+        that can move, which breaks numerical cycles; 0 disables.
+    """
+
+    q: int = 64
+    reuse: float = 0.5
+    random_every: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        if self.q < 2 or self.q % 2:
+            raise ValueError(f"q: the working-set size must be even and ≥ 2, got {self.q}")
+        if not 0.0 <= self.reuse < 1.0:
+            raise ValueError(f"reuse: a fraction in [0, 1), got {self.reuse}")
+
+    def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
+        """The next working set, or None when the maximal-violating-pair gap is ≤ tol."""
+        v, up, down = violations(qp, state.x, state.g)
+        if _gap(v, up, down, qp.m > 0) <= tol:
+            return None
+        n = qp.n
+        q = min(self.q, n)
+        work = state.extra if isinstance(state.extra, DecompositionWork) else None
+        keep = np.zeros(0, dtype=np.intp)
+        if work is not None and self.reuse > 0 and work.previous.size:
+            prev = work.previous
+            free = (state.x[prev] > qp.lb[prev]) & (state.x[prev] < qp.ub[prev])
+            # free variables first (they are the ones that keep moving), then by violation
+            order = np.lexsort((-np.abs(v[prev]), ~free))
+            keep = prev[order[: int(self.reuse * q)]]
+        exclude = np.zeros(n, dtype=bool)
+        exclude[keep] = True
+        k = q - keep.size
+        if work is not None and self.random_every and work.rounds % self.random_every == self.random_every - 1:
+            movable = np.flatnonzero((up | down) & ~exclude)
+            new = work.rng.choice(movable, size=min(k, movable.size), replace=False) if movable.size else movable
+        else:
+            new = _violators(qp, state, k, exclude)
+        B = np.unique(np.concatenate([keep, new]).astype(np.intp))
+        return B if B.size >= 2 else None
+
+
+@attrs.frozen
+class Chunking:
+    """Vapnik's chunking: all current support vectors (x ≠ 0) plus the M worst violators.
+
+    Parameters
+    ----------
+    M : int
+        Violators added per round.
+    max_size : int
+        Cap on the chunk (the subproblem is dense: q² memory).
+    """
+
+    M: int = 64
+    max_size: int = 4000
+
+    def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
+        """The chunk, or None when optimal to tol."""
+        v, up, down = violations(qp, state.x, state.g)
+        if _gap(v, up, down, qp.m > 0) <= tol:
+            return None
+        sv = np.flatnonzero(state.x != 0)
+        exclude = np.zeros(qp.n, dtype=bool)
+        exclude[sv] = True
+        new = _violators(qp, state, self.M, exclude)
+        if sv.size + new.size > self.max_size:
+            # too many support vectors for one dense chunk: keep the most violating of them
+            sv = sv[np.argsort(-np.abs(v[sv]), kind="stable")[: max(0, self.max_size - new.size)]]
+        B = np.unique(np.concatenate([sv, new]).astype(np.intp))
+        return B if B.size >= 2 else None
+
+
+@attrs.frozen
+class OsunaSwap:
+    """Osuna's original scheme: a fixed-size set that swaps one variable out and one in per round.
+
+    Out goes the member with the smallest violation (preferring one at a bound); in comes the worst
+    violator outside the set. For teaching and comparison: it needs many rounds.
+
+    Parameters
+    ----------
+    q : int
+        Working-set size.
+    """
+
+    q: int = 16
+
+    def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
+        """The previous set with one swap (the first round: the q worst violators)."""
+        v, up, down = violations(qp, state.x, state.g)
+        gap = _gap(v, up, down, qp.m > 0)
+        if gap <= tol:
+            return None
+        work = state.extra if isinstance(state.extra, DecompositionWork) else None
+        prev = work.previous if work is not None else np.zeros(0, dtype=np.intp)
+        if prev.size < min(self.q, qp.n):
+            return _violators(qp, state, min(self.q, qp.n), np.zeros(qp.n, dtype=bool))
+        inside = np.zeros(qp.n, dtype=bool)
+        inside[prev] = True
+        # the violation of i: how far v_i lies beyond the interval that optimality allows
+        m_up = float(v[up].max()) if up.any() else -np.inf
+        m_dn = float(v[down].min()) if down.any() else np.inf
+        score = np.maximum(np.where(up, v - m_dn, -np.inf), np.where(down, m_up - v, -np.inf))
+        outside = np.flatnonzero(~inside & (up | down))
+        if outside.size == 0:
+            return prev
+        # the maximal violating pair must end up inside (scores tie between a pair's two ends and
+        # many free variables, so an argmax over scores alone can cycle without ever taking it)
+        pair = (int(np.flatnonzero(up)[np.argmax(v[up])]), int(np.flatnonzero(down)[np.argmin(v[down])]))
+        missing = [i for i in pair if not inside[i]]
+        enter = missing[0] if missing else int(outside[np.argmax(score[outside])])
+        at_bound = (state.x[prev] <= qp.lb[prev]) | (state.x[prev] >= qp.ub[prev])
+        order = prev[np.lexsort((score[prev], ~at_bound))]
+        leave = int(next(i for i in order if i not in pair))
+        B = prev.copy()
+        B[B == leave] = enter
+        return np.sort(B)
+
+
+def _default_inner() -> Strategy:
+    from strategies.smo import SMO
+
+    return SMO(shrinking=False)
+
+
+@attrs.frozen
+class Decomposition:
+    """Decomposition over working sets chosen by a rule, subproblems solved by any strategy.
+
+    Each step: B = rule.select(...); the subproblem over B with the rest fixed (Q_BB from one
+    block of rows, c_B = g_B − Q_BB x_B, the equality's right-hand side b − a_Nᵀx_N) is solved
+    by ``inner`` to a local tolerance tied to the global gap; then ``g += Q[B, :]ᵀ Δx_B``.
+
+    Parameters
+    ----------
+    rule : WorkingSetRule
+        Picks B (default :class:`SteepestFeasible` with q = 64).
+    inner : Strategy
+        Solves the subproblems (default SMO without shrinking; GPCG and others work too).
+    inner_fraction : float
+        The subproblem tolerance: max(tol/2, inner_fraction × current gap), so early
+        subproblems are solved loosely and the last ones tightly.
+    stall_rounds : int
+        Rounds without a 1% improvement of the best gap before the run ends as ``stalled``.
+    """
+
+    rule: WorkingSetRule = attrs.field(factory=SteepestFeasible)
+    inner: Strategy = attrs.field(factory=_default_inner)
+    inner_fraction: float = 0.1
+    stall_rounds: int = 200
+
+    def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
+        """Check the problem shape; start at x0 (or 0, which is feasible for the SVM dual)."""
+        if qp.m > 1:
+            raise ProblemError(f"A: decomposition handles at most one equality row, got {qp.m}")
+        if not (np.isfinite(qp.lb).all() and np.isfinite(qp.ub).all()):
+            raise ProblemError("lb/ub: decomposition needs finite bounds")
+        if x0 is None:
+            x = np.clip(np.zeros(qp.n), qp.lb, qp.ub)
+            if qp.m and abs(float(qp.A[0] @ x - qp.b[0])) > 1e-12 * max(1.0, abs(float(qp.b[0]))):
+                from qpcore.projection import project_box_equality
+
+                x = project_box_equality(x, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
+        else:
+            x = np.asarray(x0, dtype=np.float64).copy()
+        g = qp.gradient(x)
+        work = DecompositionWork(tol=tol)
+        row_dtype = np.dtype(getattr(qp.Q, "dtype", np.float64))
+        work.row_eps = float(np.finfo(row_dtype).eps) if row_dtype.kind == "f" else 0.0
+        work.qmax = float(np.abs(qp.Q.diag()).max(initial=0.0))
+        work.x_fresh = x.copy()
+        state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), extra=work)
+        state.counters.update(rounds=0, inner_iterations=0, working_set_total=0, stalled_subproblems=0,
+                              gradient_refreshes=0)
+        return state
+
+    def converged(self, qp: QP, state: State, tol: float) -> bool:
+        """True once the rule found nothing to do and the float32-row drift check passed."""
+        return state.done
+
+    def step(self, qp: QP, state: State) -> None:
+        """One round: select B, solve the subproblem, update the gradient by one block product."""
+        work = _work(state)
+        B = self.rule.select(qp, state, work.tol)
+        if B is None:
+            if work.row_eps * work.qmax * float(np.linalg.norm(state.x - work.x_fresh)) > 0.1 * work.tol:
+                # rows stored in float32 make g exact for the rounded Q̃; the error (Q̃ − Q)(x − x_fresh)
+                # grows like ‖x − x_fresh‖₂ (as in SMO): when it may matter at this tol, recompute once
+                state.g = qp.gradient(state.x)
+                work.x_fresh = state.x.copy()
+                state.counters["gradient_refreshes"] += 1
+                return
+            state.done = True
+            return
+        B = np.asarray(B, dtype=np.intp)
+        x, g = state.x, state.g
+        rows = qp.Q.rows(B)                       # one BLAS block (cached rows where available)
+        QBB = np.array(rows[:, B], dtype=np.float64)
+        QBB = 0.5 * (QBB + QBB.T)
+        xB = x[B].copy()
+        cB = g[B] - QBB @ xB
+        A = b = None
+        if qp.m:
+            aB = qp.A[0, B]
+            # keep aᵀx = b exactly as it stands: the subproblem's right-hand side is aᵀ_B x_B now
+            A, b = aB[None, :], np.array([float(aB @ xB)])
+        sub = QP(DenseQ(QBB), cB, qp.lb[B], qp.ub[B], A, b)
+        v, up, down = violations(qp, x, g)
+        gap = _gap(v, up, down, qp.m > 0)
+        inner_tol = max(0.5 * work.tol, self.inner_fraction * gap)
+        res = solve(sub, self.inner, x0=xB, tol=inner_tol, max_iter=100_000, certify=False)
+        state.counters["inner_iterations"] += res.iterations
+        if res.status is not Status.CONVERGED:
+            state.counters["stalled_subproblems"] += 1
+        dx = res.x - xB
+        moved = np.flatnonzero(dx)
+        if moved.size:
+            x = x.copy()
+            x[B] = res.x
+            # g += Q[B, :]ᵀ Δx_B: one GEMV over the block, upcast from float32 rows
+            state.g = g + np.asarray(rows[moved].T @ dx[moved], dtype=np.float64)
+            state.x = x
+            state.status = bound_status(x, qp.lb, qp.ub)
+        work.previous = B
+        work.rounds += 1
+        state.counters["rounds"] += 1
+        state.counters["working_set_total"] += int(B.size)
+        if gap < 0.99 * work.best_gap:
+            work.best_gap, work.since_best = gap, 0
+        else:
+            work.since_best += 1
+            if work.since_best >= self.stall_rounds:
+                state.stop = Status.STALLED
+
+    def multipliers(self, qp: QP, state: State) -> Any:
+        """Equality multipliers from the gradient (LIBSVM's rho), as the certificate computes them."""
+        return kkt(qp, state.x, state.g).multipliers

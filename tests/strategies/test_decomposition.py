@@ -1,0 +1,139 @@
+"""Decomposition and chunking: KKT property tests per rule and per inner strategy, a user-written
+rule, stalling, bad input, and agreement with LIBSVM on Adult and ijcnn1 subsets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import qpcore
+from problems.datasets import load_dataset
+from problems.svm import csvc
+from qpcore.testing import assert_kkt, dense_reference, svm_duals
+from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible, violations
+from strategies.gradient_projection import GPCG
+from strategies.smo import SMO
+
+RULES = {
+    "steepest q=4": SteepestFeasible(q=4, reuse=0.0),
+    "steepest q=8 reuse": SteepestFeasible(q=8, reuse=0.5),
+    "steepest q=8 random": SteepestFeasible(q=8, reuse=0.5, random_every=3),
+    "chunking": Chunking(M=4),
+    "osuna": OsunaSwap(q=6),
+}
+INNER = {"smo": SMO(shrinking=False), "gpcg": GPCG()}
+
+
+def _check(qp: qpcore.QP, strategy: Decomposition) -> None:
+    tol = 1e-6 * max(1.0, float(np.abs(qp.c).max()))
+    res = qpcore.solve(qp, strategy, tol=tol, max_iter=50_000)
+    assert_kkt(qp, res, tol)
+    _, f_ref = dense_reference(qp)
+    assert res.objective <= f_ref + 1e-6 * max(1.0, abs(f_ref)), (res.objective, f_ref)
+
+
+# the same generated range as SMO's property tests (SMO is the default inner solver)
+@pytest.mark.parametrize("rule", list(RULES), ids=list(RULES))
+@given(qp=svm_duals(max_n=24, max_cond=1e4, max_C=1e2))
+@settings(max_examples=15)
+def test_rules_kkt_and_reference(rule: str, qp: qpcore.QP) -> None:
+    _check(qp, Decomposition(rule=RULES[rule]))
+
+
+@pytest.mark.parametrize("inner", list(INNER), ids=list(INNER))
+@given(qp=svm_duals(max_n=24, max_cond=1e4, max_C=1e2))
+@settings(max_examples=15)
+def test_inner_strategies_kkt_and_reference(inner: str, qp: qpcore.QP) -> None:
+    _check(qp, Decomposition(rule=SteepestFeasible(q=6), inner=INNER[inner]))
+
+
+class LargestGradientPairs:
+    """A user's rule, written here: the q variables with the largest |v − median| that can move."""
+
+    def __init__(self, q: int) -> None:
+        self.q = q
+
+    def select(self, qp: qpcore.QP, state: qpcore.State, tol: float) -> np.ndarray | None:
+        v, up, down = violations(qp, state.x, state.g)
+        if not up.any() or not down.any() or v[up].max() - v[down].min() <= tol:
+            return None
+        i, j = np.flatnonzero(up)[np.argmax(v[up])], np.flatnonzero(down)[np.argmin(v[down])]
+        movable = np.flatnonzero(up | down)
+        score = np.abs(v[movable] - np.median(v[movable]))
+        rest = movable[np.argsort(-score)][: self.q]
+        return np.unique(np.concatenate([[i, j], rest]))
+
+
+@given(qp=svm_duals(max_n=24, max_cond=1e4, max_C=1e2))
+@settings(max_examples=15)
+def test_user_rule_plugs_in(qp: qpcore.QP) -> None:
+    _check(qp, Decomposition(rule=LargestGradientPairs(4)))
+
+
+def test_box_only_problem() -> None:
+    rng = np.random.default_rng(1)
+    M = rng.normal(size=(40, 30))
+    qp = qpcore.QP(M.T @ M / 30, rng.normal(size=30), 0.0, 1.0)
+    res = qpcore.solve(qp, Decomposition(rule=SteepestFeasible(q=6)), tol=1e-8, max_iter=20_000)
+    assert_kkt(qp, res, 1e-8)
+    assert res.objective == pytest.approx(dense_reference(qp)[1], rel=1e-8, abs=1e-10)
+
+
+def test_bad_input() -> None:
+    qp = qpcore.QP(np.eye(3), np.zeros(3), 0.0, np.inf)
+    with pytest.raises(qpcore.ProblemError, match="finite bounds"):
+        qpcore.solve(qp, Decomposition())
+    with pytest.raises(ValueError, match="even"):
+        SteepestFeasible(q=5)
+
+
+def test_stalling_ends_with_status() -> None:
+    class Useless:
+        """Always the same two variables that cannot move: the gap never changes."""
+
+        def select(self, qp: qpcore.QP, state: qpcore.State, tol: float) -> np.ndarray:
+            return np.array([0, 1])
+
+    X, y = load_dataset("adult")
+    prob = csvc(X[:200], y[:200], 1.0, qpcore.Kernel("rbf", gamma=0.05))
+    res = qpcore.solve(prob.qp, Decomposition(rule=Useless(), stall_rounds=20), tol=1e-3, max_iter=1000)
+    assert res.status is qpcore.Status.STALLED and res.iterations <= 25
+    assert res.kkt.gap > 1e-3
+
+
+def test_limits_are_honest() -> None:
+    X, y = load_dataset("adult")
+    prob = csvc(X[:1000], y[:1000], 1.0, qpcore.Kernel("rbf", gamma=0.05))
+    res = qpcore.solve(prob.qp, Decomposition(), tol=1e-3, max_iter=3)
+    assert res.status is qpcore.Status.MAX_ITER
+    assert res.kkt.gap == pytest.approx(qpcore.kkt(prob.qp, res.x).gap) and res.kkt.gap > 1e-3
+
+
+def _libsvm_objective(prob: object, X: object, y: np.ndarray, gamma: float, C: float, tol: float) -> float:
+    svm = pytest.importorskip("sklearn.svm")
+    import scipy.sparse as sp
+
+    Xs = sp.csr_matrix(X)
+    Xs.indices = Xs.indices.astype(np.int32)
+    Xs.indptr = Xs.indptr.astype(np.int32)
+    m = svm.SVC(C=C, kernel="rbf", gamma=gamma, tol=tol, cache_size=200).fit(Xs, y)
+    alpha = np.zeros(Xs.shape[0])
+    coef = m.dual_coef_.toarray() if sp.issparse(m.dual_coef_) else m.dual_coef_
+    alpha[m.support_] = np.abs(np.asarray(coef)[0])
+    return float(prob.qp.objective(alpha))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("data, n, gamma", [("adult", 3000, 0.05), ("ijcnn1", 4000, 1.0)])
+@pytest.mark.parametrize("q", [16, 256])
+def test_agrees_with_libsvm(data: str, n: int, gamma: float, q: int) -> None:
+    X, y = load_dataset(data)
+    rng = np.random.default_rng(0)
+    idx = np.sort(rng.choice(X.shape[0], size=n, replace=False))
+    X, y = X[idx], y[idx]
+    prob = csvc(X, y, 1.0, qpcore.Kernel("rbf", gamma=gamma))
+    res = qpcore.solve(prob.qp, Decomposition(rule=SteepestFeasible(q=q)), tol=1e-5)
+    assert res.converged and res.kkt.gap <= 1e-5
+    f_lib = _libsvm_objective(prob, X, y, gamma, 1.0, 1e-5)
+    assert res.objective <= f_lib + 1e-6 * abs(f_lib)
+    assert res.objective == pytest.approx(f_lib, rel=1e-6)
