@@ -249,10 +249,14 @@ class KernelQ:
     dense_threshold : float
         A sparse X denser than this fraction (and small enough) is densified once so that
         row blocks go through BLAS GEMM.
+    compute_dtype : numpy dtype
+        float32 computes blocks of cached RBF rows (the GEMM, the exp, the scaling) in single
+        precision, about twice as fast; only with ``dtype=float32``, and only for blocks
+        (single rows and ``matvec`` stay float64). The entries' error bound is ``row_eps``.
     """
 
     def __init__(self, X: Any, kernel: Kernel, scale: ArrayLike | None = None, *, cache_bytes: int = 200 << 20,
-                 dtype: Any = np.float64, dense_threshold: float = 0.05) -> None:
+                 dtype: Any = np.float64, dense_threshold: float = 0.05, compute_dtype: Any = np.float64) -> None:
         from qpcore.problem import ProblemError
 
         self._Xs: Any = None  # CSR copy: a few rows are cheaper as sparse matvecs than as GEMV
@@ -314,6 +318,15 @@ class KernelQ:
             self._aug_s = sp.csr_matrix(sp.hstack([r2g * self._Xs, np.ones((n, 1)), -g * self._sq[:, None]],
                                                   format="csr"))
         self._s_signed = (s, -s)
+        # single-precision blocks: the exponent 2γx·y − γ‖x‖² − γ‖y‖² loses about
+        # eps32·4γ·max‖x‖² to cancellation (measured: 1.7 eps32 on Adult, 11.5 on ijcnn1)
+        self._aug32: tuple[NDArray[np.float32], NDArray[np.float32]] | None = None
+        self.row_eps = float(np.finfo(self.dtype).eps) if self.dtype.kind == "f" else 0.0
+        if np.dtype(compute_dtype) == np.float32 and self.dtype == np.float32 and self._aug is not None:
+            assert self._sq is not None
+            self._aug32 = (self._aug[0].astype(np.float32), self._aug[1].astype(np.float32))
+            self._s32 = s.astype(np.float32)
+            self.row_eps = float(np.finfo(np.float32).eps) * (1.0 + 4.0 * kernel.gamma * float(self._sq.max(initial=0.0)))
         # one row: a dense GEMV (BLAS, threaded) beats a sparse matvec unless X is quite sparse
         nnz_row = (self._Xs.nnz / max(1, n)) if self._Xs is not None else float(X.shape[1])
         self._one_dense = self._aug is not None and X.shape[1] + 2 <= 4 * (nnz_row + 2)
@@ -363,6 +376,17 @@ class KernelQ:
             out = self.kernel.block(Xi, Xi)
         out *= self.s[i]
         out *= self.s[i][:, None]
+        return out
+
+    def _compute32(self, i: IndexArray) -> NDArray[np.float32]:
+        """Rows Q[i, :] computed in single precision (one SGEMM, exp, scaling)."""
+        assert self._aug32 is not None
+        self.stats.rows_computed += int(i.size)
+        out: NDArray[np.float32] = self._aug32[0][i] @ self._aug32[1].T
+        np.minimum(out, 0.0, out=out)
+        np.exp(out, out=out)
+        out *= self._s32
+        out *= self._s32[i][:, None]
         return out
 
     def compute(self, idx: ArrayLike) -> FloatArray:
@@ -465,13 +489,21 @@ class KernelQ:
         nm = len(set(miss))
         self.stats.cache_misses += nm
         self.stats.cache_hits += int(i.size) - nm
-        out = np.empty((i.size, self._n), dtype=self.dtype)
         fresh: dict[int, NDArray[Any]] = {}
         if miss:
             uniq = list(dict.fromkeys(miss))
-            blk = self.compute(uniq).astype(self.dtype, copy=False)
+            if self._aug32 is not None and len(uniq) > 1:
+                blk = self._compute32(np.asarray(uniq, dtype=np.intp))
+            else:
+                blk = self.compute(uniq).astype(self.dtype, copy=False)
+            if len(uniq) == i.size:   # all computed now, in order: the block is the answer
+                for k, r in zip(uniq, blk):
+                    self._store(k, r.copy())
+                out_all: NDArray[Any] = blk
+                return out_all
             for k, r in zip(uniq, blk):
                 fresh[k] = r
+        out = np.empty((i.size, self._n), dtype=self.dtype)
         for pos, k in enumerate(i):
             kk = int(k)
             r = fresh.get(kk)

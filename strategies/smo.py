@@ -400,7 +400,7 @@ class SMO:
         up, low = _direction_masks(x, y, qp.lb, qp.ub)
         work = SMOWork(y=y, QD=QD, up=up, low=low, tol=tol, buf=np.empty(qp.n))
         row_dtype = np.dtype(getattr(qp.Q, "dtype", np.float64))
-        work.row_eps = float(np.finfo(row_dtype).eps) if row_dtype.kind == "f" else 0.0
+        work.row_eps = float(getattr(qp.Q, "row_eps", np.finfo(row_dtype).eps if row_dtype.kind == "f" else 0.0))
         work.qmax = float(np.abs(QD).max(initial=0.0))
         work.x_fresh = x.copy()
         if self._use_weights(qp):

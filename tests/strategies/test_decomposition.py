@@ -125,13 +125,13 @@ def _libsvm_objective(prob: object, X: object, y: np.ndarray, gamma: float, C: f
 
 
 @pytest.mark.parametrize("data, n, gamma", [("adult", 3000, 0.05), ("ijcnn1", 4000, 1.0)])
-@pytest.mark.parametrize("q", [16, 256])
-def test_agrees_with_libsvm(data: str, n: int, gamma: float, q: int) -> None:
+@pytest.mark.parametrize("q, compute", [(16, np.float64), (256, np.float64), (256, np.float32)])
+def test_agrees_with_libsvm(data: str, n: int, gamma: float, q: int, compute: type) -> None:
     X, y = load_dataset(data)
     rng = np.random.default_rng(0)
     idx = np.sort(rng.choice(X.shape[0], size=n, replace=False))
     X, y = X[idx], y[idx]
-    prob = csvc(X, y, 1.0, qpcore.Kernel("rbf", gamma=gamma))
+    prob = csvc(X, y, 1.0, qpcore.Kernel("rbf", gamma=gamma), compute_dtype=compute)
     res = qpcore.solve(prob.qp, Decomposition(rule=SteepestFeasible(q=q)), tol=1e-5)
     assert res.converged and res.kkt.gap <= 1e-5
     f_lib = _libsvm_objective(prob, X, y, gamma, 1.0, 1e-5)
