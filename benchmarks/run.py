@@ -57,7 +57,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated rows (default: all: {','.join(ROWS)})")
-    p.add_argument("--rules", default="wss2,mvp", help="SMO working-set rules to run (default wss2,mvp)")
+    p.add_argument("--rules", default="wss2,mvp",
+                   help="SMO working-set rules to run, and decomp:Q for decomposition with working sets "
+                        "of Q (default wss2,mvp)")
     p.add_argument("--with-platt", action="store_true", help="also run SMO with Platt's heuristics (slow)")
     p.add_argument("--anchor-inputs", default="sparse,dense",
                    help="LIBSVM input formats to time; the faster is the anchor (default sparse,dense)")
@@ -168,7 +170,8 @@ def bench_row(data: Any, args: argparse.Namespace, ref: dict[str, Any] | None, r
             "run_id": run_id, "time": now_iso(), "key": data.key, "row": row.name, "title": row.title,
             "dataset": row.dataset, "subset": data.subset, "n": data.n, "d": data.d, "C": row.C,
             "gamma": row.gamma, "kernel": "rbf", "tol": row.tol, "cache_mb": args.cache_mb, "threads": args.threads,
-            "solver": s[0], "strategy": f"smo-{s[1]}" if s[0] == "qpcore" else "libsvm",
+            "solver": s[0], "strategy": ("libsvm" if s[0] != "qpcore" else
+                                     f"decomposition-q{s[1].split(':')[1]}" if s[1].startswith("decomp:") else f"smo-{s[1]}"),
             "times": [round(t, 4) for t in times], "seconds": med, "load1_after": [r["load1"] for r in rs],
             "objective": jd["objective"], "f_ref": f_ref,
             "rel_obj": (jd["objective"] - f_ref) / abs(f_ref) if f_ref else None,

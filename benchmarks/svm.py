@@ -111,18 +111,32 @@ def judge(qp: Any, x: np.ndarray) -> dict[str, float]:
 
 def run_ours(data: RowData, rule: str, *, tol: float, cache_mb: int, dtype: Any = np.float32,
              trace_interval: float = 0.5, time_limit: float | None = None) -> dict[str, Any]:
-    """qpcore: build csvc(...) and solve it with SMO(rule); the timer covers both (and the certificate)."""
+    """qpcore: build csvc(...) and solve it; the timer covers both (and the certificate).
+
+    ``rule`` is an SMO working-set rule (``wss2``, ``mvp``, ``platt``) or ``decomp:Q`` for
+    decomposition with SVMlight's rule and working sets of Q (RBF blocks computed in float32).
+    """
     from problems.svm import csvc
     from qpcore import Kernel, solve
+    from strategies.decomposition import Decomposition, SteepestFeasible
     from strategies.smo import SMO
+
+    strategy: Any
+    compute: Any = np.float64
+    if rule.startswith("decomp:"):
+        strategy = Decomposition(rule=SteepestFeasible(q=int(rule.split(":", 1)[1])))
+        compute = np.float32 if dtype == np.float32 else np.float64
+    else:
+        strategy = SMO(rule=rule)
 
     row = data.row
     rep = TraceReporter(trace_interval)
     with PeakMemory() as mem:
         t0 = time.perf_counter()
-        prob = csvc(data.X, data.y, row.C, Kernel("rbf", gamma=row.gamma), cache_bytes=cache_mb << 20, dtype=dtype)
+        prob = csvc(data.X, data.y, row.C, Kernel("rbf", gamma=row.gamma), cache_bytes=cache_mb << 20, dtype=dtype,
+                    compute_dtype=compute)
         t_build = time.perf_counter() - t0
-        res = solve(prob.qp, SMO(rule=rule), tol=tol, reporter=rep, time_limit=time_limit)
+        res = solve(prob.qp, strategy, tol=tol, reporter=rep, time_limit=time_limit)
         seconds = time.perf_counter() - t0
     x = np.array(res.x, dtype=np.float64)
     st = res.stats
