@@ -15,13 +15,10 @@ the same way.
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.kkt import kkt
 from qpcore.operators import DenseQ
 from qpcore.problem import QP, ProblemError
 from qpcore.rules import WorkingSetRule
@@ -375,7 +372,3 @@ class Decomposition:
             work.since_best += 1
             if work.since_best >= self.stall_rounds:
                 state.stop = Status.STALLED
-
-    def multipliers(self, qp: QP, state: State) -> Any:
-        """Equality multipliers from the gradient (LIBSVM's rho), as the certificate computes them."""
-        return kkt(qp, state.x, state.g).multipliers

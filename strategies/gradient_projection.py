@@ -88,8 +88,16 @@ def _prefix2(M: FloatArray) -> FloatArray:
     return np.concatenate(([0.0], np.diagonal(M.cumsum(0).cumsum(1))))
 
 
-def _box_path_round(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: int
-                    ) -> tuple[FloatArray, float, bool, bool]:
+def _hit_times(qp: QP, x: FloatArray, d: FloatArray) -> FloatArray:
+    """t_i at which x_i + t d_i reaches the bound it moves toward (inf: never; may be ≤ 0)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = (np.where(d > 0, qp.ub, qp.lb) - x) / d
+    t[(d == 0) | ~np.isfinite(t)] = np.inf
+    return t
+
+
+def _box_path_round(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: int,
+                    Qd: FloatArray | None = None) -> tuple[FloatArray, float, bool, bool]:
     """Exact minimizer of q along P[x + αd] over the first ``segments`` breakpoints.
 
     On the k-th segment, with the first k breakpoint coordinates clipped, the path is
@@ -97,15 +105,14 @@ def _box_path_round(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segment
     of Q on the clipped coordinates by prefix sums, so a round costs one product and a k×k block.
     Returns (d with blocked coordinates removed, α*, found inside the round, unbounded ray).
     """
-    lb, ub = qp.lb, qp.ub
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t = (np.where(d > 0, ub, lb) - x) / d
-    t[(d == 0) | ~np.isfinite(t)] = np.inf
+    t = _hit_times(qp, x, d)
     blocked = t <= 0.0
     if blocked.any():                      # at a bound and pointing out: never moves
         d = np.where(blocked, 0.0, d)
         t[blocked] = np.inf
-    Qd = qp.Q.matvec(d)
+        Qd = None
+    if Qd is None:
+        Qd = qp.Q.matvec(d)
     gd, dQd = float(g @ d), float(d @ Qd)
     if not gd < 0.0:
         return d, 0.0, True, False
@@ -139,19 +146,18 @@ def _box_path_round(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segment
 def _box_point(qp: QP, x: FloatArray, d: FloatArray, alpha: float) -> FloatArray:
     """P[x + αd] with coordinates whose breakpoint is ≤ α set exactly to their bound."""
     xn = np.clip(x + alpha * d, qp.lb, qp.ub)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        bound = np.where(d > 0, qp.ub, qp.lb)
-        hit = (d != 0) & np.isfinite(bound) & ((bound - x) / d <= alpha)
-    xn[hit] = bound[hit]
+    hit = _hit_times(qp, x, d) <= alpha
+    xn[hit] = np.where(d > 0, qp.ub, qp.lb)[hit]
     return xn
 
 
 def _box_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: int,
-                rounds: int) -> SearchResult:
+                rounds: int, Qd: FloatArray | None) -> SearchResult:
     x0, total, alpha_total = x, 0.0, 0.0
     Qs_total = None
     for _ in range(rounds):
-        d, alpha, found, unbounded = _box_path_round(qp, x, g, d, segments)
+        d, alpha, found, unbounded = _box_path_round(qp, x, g, d, segments, Qd)
+        Qd = None                         # later rounds start from a clipped direction
         if unbounded:
             return SearchResult(x0, np.inf, np.inf, None)
         if alpha <= 0.0:
@@ -173,16 +179,16 @@ def _box_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: i
     return SearchResult(x, alpha_total, total, Qs_total)
 
 
-def _snap(qp: QP, x: FloatArray) -> FloatArray:
-    """Put coordinates a few ulps off a finite bound onto it (in place; returns x).
+def _snap(qp: QP, x: FloatArray, rel: float = 8.0 * np.finfo(np.float64).eps) -> FloatArray:
+    """Put coordinates within ``rel`` (relative) of a finite bound onto it (in place; returns x).
 
-    Rounding (in x + αd, or in the projection's multiplier) leaves such coordinates; one would count
-    as free and block the face, and the certificate's violating pair, for a move of 1e-16.
+    Rounding (in x + αd, or in the projection's multiplier) leaves coordinates a few ulps off their
+    bound; one would count as free and block the face, and the certificate's violating pair, for a
+    move of 1e-16.
     """
-    eps = 8.0 * np.finfo(np.float64).eps
     with np.errstate(invalid="ignore"):
-        near_lb = np.isfinite(qp.lb) & (np.abs(x - qp.lb) <= eps * np.maximum(1.0, np.abs(qp.lb)))
-        near_ub = np.isfinite(qp.ub) & (np.abs(x - qp.ub) <= eps * np.maximum(1.0, np.abs(qp.ub)))
+        near_lb = np.isfinite(qp.lb) & (np.abs(x - qp.lb) <= rel * np.maximum(1.0, np.abs(qp.lb)))
+        near_ub = np.isfinite(qp.ub) & (np.abs(x - qp.ub) <= rel * np.maximum(1.0, np.abs(qp.ub)))
     x[near_lb] = qp.lb[near_lb]
     x[near_ub] = qp.ub[near_ub]
     return x
@@ -213,9 +219,7 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
         d[on] -= ad / float(a[on] @ a[on]) * a[on]
     if ray:
         lb, ub = qp.lb, qp.ub
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            t = (np.where(d > 0, ub, lb) - x) / d
-        t[(d == 0) | ~np.isfinite(t)] = np.inf
+        t = _hit_times(qp, x, d)
         t0 = float(t.min(initial=np.inf))
         Qd = qp.Q.matvec(d)
         gd, dQd = float(g @ d), float(d @ Qd)
@@ -274,7 +278,7 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
 
 def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha: float = 1.0, *,
                      mu: float = 0.01, max_backtracks: int = 60, segments: int = 64,
-                     rounds: int = 8) -> SearchResult:
+                     rounds: int = 8, Qd: FloatArray | None = None) -> SearchResult:
     """Search along the projected path P[x + αd] onto the feasible set of ``qp``.
 
     Box constraints: the first local minimizer of the piecewise quadratic along the path (the
@@ -302,6 +306,8 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
         Cap on the trial steps of the backtracking.
     segments, rounds : int
         Breakpoints examined per round and rounds (box case).
+    Qd : ndarray, optional
+        Q d when the caller has it (box case: saves the first round's product).
 
     Returns
     -------
@@ -314,7 +320,7 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
     if not d.any():
         return _no_move(x)
     if qp.m == 0:
-        return _box_search(qp, x, g, d, max(1, segments), max(1, rounds))
+        return _box_search(qp, x, g, d, max(1, segments), max(1, rounds), Qd)
     return _equality_search(qp, x, g, d, alpha, mu, max_backtracks)
 
 
@@ -455,7 +461,7 @@ class GPCG:
             alpha = float(pg @ pg) / curv if curv > 0 else 1.0   # the Cauchy step
             active = bound_status(x, qp.lb, qp.ub)
             res = projected_search(qp, x, g, -pg if qp.m == 0 else -g, alpha, mu=self.mu,
-                                   segments=self.segments)
+                                   segments=self.segments, Qd=-Qpg if qp.m == 0 else None)
             state.counters["gp_steps"] += 1
             if res.decrease == np.inf:
                 state.stop = Status.UNBOUNDED
@@ -549,14 +555,9 @@ class GPCG:
         stays satisfied to 1e-10 relative and the objective does not rise; True if x changed."""
         x = state.x
         rel = 1e-10
-        with np.errstate(invalid="ignore"):
-            near_lb = np.isfinite(qp.lb) & (x - qp.lb <= rel * np.maximum(1.0, np.abs(qp.lb))) & (x != qp.lb)
-            near_ub = np.isfinite(qp.ub) & (qp.ub - x <= rel * np.maximum(1.0, np.abs(qp.ub))) & (x != qp.ub)
-        if not (near_lb.any() or near_ub.any()):
+        xn = _snap(qp, x.copy(), rel)
+        if np.array_equal(xn, x):
             return False
-        xn = x.copy()
-        xn[near_lb] = qp.lb[near_lb]
-        xn[near_ub] = qp.ub[near_ub]
         if qp.m:
             a, b = qp.A[0], float(qp.b[0])
             if abs(float(a @ xn) - b) > rel * (float(np.abs(a) @ np.abs(xn)) + abs(b)):
