@@ -162,6 +162,7 @@ def run_ours(data: RowData, rule: str, *, tol: float, cache_mb: int, dtype: Any 
         "n_bsv": int(np.count_nonzero(x >= C)),
         "peak_mb": mem.peak_mb,
         "peak_mem_method": mem.method,
+        "counters": {k: int(v) for k, v in st.items() if isinstance(v, (int, np.integer)) and not isinstance(v, bool)},
         "trace": trace,
         "x": x,
     }

@@ -130,6 +130,18 @@ class GramQ:
         out: FloatArray = Ai.T @ Ai
         return out
 
+    def cross(self, idx: ArrayLike, cols: ArrayLike | None = None) -> FloatArray:
+        """The block Q[idx][:, cols] = A[:, idx]ᵀ A[:, cols] (all columns when ``cols`` is None)."""
+        if cols is None:
+            return self.rows(idx)
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        j = np.atleast_1d(np.asarray(cols, dtype=np.intp))
+        self.stats.rows_computed += int(i.size)
+        if self._sparse:
+            return np.asarray((self._AC[:, i].T @ self._AC[:, j]).toarray(), dtype=np.float64)
+        out: FloatArray = self.A[:, i].T @ self.A[:, j]
+        return out
+
     def row(self, i: int) -> FloatArray:
         """Q[i, :] = A[:, i]ᵀ A."""
         out: FloatArray = self.rows([i])[0]

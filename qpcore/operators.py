@@ -81,6 +81,36 @@ def principal_block(Q: QOperator, idx: ArrayLike) -> FloatArray:
     return np.asarray(Q.rows(i)[:, i], dtype=np.float64)
 
 
+def cross_block(Q: QOperator, idx: ArrayLike, cols: ArrayLike | None = None) -> NDArray[np.floating[Any]]:
+    """Q[idx][:, cols] through the operator's ``cross`` when it has one, else from ``rows``.
+
+    Decomposition with shrinking asks for rows over the active columns only; an operator
+    that computes entries (kernels, Gram) then does |idx|·|cols| work instead of |idx|·n.
+    Nothing is cached.
+
+    Parameters
+    ----------
+    Q : QOperator
+        The operator.
+    idx : array_like of int
+        Row indices.
+    cols : array_like of int, optional
+        Column indices; all columns when omitted.
+
+    Returns
+    -------
+    ndarray
+        The |idx|×|cols| block, in the operator's row dtype (float32 rows stay float32).
+    """
+    i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+    j = None if cols is None else np.atleast_1d(np.asarray(cols, dtype=np.intp))
+    cross = getattr(Q, "cross", None)
+    if callable(cross):
+        return np.asarray(cross(i, j))
+    r = Q.rows(i)
+    return np.asarray(r if j is None else r[:, j])
+
+
 class DenseQ:
     """Q held as a dense symmetric numpy matrix.
 
@@ -110,6 +140,18 @@ class DenseQ:
         self.M = arr
         self.M.flags.writeable = False
         self.stats = OperatorStats()
+
+    @classmethod
+    def trusted(cls, M: FloatArray) -> DenseQ:
+        """Wrap a matrix the caller built symmetric, finite, float64 and C-contiguous, unchecked.
+
+        For inner loops (decomposition's subproblems) where the O(q²) checks would be paid
+        every round on a matrix that is symmetric by construction.
+        """
+        obj = cls.__new__(cls)
+        obj.M = M
+        obj.stats = OperatorStats()
+        return obj
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -141,6 +183,16 @@ class DenseQ:
         """The principal block Q[idx][:, idx]."""
         i = np.asarray(idx, dtype=np.intp)
         out: FloatArray = self.M[np.ix_(i, i)]
+        return out
+
+    def cross(self, idx: ArrayLike, cols: ArrayLike | None = None) -> FloatArray:
+        """The block Q[idx][:, cols] (all columns when ``cols`` is None)."""
+        i = np.asarray(idx, dtype=np.intp)
+        self.stats.cache_hits += int(i.size)
+        if cols is None:
+            rows: FloatArray = self.M[i]
+            return rows
+        out: FloatArray = self.M[np.ix_(i, np.asarray(cols, dtype=np.intp))]
         return out
 
 
@@ -299,7 +351,11 @@ class KernelQ:
         self.cache_bytes = int(cache_bytes)
         self._row_bytes = n * self.dtype.itemsize
         self.max_rows = max(1, self.cache_bytes // max(1, self._row_bytes))
-        self._cache: OrderedDict[int, NDArray[Any]] = OrderedDict()
+        # LRU of row -> slot in one preallocated slab: storing a row is a copy into memory
+        # already mapped (a fresh 200 KB allocation per row page-faults at 3-4× the cost)
+        self._cache: OrderedDict[int, int] = OrderedDict()
+        self._slab: NDArray[Any] | None = None
+        self._free: list[int] = []
         self._sq = squared_norms(X) if kernel.name == "rbf" else None
         self._aug: tuple[FloatArray, FloatArray] | None = None
         if kernel.name == "rbf" and not sp.issparse(X):
@@ -332,6 +388,7 @@ class KernelQ:
         self._one_dense = self._aug is not None and X.shape[1] + 2 <= 4 * (nnz_row + 2)
         self.stats = OperatorStats()
         self.gemm_min_rows = 32
+        self._cols_key: tuple[IndexArray, NDArray[np.float32], NDArray[np.float32]] | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -377,6 +434,72 @@ class KernelQ:
         out *= self.s[i]
         out *= self.s[i][:, None]
         return out
+
+    def cross(self, idx: ArrayLike, cols: ArrayLike | None = None) -> NDArray[Any]:
+        """Q[idx][:, cols] in the row dtype: cached rows gathered, the rest computed and not cached.
+
+        Shrinking decomposition asks for its working set's rows over the active columns; the
+        computed part costs |idx|·|cols| kernel entries, in float32 where ``compute_dtype`` says so.
+        ``cols=None`` means all columns.
+        """
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        j = None if cols is None else np.atleast_1d(np.asarray(cols, dtype=np.intp))
+        c = self._cache
+        hit = np.fromiter((int(k) in c for k in i), dtype=bool, count=i.size)
+        nh = int(np.count_nonzero(hit))
+        self.stats.cache_hits += nh
+        self.stats.cache_misses += int(i.size) - nh
+        if nh == 0:
+            return self._cross_compute(i, j)
+        out = np.empty((i.size, self._n if j is None else j.size), dtype=self.dtype)
+        slab = self._slab
+        assert slab is not None
+        for pos in np.flatnonzero(hit):
+            r = slab[c[int(i[pos])]]
+            out[pos] = r if j is None else r[j]
+        miss = np.flatnonzero(~hit)
+        if miss.size:
+            out[miss] = self._cross_compute(i[miss], j)
+        return out
+
+    def _cross_compute(self, i: IndexArray, j: IndexArray | None) -> NDArray[Any]:
+        """Q[i][:, j] computed afresh: float32 SGEMM for RBF blocks when configured, else float64."""
+        if j is None:
+            if self._aug32 is not None and i.size > 1:
+                self.stats.rows_computed += int(i.size)
+                return self._compute32_cols(i, self._aug32[1], self._s32)
+            return self.compute(i).astype(self.dtype, copy=False)
+        self.stats.rows_computed += int(i.size)
+        if self._aug32 is not None and i.size > 1:
+            key = self._cols_key
+            if key is None or key[0] is not j and not np.array_equal(key[0], j):
+                # the active columns change only at shrink events: keep their gathered factor
+                self._cols_key = key = (j, self._aug32[1][j], self._s32[j])
+            return self._compute32_cols(i, key[1], key[2])
+        if self.kernel.name == "precomputed":
+            blk = self.X[i][:, j]
+            out = np.array(blk.toarray() if sp.issparse(blk) else blk, dtype=np.float64)
+        elif self._aug is not None:
+            out = self._aug[0][i] @ self._aug[1][j].T
+            np.minimum(out, 0.0, out=out)
+            np.exp(out, out=out)
+        else:
+            out = _dot_block(self.X[i], self.X[j])
+            sq = self._sq
+            out = self.kernel.apply(out, None if sq is None else sq[i], None if sq is None else sq[j])
+        out *= self.s[j]
+        out *= self.s[i][:, None]
+        return out.astype(self.dtype, copy=False)
+
+    def _compute32_cols(self, i: IndexArray, aug_cols: NDArray[np.float32],
+                        s_cols: NDArray[np.float32]) -> NDArray[np.float32]:
+        assert self._aug32 is not None
+        out32: NDArray[np.float32] = self._aug32[0][i] @ aug_cols.T
+        np.minimum(out32, 0.0, out=out32)
+        np.exp(out32, out=out32)
+        out32 *= s_cols
+        out32 *= self._s32[i][:, None]
+        return out32
 
     def _compute32(self, i: IndexArray) -> NDArray[np.float32]:
         """Rows Q[i, :] computed in single precision (one SGEMM, exp, scaling)."""
@@ -459,22 +582,40 @@ class KernelQ:
     def _store(self, i: int, r: NDArray[Any]) -> None:
         if self.cache_bytes < self._row_bytes:
             return
-        while len(self._cache) >= self.max_rows:
-            self._cache.popitem(last=False)
-        r.flags.writeable = False
-        self._cache[i] = r
+        c = self._cache
+        if i in c:
+            c.move_to_end(i)
+            return
+        if self._slab is None:
+            # virtual until touched: pages are mapped as rows are stored
+            self._slab = np.empty((self.max_rows, self._n), dtype=self.dtype)
+            self._free = list(range(self.max_rows - 1, -1, -1))
+        slot = self._free.pop() if self._free else c.popitem(last=False)[1]
+        self._slab[slot] = r
+        c[i] = slot
+
+    def _cached_row(self, i: int) -> NDArray[Any]:
+        """A read-only view of cached row i (a copy when the cache is too small to lend views:
+        a view would be overwritten once its slot is reused)."""
+        assert self._slab is not None
+        v = self._slab[self._cache[i]]
+        if self.max_rows < 4:
+            return v.copy()
+        v = v.view()
+        v.flags.writeable = False
+        return v
 
     def row(self, i: int) -> NDArray[Any]:
         """Q[i, :], from the cache when present (read-only)."""
         c = self._cache
-        r: NDArray[Any] | None = c.get(i)
-        if r is not None:
+        if i in c:
             c.move_to_end(i)
             self.stats.cache_hits += 1
-            return r
+            return self._cached_row(i)
         self.stats.cache_misses += 1
         r = self.compute([i])[0].astype(self.dtype, copy=False)
         self._store(i, r)
+        r.flags.writeable = False
         return r
 
     def cached(self, i: int) -> bool:
@@ -498,7 +639,7 @@ class KernelQ:
                 blk = self.compute(uniq).astype(self.dtype, copy=False)
             if len(uniq) == i.size:   # all computed now, in order: the block is the answer
                 for k, r in zip(uniq, blk):
-                    self._store(k, r.copy())
+                    self._store(k, r)
                 out_all: NDArray[Any] = blk
                 return out_all
             for k, r in zip(uniq, blk):
@@ -508,12 +649,13 @@ class KernelQ:
             kk = int(k)
             r = fresh.get(kk)
             if r is None:
-                r = c[kk]
+                assert self._slab is not None
+                r = self._slab[c[kk]]
                 c.move_to_end(kk)
             out[pos] = r
         # cache the fresh rows after gathering, so a small budget cannot evict what we just used
         for k, r in fresh.items():
-            self._store(k, r.copy())
+            self._store(k, r)
         return out
 
     def matvec(self, x: FloatArray, block: int = 1024) -> FloatArray:
@@ -530,7 +672,7 @@ class KernelQ:
             cached = nz[hit]
             for start in range(0, cached.size, block):  # one GEMV per block of cached rows
                 b = cached[start:start + block]
-                out += x[b] @ np.stack([self._cache[int(k)] for k in b])
+                out += x[b] @ np.stack([self._cached_row(int(k)) for k in b])
             nz = nz[~hit]
         sx = self.s * x
         acc = np.zeros(self._n)

@@ -55,6 +55,9 @@ class State:
         Set by the strategy when it has verified optimality to the tolerance.
     stop : Status or None
         Set by the strategy to end the run with that status (stalled, unbounded ...).
+    exact : tuple of ndarray or None
+        ``(x, g)`` where the strategy last computed g = ``qp.gradient(x)`` afresh; when the run
+        ends at that very x, ``solve`` certifies with this g instead of a second product.
     """
 
     x: FloatArray
@@ -65,6 +68,7 @@ class State:
     extra: Any = None
     done: bool = False
     stop: Status | None = None
+    exact: tuple[FloatArray, FloatArray] | None = None
 
 
 def bound_status(x: FloatArray, lb: FloatArray, ub: FloatArray) -> NDArray[np.int8]:
