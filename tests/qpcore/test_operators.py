@@ -293,3 +293,54 @@ def test_float32_block_compute_within_row_eps(gamma: float) -> None:
     np.testing.assert_allclose(fast.matvec(v), exact.matvec(v), rtol=1e-12, atol=1e-12)
     # float64 storage ignores the option
     assert KernelQ(X, Kernel("rbf", gamma=gamma), compute_dtype=np.float32).row_eps == np.finfo(np.float64).eps
+
+
+@pytest.mark.parametrize("kind", ["dense", "kernel64", "kernel32", "kernel_sparse", "gram", "gram_sparse", "poly"])
+def test_cross_block_matches_rows(kind: str) -> None:
+    from qpcore.gram import GramQ
+    from qpcore.operators import DenseQ, Kernel, KernelQ, cross_block
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((60, 7))
+    y = np.where(rng.random(60) < 0.5, -1.0, 1.0)
+    Q: object
+    if kind == "dense":
+        M = rng.standard_normal((60, 60))
+        Q = DenseQ(M @ M.T)
+    elif kind == "kernel64":
+        Q = KernelQ(X, Kernel("rbf", gamma=0.3), y)
+    elif kind == "kernel32":
+        Q = KernelQ(X, Kernel("rbf", gamma=0.3), y, dtype=np.float32, compute_dtype=np.float32)
+    elif kind == "kernel_sparse":
+        Xs = sp.random(60, 40, density=0.05, random_state=1, format="csr")
+        Q = KernelQ(Xs, Kernel("rbf", gamma=0.3), y)
+    elif kind == "poly":
+        Q = KernelQ(X, Kernel("poly", gamma=0.5, degree=3, coef0=1.0), y)
+    elif kind == "gram":
+        Q = GramQ(rng.standard_normal((30, 60)))
+    else:
+        Q = GramQ(sp.random(30, 60, density=0.2, random_state=2, format="csr"))
+    idx, cols = np.array([3, 17, 4, 59, 0]), np.array([1, 2, 8, 30, 31, 58])
+    full = np.asarray(Q.rows(np.arange(60)), dtype=np.float64)  # type: ignore[attr-defined]
+    tol = 1e-6 if kind == "kernel32" else 1e-12
+    np.testing.assert_allclose(np.asarray(cross_block(Q, idx, cols), dtype=np.float64), full[np.ix_(idx, cols)],  # type: ignore[arg-type]
+                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.asarray(cross_block(Q, idx), dtype=np.float64), full[idx], rtol=tol, atol=tol)  # type: ignore[arg-type]
+
+
+def test_kernel_cache_slab_views_stay_valid() -> None:
+    from qpcore.operators import Kernel, KernelQ
+
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((50, 4))
+    Q = KernelQ(X, Kernel("rbf", gamma=0.5), cache_bytes=10 * 50 * 8)   # ten rows
+    first = Q.row(0).copy()
+    r0 = Q.row(0)
+    assert not r0.flags.writeable
+    for i in range(1, 5):      # fewer new rows than slots: row 0 stays cached and unchanged
+        Q.row(i)
+    np.testing.assert_array_equal(r0, first)
+    for i in range(5, 40):     # evicted and its slot reused: a fresh fetch is still right
+        Q.row(i)
+    np.testing.assert_allclose(Q.row(0), first)
+    assert Q.stats.cache_hits >= 1

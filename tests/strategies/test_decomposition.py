@@ -11,6 +11,7 @@ import qpcore
 from problems.datasets import load_dataset
 from problems.svm import csvc
 from qpcore.testing import assert_kkt, dense_reference, svm_duals
+from strategies.active_set import DenseActiveSet
 from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible, violations
 from strategies.gradient_projection import GPCG
 from strategies.smo import SMO
@@ -22,7 +23,7 @@ RULES = {
     "chunking": Chunking(M=4),
     "osuna": OsunaSwap(q=6),
 }
-INNER = {"smo": SMO(shrinking=False), "gpcg": GPCG()}
+INNER = {"smo": SMO(shrinking=False), "gpcg": GPCG(), "dense": DenseActiveSet()}
 
 
 def _check(qp: qpcore.QP, strategy: Decomposition) -> None:
@@ -136,4 +137,60 @@ def test_agrees_with_libsvm(data: str, n: int, gamma: float, q: int, compute: ty
     assert res.converged and res.kkt.gap <= 1e-5
     f_lib = _libsvm_objective(prob, X, y, gamma, 1.0, 1e-5)
     assert res.objective <= f_lib + 1e-6 * abs(f_lib)
+    assert res.objective == pytest.approx(f_lib, rel=1e-6)
+
+
+def _adult(n: int, seed: int = 0) -> tuple[object, np.ndarray]:
+    X, y = load_dataset("adult")
+    idx = np.sort(np.random.default_rng(seed).choice(X.shape[0], size=n, replace=False))
+    return X[idx], y[idx]
+
+
+@pytest.mark.parametrize("rule", [SteepestFeasible(q=64), Chunking(M=64), OsunaSwap(q=16)],
+                         ids=["steepest", "chunking", "osuna"])
+def test_shrinking_gives_the_same_optimum(rule: object) -> None:
+    X, y = _adult(1500)
+    prob = csvc(X, y, 1.0, qpcore.Kernel("rbf", gamma=0.05), compute_dtype=np.float32)
+    on = qpcore.solve(prob.qp, Decomposition(rule=rule, shrinking=True), tol=1e-4)  # type: ignore[arg-type]
+    prob2 = csvc(X, y, 1.0, qpcore.Kernel("rbf", gamma=0.05), compute_dtype=np.float32)
+    off = qpcore.solve(prob2.qp, Decomposition(rule=rule, shrinking=False), tol=1e-4)  # type: ignore[arg-type]
+    assert on.converged and off.converged
+    if not isinstance(rule, OsunaSwap):   # one-in/one-out rounds rarely pass the shrink ratio
+        assert on.stats["shrink_events"] >= 1 and on.stats["unshrinks"] >= 1
+        assert on.stats["active_min"] < 0.7 * prob.qp.n
+    assert off.stats["shrink_events"] == 0
+    # the certificate reused from the strategy's last exact gradient is the fresh one
+    fresh = qpcore.kkt(prob.qp, on.x)
+    assert on.kkt.gap == pytest.approx(fresh.gap, rel=1e-12, abs=1e-15) and fresh.gap <= 1e-4
+    assert on.objective == pytest.approx(off.objective, rel=1e-6)
+
+
+def test_user_rule_blind_to_shrinking_still_converges() -> None:
+    # the rule reads violations() over every variable, so it picks shrunk ones: decomposition must
+    # notice, unshrink with an exact gradient and carry on without shrinking
+    X, y = _adult(1500, seed=1)
+    prob = csvc(X, y, 1.0, qpcore.Kernel("rbf", gamma=0.05))
+    res = qpcore.solve(prob.qp, Decomposition(rule=LargestGradientPairs(32)), tol=1e-4, max_iter=20_000)
+    assert res.converged and qpcore.kkt(prob.qp, res.x).gap <= 1e-4
+    ref = qpcore.solve(prob.qp, SMO(), tol=1e-6)
+    assert res.objective == pytest.approx(ref.objective, rel=1e-5)
+
+
+def test_row_buffer_reuse_is_counted() -> None:
+    X, y = _adult(1000)
+    prob = csvc(X, y, 1.0, qpcore.Kernel("rbf", gamma=0.05))
+    res = qpcore.solve(prob.qp, Decomposition(rule=SteepestFeasible(q=32, reuse=0.5)), tol=1e-3)
+    st = res.stats
+    assert st["rows_reused"] > 0 and st["rows_fetched"] > 0
+    # every round's rows come from the buffer or are fetched, nothing else
+    assert st["rows_reused"] + st["rows_fetched"] == st["working_set_total"]
+
+
+@pytest.mark.parametrize("rule", [Chunking(M=32), OsunaSwap(q=8)], ids=["chunking", "osuna"])
+def test_chunking_and_osuna_agree_with_libsvm(rule: object) -> None:
+    X, y = _adult(800, seed=2)
+    prob = csvc(X, y, 1.0, qpcore.Kernel("rbf", gamma=0.05))
+    res = qpcore.solve(prob.qp, Decomposition(rule=rule), tol=1e-5, max_iter=200_000)  # type: ignore[arg-type]
+    assert res.converged
+    f_lib = _libsvm_objective(prob, X, y, 0.05, 1.0, 1e-5)
     assert res.objective == pytest.approx(f_lib, rel=1e-6)
