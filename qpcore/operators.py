@@ -598,7 +598,7 @@ class KernelQ:
         """A read-only view of cached row i (a copy when the cache is too small to lend views:
         a view would be overwritten once its slot is reused)."""
         assert self._slab is not None
-        v = self._slab[self._cache[i]]
+        v: NDArray[Any] = self._slab[self._cache[i]]
         if self.max_rows < 4:
             return v.copy()
         v = v.view()
@@ -613,7 +613,7 @@ class KernelQ:
             self.stats.cache_hits += 1
             return self._cached_row(i)
         self.stats.cache_misses += 1
-        r = self.compute([i])[0].astype(self.dtype, copy=False)
+        r: NDArray[Any] = self.compute([i])[0].astype(self.dtype, copy=False)
         self._store(i, r)
         r.flags.writeable = False
         return r

@@ -149,7 +149,11 @@ class DenseActiveSet:
             return
         release = _to_release(qp, x, g, cert.multipliers, F.size)
         if release.size == 0:
-            state.stop = Status.STALLED
+            # no bound multiplier has the wrong sign at the face's λ, yet the point is not optimal
+            # (a face minimized only to rounding, or released variables still on their bounds):
+            # the pair step descends whenever the gap is positive
+            state.counters["pair_steps"] += 1
+            _pair_step(qp, state, Q)
             return
         state.status[release] = 0
         state.counters["releases"] += int(release.size)
