@@ -40,7 +40,7 @@ from qpcore.state import Result, Status
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["assert_kkt", "box_equality_qps", "box_qps", "dense_reference", "nonneg_qps", "planted_qps", "qps", "svm_duals"]
+__all__ = ["assert_kkt", "box_equality_qps", "box_qps", "dense_reference", "gradient_scale", "nonneg_qps", "planted_qps", "qps", "svm_duals"]
 
 _SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 
@@ -715,6 +715,21 @@ def _active_set(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A:
                 wu[k] = True
         x = np.clip(np.where(wl, lb, np.where(wu, ub, x)), lb, ub)
     return x, False
+
+
+def gradient_scale(qp: QP, x_ref: FloatArray) -> float:
+    """The size of the gradient's terms at ``x_ref``, in the KKT measure's units.
+
+    g = Qx + c is known only to rounding times max(|c|, diag Q·|x|); the gap with an equality
+    row is in g/a units, so it is divided by the smallest nonzero |a|. Tests scale their
+    tolerance by it, so optima far from 0 (one-sided bounds) get a larger one.
+    """
+    s = max(1.0, float(np.abs(qp.c).max(initial=0.0)),
+            float(qp.Q.diag().max(initial=0.0)) * max(1.0, float(np.abs(x_ref).max(initial=0.0))))
+    if qp.m:
+        a = np.abs(qp.A[0])
+        s /= max(1e-300, float(a[a > 0].min(initial=np.inf)) if (a > 0).any() else 1.0)
+    return s
 
 
 def dense_reference(qp: QP, *, eps: float = 1e-13, max_iter: int = 200) -> tuple[FloatArray, float]:

@@ -10,22 +10,13 @@ from scipy.optimize import nnls as scipy_nnls
 
 import qpcore
 from problems.least_squares import nnls
-from qpcore.testing import assert_kkt, box_equality_qps, box_qps, dense_reference, nonneg_qps, svm_duals
+from qpcore.testing import assert_kkt, gradient_scale, box_equality_qps, box_qps, dense_reference, nonneg_qps, svm_duals
 from strategies.active_set import DenseActiveSet
-
-
-def _scale(qp: qpcore.QP, x_ref: np.ndarray) -> float:
-    # the gradient is known to rounding times the size of its terms; the gap is in g/a units
-    s = max(1.0, float(np.abs(qp.c).max()), float(qp.Q.diag().max()) * max(1.0, float(np.abs(x_ref).max())))
-    if qp.m:
-        a = np.abs(qp.A[0])
-        s /= max(1e-300, float(a[a > 0].min()))
-    return s
 
 
 def _check(qp: qpcore.QP, rel: float = 1e-8) -> qpcore.Result:
     x_ref, f_ref = dense_reference(qp)
-    tol = rel * _scale(qp, x_ref)
+    tol = rel * gradient_scale(qp, x_ref)
     res = qpcore.solve(qp, DenseActiveSet(), tol=tol, max_iter=20_000)
     assert_kkt(qp, res, tol)
     # convexity bounds f − f* by the certificate's multipliers times the distance to x*

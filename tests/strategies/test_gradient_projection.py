@@ -17,25 +17,15 @@ from problems.least_squares import bounded_least_squares, nnls
 from problems.svm import csvc
 from qpcore.gram import GramQ
 from qpcore.operators import Kernel, KernelQ
-from qpcore.testing import (assert_kkt, box_equality_qps, box_qps, dense_reference, nonneg_qps, planted_qps,
+from qpcore.testing import (assert_kkt, gradient_scale, box_equality_qps, box_qps, dense_reference, nonneg_qps, planted_qps,
                             svm_duals)
 from strategies.gradient_projection import GPCG, projected_gradient, projected_search
 from strategies.smo import SMO
 
 
-def _scale(qp: qpcore.QP, x_ref: np.ndarray) -> float:
-    # the gradient Qx + c is only known to rounding times the size of its terms (and the gap is in
-    # g/a, so divided by the smallest |a|): optima far from 0 (one-sided bounds) get a larger scale
-    s = max(1.0, float(np.abs(qp.c).max()), float(qp.Q.diag().max()) * max(1.0, float(np.abs(x_ref).max())))
-    if qp.m:
-        a = np.abs(qp.A[0])
-        s /= max(1e-300, float(a[a > 0].min()))
-    return s
-
-
 def _check(qp: qpcore.QP, rel: float = 1e-8) -> qpcore.Result:
     x_ref, f_ref = dense_reference(qp)
-    tol = rel * _scale(qp, x_ref)
+    tol = rel * gradient_scale(qp, x_ref)
     res = qpcore.solve(qp, GPCG(), tol=tol, max_iter=20_000)
     assert_kkt(qp, res, tol)
     # convexity: f(x) − f* ≤ Σ z_i (x_i − x*_i) with z = g − λa; the certificate bounds each |z_i| by
