@@ -505,12 +505,7 @@ class KernelQ:
         """Rows Q[i, :] computed in single precision (one SGEMM, exp, scaling)."""
         assert self._aug32 is not None
         self.stats.rows_computed += int(i.size)
-        out: NDArray[np.float32] = self._aug32[0][i] @ self._aug32[1].T
-        np.minimum(out, 0.0, out=out)
-        np.exp(out, out=out)
-        out *= self._s32
-        out *= self._s32[i][:, None]
-        return out
+        return self._compute32_cols(i, self._aug32[1], self._s32)
 
     def compute(self, idx: ArrayLike) -> FloatArray:
         """Compute the block Q[idx, :] afresh (no cache), one BLAS product for the whole block."""

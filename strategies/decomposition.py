@@ -502,21 +502,20 @@ class Decomposition:
         slots = self._fetch(qp, work, B, state.counters)
         W = work.W
         assert W is not None
-        order = B
         # Q_BB afresh from the operator, in float64: cheaper than gathering q² scattered entries
         # of the buffer, and exact where the buffer holds float32
         QBB = np.array(principal_block(qp.Q, B), dtype=np.float64)
         QBB += QBB.T
         QBB *= 0.5
-        xB = x[order].copy()
-        gB = g[order]
+        xB = x[B].copy()
+        gB = g[B]
         cB = gB - QBB @ xB
         A = b = None
         if qp.m:
-            aB = qp.A[0, order]
+            aB = qp.A[0, B]
             # keep aᵀx = b exactly as it stands: the subproblem's right-hand side is aᵀ_B x_B now
             A, b = aB[None, :], np.array([float(aB @ xB)])
-        sub = QP(DenseQ.trusted(QBB), cB, qp.lb[order], qp.ub[order], A, b)
+        sub = QP(DenseQ.trusted(QBB), cB, qp.lb[B], qp.ub[B], A, b)
         v, up, down = state_violations(qp, state)
         gap = _gap(v, up, down, qp.m > 0)
         inner_tol = max(0.5 * work.tol, self.inner_fraction * gap)
@@ -528,7 +527,7 @@ class Decomposition:
         # the objective's change, exactly for the quadratic: g_Bᵀdx + ½ dxᵀQ_BB dx
         decrease = -(float(gB @ dx) + 0.5 * float(dx @ (QBB @ dx)))
         if np.any(dx):
-            x[order] = res.x
+            x[B] = res.x
             # g += Q[B, :]ᵀ Δx_B. Float32 rows are summed 16 at a time in float32 (one batched
             # SGEMM) and the partial sums added in float64: 4× faster than a float64 sum, with an
             # error of at most ~17·eps32·Σ|Δx_i|·max|Q_ij| per entry, which is tracked in
@@ -554,8 +553,8 @@ class Decomposition:
                 g += delta
             else:
                 g[work.active] += delta
-            state.status[order] = bound_status(x[order], qp.lb[order], qp.ub[order])
-        work.previous = order
+            state.status[B] = bound_status(x[B], qp.lb[B], qp.ub[B])
+        work.previous = B
         work.rounds += 1
         state.counters["rounds"] += 1
         state.counters["working_set_total"] += int(B.size)
