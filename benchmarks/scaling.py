@@ -163,6 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=float, default=120.0, help="seconds; a solver past it stops growing")
     p.add_argument("--cache-mb", type=int, default=1000)
     p.add_argument("--docs", type=Path, default=None)
+    p.add_argument("--sizes", default=None, help="comma-separated subset sizes (default: Platt's nine)")
+    p.add_argument("--merge", action="store_true",
+                   help="render the page from the newest record of every (kernel, size, solver) in the "
+                        "results file instead of this run's records only (to complete an interrupted run)")
     args = p.parse_args(argv)
     from problems.datasets import load_dataset
 
@@ -170,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     X = sp.csr_matrix(X, dtype=np.float64)
     perm = np.random.default_rng(0).permutation(X.shape[0])
     sizes = SIZES[:3] if args.quick else SIZES
+    if args.sizes:
+        sizes = [int(s) for s in args.sizes.split(",")]
     out = ROOT / "results" / ("quick" if args.quick else "") / "scaling.jsonl"
     docs = args.docs or (ROOT / "results" / "quick" if args.quick else ROOT.parent / "docs" / "benchmarks")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -198,6 +204,12 @@ def main(argv: list[str] | None = None) -> int:
                       f"f={r['objective']:.8f} gap={r['kkt_gap']:.1e} sv={r['n_sv']}", flush=True)
                 if r["seconds"] > args.limit or r["status"] != "converged":
                     over.add(s)
+    if args.merge:
+        newest: dict[tuple[str, int, str], dict[str, Any]] = {}
+        for line in out.read_text().splitlines():
+            r = json.loads(line)
+            newest[(r["kernel"], r["n"], r["solver"])] = r
+        records = list(newest.values())
     render(records, docs, "python -m benchmarks.scaling" + (" --quick" if args.quick else ""))
     print(f"wrote {docs / 'scaling.md'}")
     return 0
