@@ -13,7 +13,7 @@ problem is bounded whatever the rank of Q, and its optimum is known
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -417,3 +417,65 @@ def random_svm_dual(n: int, *, seed: Seed, C: float = 1.0, cond: float | None = 
     Q = np.outer(y, y) * K
     return QP(DenseQ(Q), -np.ones(n), np.zeros(n), np.full(n, C), y[None, :], np.zeros(1))
 
+
+
+def random_lowrank_qp(m: int, k: int, *, seed: Seed, nu: float = 1.0, svm_form: bool = True,
+                      duplicate_rows: int = 0, duplicate_cols: int = 0, constant_col: bool = False,
+                      col_spread: float = 0.0, sparse: bool = False) -> QP:
+    """A nonnegativity QP whose Q = diag(d) + HHᵀ is a :class:`qpcore.lowrank.DiagPlusLowRankQ`.
+
+    ``svm_form``: the ASVM dual of two overlapping Gaussian classes (d = 1/ν, H = D[A, −e], c = −e),
+    else d varies over [0.5, 2]/ν, H is a plain m×k matrix and c is standard normal (bounded,
+    because d > 0).
+
+    Parameters
+    ----------
+    m, k : int
+        Rows (variables) and columns of H (for ``svm_form`` the data has k − 1 columns plus the bias).
+    seed : int or numpy.random.Generator
+        Random seed.
+    nu : float
+        1/d's scale (large ν: Q close to the singular HHᵀ).
+    duplicate_rows, duplicate_cols : int
+        Rows of the data copied onto others (duplicate points), columns copied (a singular H).
+    constant_col : bool
+        Make one data column constant (collinear with the bias column in the SVM form).
+    col_spread : float
+        Scale the columns by 10^u, u uniform in [−spread, spread] (ill-conditioned H).
+    sparse : bool
+        Hold the data as CSR with about half of its entries zero.
+
+    Returns
+    -------
+    QP
+    """
+    import scipy.sparse as sps
+
+    from qpcore.lowrank import DiagPlusLowRankQ
+
+    _check_n(m)
+    rng = np.random.default_rng(seed)
+    p = max(1, k - 1) if svm_form else max(1, k)
+    F = rng.standard_normal((m, p))
+    y = _labels(rng, m)
+    if svm_form:
+        F += 0.5 * y[:, None]
+    if col_spread:
+        F *= 10.0 ** rng.uniform(-col_spread, col_spread, p)
+    for _ in range(min(duplicate_cols, p - 1)):
+        a, b = rng.choice(p, 2, replace=False)
+        F[:, b] = F[:, a]
+    if constant_col:
+        F[:, rng.integers(p)] = 1.0
+    for _ in range(min(duplicate_rows, m - 1)):
+        a, b = rng.choice(m, 2, replace=False)
+        F[b] = F[a]
+        y[b] = y[a] if rng.random() < 0.5 else -y[a]   # a contradicting duplicate half of the time
+    data: Any = sps.csr_matrix(F * (rng.random(F.shape) < 0.5)) if sparse else F
+    if svm_form:
+        Q = DiagPlusLowRankQ(1.0 / nu, data, row_scale=y, bias=-1.0)
+        c = -np.ones(m)
+    else:
+        Q = DiagPlusLowRankQ(rng.uniform(0.5, 2.0, m) / nu, data)
+        c = rng.standard_normal(m)
+    return QP(Q=Q, c=c, lb=np.zeros(m), ub=np.full(m, np.inf))

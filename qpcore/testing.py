@@ -32,7 +32,7 @@ import scipy.linalg
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from problems.random import (planted_qp, random_box_qp, random_degenerate_qp, random_nonneg_qp,
+from problems.random import (planted_qp, random_box_qp, random_degenerate_qp, random_lowrank_qp, random_nonneg_qp,
                              random_one_sided_qp, random_svm_dual)
 from qpcore.kkt import kkt
 from qpcore.problem import QP
@@ -40,7 +40,7 @@ from qpcore.state import Result, Status
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["assert_kkt", "check_against_reference", "box_equality_qps", "box_qps", "dense_reference", "gradient_scale", "nonneg_qps", "planted_qps", "qps", "svm_duals"]
+__all__ = ["assert_kkt", "check_against_reference", "box_equality_qps", "box_qps", "dense_reference", "gradient_scale", "lowrank_qps", "nonneg_qps", "planted_qps", "qps", "svm_duals"]
 
 _SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 
@@ -230,6 +230,33 @@ def nonneg_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, min_cond: fl
     rank = _rank(draw, n, rank_deficient)
     deg = draw(st.sampled_from([0.0, 0.5, 1.0])) if degenerate else 0.0
     return random_nonneg_qp(n, seed=seed, cond=cond, rank=rank, degenerate=deg)
+
+
+@st.composite
+def lowrank_qps(draw: st.DrawFn, *, min_m: int = 2, max_m: int = 60, max_k: int = 8, svm_form: bool | None = None,
+                singular: bool = True) -> QP:
+    """Nonnegativity QPs with Q = diag(d) + HHᵀ (a :class:`qpcore.lowrank.DiagPlusLowRankQ`).
+
+    The ASVM dual of two overlapping classes or a general one (varied d, random c); ν from 1e-3 to
+    1e4 (large ν: Q close to the singular HHᵀ); dense or sparse data; with ``singular``, duplicate
+    and contradicting rows, duplicate and constant columns, and column scales spread over up to
+    six decades.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy of QP
+    """
+    m = draw(_sizes(min_m, max_m, 2))
+    k = draw(st.integers(1, max_k))
+    form = draw(st.booleans()) if svm_form is None else svm_form
+    bad = singular and draw(st.booleans())
+    return random_lowrank_qp(
+        m, k, seed=draw(_SEEDS), nu=draw(_log_uniform(1e-3, 1e4)), svm_form=form,
+        duplicate_rows=draw(st.integers(0, m // 2)) if bad else 0,
+        duplicate_cols=draw(st.integers(0, 2)) if bad else 0,
+        constant_col=draw(st.booleans()) if bad else False,
+        col_spread=draw(st.sampled_from([0.0, 1.0, 3.0])) if bad else 0.0,
+        sparse=draw(st.booleans()))
 
 
 @st.composite

@@ -1,0 +1,402 @@
+"""Q = diag(d) + H Hᵀ, never formed, with Sherman–Morrison–Woodbury factors of principal blocks.
+
+The ASVM dual (Mangasarian & Musicant) has Q = I/ν + HHᵀ with H = D[A, −e]: m rows, k = n + 1
+columns, m ≫ k. A product with Q costs two passes over H, and any principal block B is solved
+through the k×k system
+
+    (D_B + H_B H_Bᵀ)⁻¹ = D_B⁻¹ − D_B⁻¹ H_B (I + H_Bᵀ D_B⁻¹ H_B)⁻¹ H_Bᵀ D_B⁻¹,
+
+so nothing of size m×m (or |B|×|B|) ever exists. ``I + H_Bᵀ D_B⁻¹ H_B`` is at least the identity,
+which is why its Cholesky factor is well posed even for singular H (duplicate or constant columns).
+H is stored implicitly as ``diag(s)·[F, β·e]``: the data F (dense or CSR), an optional row scale s
+(the labels) and an optional constant column β (the bias), so the ASVM builder never copies the data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+
+from qpcore.gram import as_float_matrix
+from qpcore.operators import OperatorStats
+from qpcore.problem import ProblemError
+
+FloatArray = NDArray[np.float64]
+IndexArray = NDArray[np.intp]
+BoolArray = NDArray[np.bool_]
+
+__all__ = ["DiagPlusLowRankQ", "SMWFactor"]
+
+_BLOCK_BYTES = 8 << 20   # row blocks of at most 8 MB keep temporaries small next to the data
+
+
+class DiagPlusLowRankQ:
+    """Q = diag(d) + H Hᵀ with H = diag(s)·[F, β·e], an m×m operator that stores only d, F, s, β.
+
+    Parameters
+    ----------
+    d : float or array_like
+        The diagonal, a scalar or shape (m,); finite and ≥ 0 (> 0 where a block is factored).
+    F : ndarray or scipy.sparse matrix
+        The m×p data part of H, finite and real. A C-contiguous float64 array is used as is.
+    row_scale : array_like, optional
+        s, shape (m,): H's rows are scaled by it (the ±1 labels of an SVM). Default: ones.
+    bias : float, optional
+        β: when given, H gets a last column β·e (the ASVM's −e), so k = p + 1.
+
+    Raises
+    ------
+    ProblemError
+        On NaN/inf, negative d, or shapes that do not agree.
+    """
+
+    def __init__(self, d: float | ArrayLike, F: Any, *, row_scale: ArrayLike | None = None,
+                 bias: float | None = None) -> None:
+        if isinstance(F, np.ndarray) and F.dtype == np.float64 and F.ndim == 2 and F.flags.c_contiguous:
+            if not np.isfinite(F).all():
+                raise ProblemError("H: contains NaN or inf; all entries must be finite")
+            self.F: Any = F
+        else:
+            self.F = as_float_matrix(F, "H")
+        self._sparse = sp.issparse(self.F)
+        m, p = (int(s) for s in self.F.shape)
+        self._m, self._p = m, p
+        d_arr = np.asarray(d, dtype=np.float64)
+        if d_arr.ndim == 0:
+            d_arr = np.full(m, float(d_arr))
+        if d_arr.shape != (m,):
+            raise ProblemError(f"d: shape mismatch, expected a scalar or ({m},), got {d_arr.shape}")
+        if not np.isfinite(d_arr).all():
+            raise ProblemError("d: contains NaN or inf; the diagonal must be finite")
+        if (d_arr < 0).any():
+            raise ProblemError("d: has negative entries; diag(d) + HHᵀ must be positive semidefinite")
+        self.d: FloatArray = d_arr
+        if row_scale is None:
+            self.s: FloatArray | None = None
+        else:
+            s = np.asarray(row_scale, dtype=np.float64)
+            if s.shape != (m,):
+                raise ProblemError(f"row_scale: shape mismatch, expected ({m},), got {s.shape}")
+            if not np.isfinite(s).all():
+                raise ProblemError("row_scale: contains NaN or inf")
+            self.s = s
+        if bias is not None and not np.isfinite(bias):
+            raise ProblemError(f"bias: must be finite, got {bias}")
+        self.bias: float | None = None if bias is None else float(bias)
+        self.k = p + (self.bias is not None)
+        self.stats = OperatorStats()
+        self._block_rows = max(256, _BLOCK_BYTES // (8 * max(1, self.k)))
+
+    # ------------------------------------------------------------------ QOperator
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(m, m)."""
+        return (self._m, self._m)
+
+    def diag(self) -> FloatArray:
+        """Q_ii = d_i + s_i² (‖F_i‖² + β²)."""
+        if self._sparse:
+            F = self.F
+            sq = np.asarray(F.multiply(F).sum(axis=1)).ravel()
+        else:
+            sq = np.einsum("ij,ij->i", self.F, self.F)
+        if self.bias is not None:
+            sq = sq + self.bias ** 2
+        if self.s is not None:
+            sq = sq * self.s ** 2
+        out: FloatArray = self.d + sq
+        return out
+
+    def rmatvec_lowrank(self, u: FloatArray) -> FloatArray:
+        """Hᵀu, a k-vector (one pass over F)."""
+        v = u if self.s is None else u * self.s
+        head = np.asarray(self.F.T @ v if self._sparse else v @ self.F, dtype=np.float64)
+        if self.bias is None:
+            return head
+        return np.concatenate((head, [self.bias * float(v.sum())]))
+
+    def matvec_lowrank(self, z: FloatArray) -> FloatArray:
+        """H z, an m-vector (one pass over F)."""
+        z = np.asarray(z, dtype=np.float64)
+        out = np.asarray(self.F @ z[:self._p], dtype=np.float64)
+        if self.bias is not None:
+            out += self.bias * z[self._p]
+        if self.s is not None:
+            out *= self.s
+        return out
+
+    def matvec(self, x: FloatArray) -> FloatArray:
+        """Q x = d∘x + H(Hᵀx): two passes over F, no m×m matrix."""
+        x = np.asarray(x, dtype=np.float64)
+        out = self.matvec_lowrank(self.rmatvec_lowrank(x))
+        out += self.d * x
+        return out
+
+    def lowrank_rows(self, idx: ArrayLike) -> FloatArray:
+        """The rows H[idx, :] as a dense |idx|×k array."""
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        out = np.empty((i.size, self.k))
+        Fi = self.F[i]
+        out[:, :self._p] = Fi.toarray() if self._sparse else Fi
+        if self.bias is not None:
+            out[:, self._p] = self.bias
+        if self.s is not None:
+            out *= self.s[i, None]
+        return out
+
+    def cross(self, idx: ArrayLike, cols: ArrayLike | None = None) -> FloatArray:
+        """The block Q[idx][:, cols] (all columns when ``cols`` is None): |idx|·|cols|·k work."""
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        j = np.arange(self._m) if cols is None else np.atleast_1d(np.asarray(cols, dtype=np.intp))
+        self.stats.rows_computed += int(i.size)
+        Hi = self.lowrank_rows(i)
+        out = np.empty((i.size, j.size))
+        step = max(1, self._block_rows)
+        for a in range(0, j.size, step):
+            jb = j[a:a + step]
+            out[:, a:a + jb.size] = Hi @ self.lowrank_rows(jb).T
+        # the diagonal part lands wherever a row index meets the same column index
+        hit = np.nonzero(i[:, None] == j[None, :])
+        out[hit] += self.d[i[hit[0]]]
+        return out
+
+    def rows(self, idx: ArrayLike) -> FloatArray:
+        """Q[idx, :] on demand (|idx|·m·k work; nothing is cached)."""
+        return self.cross(idx)
+
+    def row(self, i: int) -> FloatArray:
+        """Q[i, :]."""
+        out: FloatArray = self.cross([i])[0]
+        return out
+
+    def block(self, idx: ArrayLike) -> FloatArray:
+        """The principal block Q[idx][:, idx] = diag(d_idx) + H_idx H_idxᵀ."""
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        Hi = self.lowrank_rows(i)
+        out: FloatArray = Hi @ Hi.T
+        hit = np.nonzero(i[:, None] == i[None, :])   # the diagonal, and repeated indices
+        out[hit] += self.d[i[hit[0]]]
+        return out
+
+    # ------------------------------------------------------------------ SMW pieces
+    def weighted_gram(self, idx: IndexArray | None, weight: FloatArray,
+                      rhs: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
+        """G = Σ_i w_i h_i h_iᵀ and t = Σ_i w_i r_i h_i over the rows idx (all rows when None).
+
+        Accumulated over row blocks of at most 8 MB, so the extra memory is bounded whatever m
+        is; each block is one symmetric rank-b update (BLAS syrk through ``Y.T @ Y``).
+
+        Parameters
+        ----------
+        idx : ndarray of int or None
+            The rows.
+        weight : ndarray
+            w, full length m, ≥ 0.
+        rhs : ndarray, optional
+            r, full length m; t is zeros when omitted.
+
+        Returns
+        -------
+        (G, t)
+            The k×k matrix and the k-vector.
+        """
+        k, p = self.k, self._p
+        G = np.zeros((k, k))
+        t = np.zeros(k)
+        total = self._m if idx is None else int(idx.size)
+        step = self._block_rows
+        for a in range(0, total, step):
+            b = min(total, a + step)
+            rows: Any = slice(a, b) if idx is None else idx[a:b]
+            sw = np.sqrt(weight[rows])
+            coef = sw if self.s is None else sw * np.abs(self.s[rows])
+            rr = None
+            if rhs is not None:
+                rr = rhs[rows] * sw if self.s is None else rhs[rows] * sw * np.sign(self.s[rows])
+            if self._sparse:
+                Fs = sp.diags(coef) @ self.F[rows]
+                G[:p, :p] += (Fs.T @ Fs).toarray()
+                if self.bias is not None:
+                    bc = self.bias * coef
+                    col = np.asarray(Fs.T @ bc).ravel()
+                    G[:p, p] += col
+                    G[p, :p] += col
+                    G[p, p] += float(bc @ bc)
+                if rr is not None:
+                    t[:p] += np.asarray(Fs.T @ rr).ravel()
+                    if self.bias is not None:
+                        t[p] += float(self.bias * coef @ rr)
+                continue
+            Y = np.empty((b - a, k))
+            np.multiply(self.F[rows], coef[:, None], out=Y[:, :p])
+            if self.bias is not None:
+                Y[:, p] = self.bias * coef
+            G += Y.T @ Y
+            if rr is not None:
+                t += rr @ Y
+        return G, t
+
+    def factor(self, idx: ArrayLike | None = None, rhs: FloatArray | None = None) -> SMWFactor:
+        """A Sherman–Morrison–Woodbury factor of the principal block Q[idx][:, idx].
+
+        Parameters
+        ----------
+        idx : array_like of int, optional
+            The block (all rows when omitted).
+        rhs : ndarray, optional
+            A fixed full-length right-hand side whose reduced vector the factor keeps up to date
+            through ``add``/``remove`` (see ``SMWFactor.solve_fixed``).
+
+        Returns
+        -------
+        SMWFactor
+        """
+        mask = np.ones(self._m, dtype=bool)
+        if idx is not None:
+            mask[:] = False
+            mask[np.asarray(idx, dtype=np.intp)] = True
+        return SMWFactor(self, mask, rhs)
+
+
+class SMWFactor:
+    """A factor of Q_BB = D_B + H_B H_Bᵀ through the k×k matrix M = I + H_Bᵀ D_B⁻¹ H_B.
+
+    The block B is a boolean mask over all m rows; ``add`` and ``remove`` change it by rank
+    updates of the k×k Gram matrix (cost |changed|·k²), and the Gram matrix is rebuilt from the
+    rows when the rows updated since the last build outnumber |B| (so rounding from many updates
+    never outweighs one fresh build). When the Cholesky factorization of M fails (rounding in an
+    extremely ill-conditioned H), the factor is rebuilt once and then falls back to a symmetric
+    eigendecomposition with eigenvalues floored at 1, the bound M ≥ I that holds exactly.
+
+    Attributes
+    ----------
+    mask : ndarray of bool
+        B, over all m rows.
+    counters : dict
+        ``rebuilds``, ``rank_updates`` (rows added or removed by update), ``fallbacks``.
+    """
+
+    def __init__(self, Q: DiagPlusLowRankQ, mask: BoolArray, rhs: FloatArray | None = None) -> None:
+        self.Q = Q
+        self.mask = mask
+        if (Q.d[mask] <= 0).any():
+            raise ProblemError("d: the SMW factor needs d > 0 on the block (D_B must be invertible)")
+        self._winv = 1.0 / np.where(Q.d > 0, Q.d, 1.0)
+        self._rhs = rhs
+        self.counters = {"rebuilds": 0, "rank_updates": 0, "fallbacks": 0}
+        self._since = 0
+        self._rebuild()
+
+    @property
+    def size(self) -> int:
+        """|B|."""
+        return int(self._size)
+
+    def _rebuild(self) -> None:
+        idx = np.flatnonzero(self.mask)
+        full = idx.size == self.Q.shape[0]
+        self.G, self.t = self.Q.weighted_gram(None if full else idx, self._winv, self._rhs)
+        self._size = idx.size
+        self._since = 0
+        self.counters["rebuilds"] += 1
+        self._factorize()
+
+    def _factorize(self) -> None:
+        M = self.G + np.eye(self.Q.k)
+        try:
+            self._chol: Any = sla.cho_factor(M, lower=True, check_finite=False)
+            self._eig: tuple[FloatArray, FloatArray] | None = None
+            if not np.isfinite(self._chol[0]).all():
+                raise np.linalg.LinAlgError("non-finite Cholesky factor")
+        except np.linalg.LinAlgError:
+            if self._since:
+                self._rebuild()
+                return
+            self.counters["fallbacks"] += 1
+            lam, V = np.linalg.eigh(M)
+            self._eig = (np.maximum(lam, 1.0), V)
+
+    def condition(self) -> float:
+        """An estimate of cond(M) = cond(I + H_Bᵀ D_B⁻¹ H_B) (eigenvalues of the k×k matrix)."""
+        lam = np.linalg.eigvalsh(self.G + np.eye(self.Q.k))
+        return float(lam[-1] / max(lam[0], np.finfo(np.float64).tiny))
+
+    def _small_solve(self, t: FloatArray) -> FloatArray:
+        if self._eig is not None:
+            lam, V = self._eig
+            out: FloatArray = V @ ((V.T @ t) / lam)
+            return out
+        return np.asarray(sla.cho_solve(self._chol, t, check_finite=False), dtype=np.float64)
+
+    def update(self, add: IndexArray, remove: IndexArray) -> None:
+        """B ← B ∪ add ∖ remove, by rank updates or a rebuild, whichever touches fewer rows."""
+        add = add[~self.mask[add]]
+        remove = remove[self.mask[remove]]
+        changed = int(add.size + remove.size)
+        if changed == 0:
+            return
+        self.mask[add] = True
+        self.mask[remove] = False
+        self._size += int(add.size) - int(remove.size)
+        if (self._since + changed > self._size and changed > 0) or changed >= self._size:
+            self._rebuild()
+            return
+        for rows, sign in ((add, 1.0), (remove, -1.0)):
+            if rows.size:
+                G, t = self.Q.weighted_gram(rows, self._winv, self._rhs)
+                self.G += sign * G
+                self.t += sign * t
+        self.counters["rank_updates"] += changed
+        self._since += changed
+        self._factorize()
+
+    def add(self, idx: ArrayLike) -> None:
+        """Add rows to B."""
+        self.update(np.atleast_1d(np.asarray(idx, dtype=np.intp)), np.empty(0, dtype=np.intp))
+
+    def remove(self, idx: ArrayLike) -> None:
+        """Remove rows from B."""
+        self.update(np.empty(0, dtype=np.intp), np.atleast_1d(np.asarray(idx, dtype=np.intp)))
+
+    def solve_full(self, r: FloatArray, t: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
+        """x = Q_BB⁻¹ r_B as a full-length vector (zeros off B), and z = H_Bᵀ x.
+
+        Parameters
+        ----------
+        r : ndarray
+            Full length m (entries off B are ignored).
+        t : ndarray, optional
+            H_Bᵀ D_B⁻¹ r_B when the caller has it (saves one pass over the data).
+
+        Returns
+        -------
+        (x, z)
+        """
+        if t is None:
+            t = self.Q.rmatvec_lowrank(np.where(self.mask, r * self._winv, 0.0))
+        z = self._small_solve(t)
+        x = r - self.Q.matvec_lowrank(z)
+        x *= self._winv
+        x[~self.mask] = 0.0
+        return x, z
+
+    def solve_fixed(self) -> tuple[FloatArray, FloatArray]:
+        """``solve_full`` for the fixed right-hand side given at construction (one pass, not two)."""
+        if self._rhs is None:
+            raise ValueError("solve_fixed needs the factor built with rhs=")
+        return self.solve_full(self._rhs, self.t)
+
+    def solve(self, r: ArrayLike) -> FloatArray:
+        """Q_BB⁻¹ r for r of length |B|, in the order of ``np.flatnonzero(mask)``."""
+        rb = np.asarray(r, dtype=np.float64)
+        if rb.shape != (self.size,):
+            raise ProblemError(f"r: shape mismatch, expected ({self.size},), got {rb.shape}")
+        full = np.zeros(self.Q.shape[0])
+        full[self.mask] = rb
+        x, _ = self.solve_full(full)
+        out: FloatArray = x[self.mask]
+        return out
