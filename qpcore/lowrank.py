@@ -136,6 +136,18 @@ class DiagPlusLowRankQ:
         out += self.d * x
         return out
 
+    def rmatvec_rows(self, idx: ArrayLike, v: ArrayLike) -> FloatArray:
+        """H[idx]ᵀ v = Σ_j v_j h_idx_j (k-vector), gathering at most 8 MB of rows at a time.
+
+        Costs |idx|·k, so a few changed rows are cheap; many rows never materialize at once.
+        """
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        vals = np.atleast_1d(np.asarray(v, dtype=np.float64))
+        out = np.zeros(self.k)
+        for a in range(0, i.size, self._block_rows):
+            out += vals[a:a + self._block_rows] @ self.lowrank_rows(i[a:a + self._block_rows])
+        return out
+
     def lowrank_rows(self, idx: ArrayLike) -> FloatArray:
         """The rows H[idx, :] as a dense |idx|×k array."""
         i = np.atleast_1d(np.asarray(idx, dtype=np.intp))

@@ -118,7 +118,7 @@ class ASVM:
             ut, z = factor.solve_fixed()
             u = np.maximum(ut, 0.0)
             neg = np.flatnonzero(ut < 0)
-            p = z - Q.lowrank_rows(neg).T @ ut[neg] if neg.size else z
+            p = z - Q.rmatvec_rows(neg, ut[neg]) if neg.size else z
             factor.update(np.empty(0, dtype=np.intp), np.flatnonzero(u == 0))
             counters["face_solves"] = 1
         else:
@@ -189,7 +189,7 @@ class ASVM:
             return
         un = np.maximum(res.x, 0.0)
         dx = np.flatnonzero(un != u)
-        p = work.p + (Q.lowrank_rows(dx).T @ (un[dx] - u[dx]) if dx.size else 0.0)
+        p = work.p + Q.rmatvec_rows(dx, un[dx] - u[dx])
         self._accept(qp, state, un, p, g + res.Qs, work.f - res.decrease)
 
     def _face_move(self, qp: QP, state: State, ut: FloatArray, z: FloatArray) -> bool:
@@ -213,7 +213,7 @@ class ASVM:
         np.maximum(un, 0.0, out=un)
         p = (1.0 - lam) * work.p + lam * z
         if hit.size:
-            p = p + Q.lowrank_rows(hit).T @ (0.0 - (u[hit] + lam * dirn[hit]))
+            p = p - Q.rmatvec_rows(hit, u[hit] + lam * dirn[hit])
         g = Q.matvec_lowrank(p)
         g += Q.d * un
         g += qp.c
@@ -244,7 +244,7 @@ class ASVM:
         state.counters["face_solves"] += 1
         neg = np.flatnonzero(B & (ut < 0))
         un = np.maximum(ut, 0.0)
-        p = z - Q.lowrank_rows(neg).T @ ut[neg] if neg.size else z
+        p = z - Q.rmatvec_rows(neg, ut[neg]) if neg.size else z
         if neg.size:
             g = Q.matvec_lowrank(p)
         else:
