@@ -282,6 +282,11 @@ def cross_validation(name: str, C: float, C_hinge: float, folds: int = 10) -> di
     return out
 
 
+def _epochs(r: dict[str, Any]) -> str:
+    e = next((e for e in r["liblinear"] if e["eps"] == r["liblinear_eps"]), {})
+    return f" ({e['epochs']} epochs)" if "epochs" in e else ""
+
+
 def render(records: list[dict[str, Any]], docs: Path) -> None:
     """docs/benchmarks/asvm.md from the newest record of each row and kind."""
     newest: dict[tuple[str, str], dict[str, Any]] = {}
@@ -298,14 +303,14 @@ def render(records: list[dict[str, Any]], docs: Path) -> None:
     for (kind, row), r in sorted(newest.items()):
         if kind != "time":
             continue
-        ratio = f"**{r['ratio']:.2f}** ({r['ratio_1thread']:.2f})" if r.get("ratio") is not None else "–"
+        ratio = f"**{r['ratio']:.2g}** ({r['ratio_1thread']:.2g})" if r.get("ratio") is not None else "–"
         lines.append(f"| {row} | {r['m']} × {r['n']} | {r['C']} | {r['ours_seconds']:.3f} ({r['ours_seconds_1thread']:.3f}) "
-                     f"| {r['ours_rel']:+.1e} / {r['ours_iterations']} | {r['liblinear_eps']} | "
+                     f"| {r['ours_rel']:+.1e} / {r['ours_iterations']} | {r['liblinear_eps']}{_epochs(r)} | "
                      f"{(r['liblinear_seconds'] or float('nan')):.3f} | {(r['liblinear_rel'] or float('nan')):+.1e} | {ratio} |")
     big = [r for (kind, _), r in sorted(newest.items()) if kind == "big"]
     if big:
         lines += ["", "## The paper's size (ASVM alone)", "",
-                  "| row | m × n | seconds (data generation apart) | status / iterations / KKT | peak / data (tracemalloc) "
+                  "| row | m × n | ASVM seconds (data generation, not counted) | status / iterations / KKT | peak / data (tracemalloc) "
                   "| max RSS / data |", "|---|---|---|---|---|---|"]
         for r in big:
             lines.append(f"| {r['row']} | {r['m']} × {r['n']} | {r['ours_seconds']:.1f} ({r['data_seconds']:.1f}) | "

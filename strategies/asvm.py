@@ -32,19 +32,16 @@ from numpy.typing import NDArray
 from qpcore.lowrank import DiagPlusLowRankQ, SMWFactor
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State, Status, bound_status
-from strategies.gradient_projection import projected_search
+from strategies.gradient_projection import projected_gradient, projected_search
 
 FloatArray = NDArray[np.float64]
 
 __all__ = ["ASVM", "ASVMWork"]
 
 
-def _measure(u: FloatArray, g: FloatArray) -> float:
-    """∞-norm of the projected gradient on u ≥ 0 (what ``qpcore.kkt`` reports for this problem)."""
-    if u.size == 0:
-        return 0.0
-    pg = np.where(u > 0, np.abs(g), np.maximum(-g, 0.0))
-    return float(pg.max())
+def _measure(qp: QP, x: FloatArray, g: FloatArray) -> float:
+    """∞-norm of the projected gradient (what ``qpcore.kkt`` reports for a problem without equalities)."""
+    return float(np.abs(projected_gradient(qp, x, g)).max(initial=0.0))
 
 
 @attrs.define(slots=True, eq=False)
@@ -161,12 +158,12 @@ class ASVM:
         state.g = g
         state.exact = (state.x, g)
         work.f = float(0.5 * state.x @ (g + qp.c))
-        return _measure(state.x, g)
+        return _measure(qp, state.x, g)
 
     def _check(self, qp: QP, state: State) -> bool:
         """When the running gradient meets tol, confirm with an exact one before claiming it."""
         work: ASVMWork = state.extra
-        if _measure(state.x, state.g) > work.tol:
+        if _measure(qp, state.x, state.g) > work.tol:
             return False
         state.counters["exact_checks"] += 1
         if self._exact(qp, state) <= work.tol:
@@ -238,7 +235,7 @@ class ASVM:
                 state.done = True
             return
         u = state.x
-        B = work.factor.mask
+        B = work.factor.mask.copy()   # the face of this iteration (the factor's mask moves on accept)
         # (2) the face solve on B through SMW (one pass for H z)
         ut, z = work.factor.solve_fixed()
         state.counters["face_solves"] += 1
@@ -263,7 +260,7 @@ class ASVM:
         if self._check(qp, state):
             return
         Bn = work.factor.mask
-        if _measure(un[B], g[B]) <= work.tol or not neg.size or not Bn.any():
+        if not neg.size or not Bn.any() or np.abs(projected_gradient(qp, un, g)[B]).max() <= work.tol:
             # (2b) optimal on the face u_N = 0: leave the face by a projected-gradient step
             state.counters["face_optimal"] += 1
             self._gradient_projection(qp, state)

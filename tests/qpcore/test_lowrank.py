@@ -39,6 +39,14 @@ def test_operator_matches_dense(qp: qpcore.QP, data: st.DataObject) -> None:
     assert np.allclose(Q.row(int(idx[0])), M[idx[0]], atol=1e-12 * scale)
     assert np.allclose(principal_block(Q, idx), M[np.ix_(idx, idx)], atol=1e-12 * scale)
     assert np.allclose(cross_block(Q, idx, cols), M[np.ix_(idx, cols)], atol=1e-12 * scale)
+    # the low-rank pieces: Hᵀu, Hz and Σ v_j h_idx_j against the explicit H
+    H = Q.lowrank_rows(np.arange(m))
+    assert np.allclose(H @ H.T + np.diag(Q.d), M, atol=1e-12 * scale)
+    assert np.allclose(Q.rmatvec_lowrank(x), H.T @ x, atol=1e-12 * scale * np.abs(x).sum())
+    z = np.random.default_rng(1).standard_normal(Q.k)
+    assert np.allclose(Q.matvec_lowrank(z), H @ z, atol=1e-12 * scale * np.abs(z).sum() * m)
+    v = np.arange(idx.size, dtype=float)
+    assert np.allclose(Q.rmatvec_rows(idx, v), H[idx].T @ v, atol=1e-12 * scale * max(1.0, v.sum()))
 
 
 @given(qp=lowrank_qps(), data=st.data())
