@@ -91,18 +91,19 @@ class DenseActiveSet:
         F = np.flatnonzero(state.status == 0)
         state.counters["face_solves"] += 1
         p_F, consistent = _face_step(Q, g, work.a, F)
+        if work.a is not None and F.size:
+            # the solve keeps a_Fᵀp = 0 only to rounding, and a long step (a null move can be
+            # long) would amplify that into a broken equality: project it out exactly
+            aF = work.a[F]
+            nrm = float(aF @ aF)
+            if nrm > 0:
+                p_F = p_F - (float(aF @ p_F) / nrm) * aF
         # a step whose model decrease is at rounding level is no step (near-singular faces
-        # otherwise creep forever); its face counts as minimized
+        # otherwise creep forever, and a face whose only free direction the equality forbids
+        # would repeat a zero step): its face counts as minimized
         gain = -(float(g[F] @ p_F) + 0.5 * float(p_F @ (Q[np.ix_(F, F)] @ p_F))) if F.size else 0.0
         size = float(np.abs(g).max(initial=0.0)) * float(np.abs(x).max(initial=0.0)) + abs(float(x @ (g + qp.c))) + 1.0
-        if F.size and (not consistent or gain > 1e-15 * size):
-            if work.a is not None:
-                # the solve keeps a_Fᵀp = 0 only to rounding, and a long step (a null move can be
-                # long) would amplify that into a broken equality: project it out exactly
-                aF = work.a[F]
-                nrm = float(aF @ aF)
-                if nrm > 0:
-                    p_F = p_F - (float(aF @ p_F) / nrm) * aF
+        if F.size and p_F.any() and (not consistent or gain > 1e-15 * size):
             p = np.zeros(qp.n)
             p[F] = p_F
             # the longest feasible step along p, capped at 1 when the face has a minimizer

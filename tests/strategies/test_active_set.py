@@ -86,3 +86,14 @@ def test_iteration_limit_is_honest() -> None:
     res = qpcore.solve(qp, DenseActiveSet(), tol=1e-10, max_iter=2)
     assert res.status is qpcore.Status.MAX_ITER
     assert res.kkt.measure > 1e-10       # the certificate says it is not done
+
+
+def test_face_whose_only_direction_the_equality_forbids() -> None:
+    # found by hypothesis 6.170: one free variable with a_i ≠ 0 gave a rounding-size step that
+    # the equality projection zeroed, and the method repeated that null step until it stalled
+    from pathlib import Path
+
+    d = np.load(Path(__file__).parent / "data" / "active_set_zero_step.npz")
+    qp = qpcore.QP(Q=d["Q"], c=d["c"], lb=d["lb"], ub=d["ub"], A=d["A"], b=d["b"])
+    res = _check(qp)
+    assert res.stats["releases"] > 0
