@@ -109,7 +109,7 @@ class ASVM:
                                "the k×k system would not fit (use SMO or decomposition)")
         r = -qp.c
         counters = {"face_solves": 0, "decrease_fails": 0, "face_optimal": 0, "face_moves": 0,
-                    "projection_steps": 0, "exact_checks": 0, "refinements": 0}
+                    "projection_steps": 0, "exact_checks": 0, "refined_solves": 0, "refinements": 0}
         if x0 is None:
             factor = Q.factor(None, rhs=r)
             ut, z = factor.solve_fixed()
@@ -142,7 +142,10 @@ class ASVM:
         old = work.factor.mask
         now = u > 0
         work.factor.update(np.flatnonzero(now & ~old), np.flatnonzero(old & ~now))
-        work.flat = 0 if f < work.f else work.flat + 1
+        # progress is a decrease above rounding: near the optimum f can oscillate by an ulp
+        # between two faces, and that must count as flat for the stall test to see it
+        tiny = 8.0 * np.finfo(np.float64).eps * max(1.0, abs(work.f))
+        work.flat = 0 if f < work.f - tiny else work.flat + 1
         state.x, state.g, work.p, work.f = u, g, p, f
         state.status = bound_status(u, qp.lb, qp.ub)
 
@@ -252,6 +255,13 @@ class ASVM:
         if not f < work.f:
             # (2a) no decrease: move toward the face minimum instead, then (4b) if it was reached
             state.counters["decrease_fails"] += 1
+            # the face minimum from the fixed right-hand side is exact only to cond(Q_BB)·eps of
+            # its own size, which near the optimum is the whole remaining step: take it instead as
+            # a correction from the exact gradient (one step of iterative refinement)
+            self._exact(qp, state)
+            state.counters["refined_solves"] += 1
+            delta, zdelta = work.factor.solve_full(-state.g)
+            ut, z = state.x + delta, work.p + zdelta
             if self._face_move(qp, state, ut, z) and not self._check(qp, state):
                 self._gradient_projection(qp, state)
             self._check(qp, state)
