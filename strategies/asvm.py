@@ -44,6 +44,15 @@ def _measure(qp: QP, x: FloatArray, g: FloatArray) -> float:
     return float(np.abs(projected_gradient(qp, x, g)).max(initial=0.0))
 
 
+def _gradient(qp: QP, u: FloatArray, p: FloatArray) -> FloatArray:
+    """∇f = d∘u + H p + c for p = Hᵀu: one pass over the data."""
+    Q: DiagPlusLowRankQ = qp.Q  # type: ignore[assignment]
+    g = Q.matvec_lowrank(p)
+    g += Q.d * u
+    g += qp.c
+    return g
+
+
 @attrs.define(slots=True, eq=False)
 class ASVMWork:
     """ASVM's slot in ``State.extra``.
@@ -122,9 +131,7 @@ class ASVM:
             u = np.maximum(x0, 0.0)
             factor = Q.factor(np.flatnonzero(u > 0), rhs=r)
             p = Q.rmatvec_lowrank(u)
-        g = Q.matvec_lowrank(p)
-        g += Q.d * u
-        g += qp.c
+        g = _gradient(qp, u, p)
         f = float(0.5 * u @ (g + qp.c))
         state = State(x=u, g=g, status=bound_status(u, qp.lb, qp.ub), counters=counters,
                       extra=ASVMWork(factor=factor, p=p, f=f, tol=tol))
@@ -155,9 +162,7 @@ class ASVM:
         work: ASVMWork = state.extra
         Q: DiagPlusLowRankQ = qp.Q  # type: ignore[assignment]
         work.p = Q.rmatvec_lowrank(state.x)
-        g = Q.matvec_lowrank(work.p)
-        g += Q.d * state.x
-        g += qp.c
+        g = _gradient(qp, state.x, work.p)
         state.g = g
         state.exact = (state.x, g)
         work.f = float(0.5 * state.x @ (g + qp.c))
@@ -214,9 +219,7 @@ class ASVM:
         p = (1.0 - lam) * work.p + lam * z
         if hit.size:
             p = p - Q.rmatvec_rows(hit, u[hit] + lam * dirn[hit])
-        g = Q.matvec_lowrank(p)
-        g += Q.d * un
-        g += qp.c
+        g = _gradient(qp, un, p)
         f = float(0.5 * un @ (g + qp.c))
         self._accept(qp, state, un, p, g, f)
         return lam >= 1.0
@@ -245,12 +248,7 @@ class ASVM:
         neg = np.flatnonzero(B & (ut < 0))
         un = np.maximum(ut, 0.0)
         p = z - Q.rmatvec_rows(neg, ut[neg]) if neg.size else z
-        if neg.size:
-            g = Q.matvec_lowrank(p)
-        else:
-            g = Q.matvec_lowrank(z)
-        g += Q.d * un
-        g += qp.c
+        g = _gradient(qp, un, p)    # p = z when nothing was clipped: still one pass
         f = float(0.5 * un @ (g + qp.c))
         if not f < work.f:
             # (2a) no decrease: move toward the face minimum instead, then (4b) if it was reached
