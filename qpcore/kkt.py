@@ -8,8 +8,13 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from qpcore.optimality import (DEFAULT_FEAS_TOL, feasibility_scale, pair_gap, primal_violation, projected_gradient,
+                               scores_of, single_violation)
+
 if TYPE_CHECKING:
     from qpcore.problem import QP
+
+__all__ = ["KKT", "estimate_multipliers", "kkt"]
 
 FloatArray = NDArray[np.float64]
 
@@ -21,18 +26,22 @@ class KKT:
     Attributes
     ----------
     primal : float
-        Largest violation of the bounds or of A x = b (∞-norm).
+        Largest violation of the bounds or of A x = b (∞-norm, absolute).
     stationarity : float
         ∞-norm of the projected reduced gradient P(g − Aᵀλ) with the best multipliers λ.
     complementarity : float
         max_i |z_i| · distance of x_i to the bound that z_i belongs to (finite bounds only).
     gap : float
         For one equality row: the maximal-violating-pair gap m(x) − M(x) (LIBSVM's stopping
-        measure; ≤ 0 at an exact optimum). For no equality: equals ``stationarity``.
+        measure; ≤ 0 at an exact optimum), combined with the projected gradient of variables
+        outside the equality (a_i = 0). For no equality: equals ``stationarity``.
     multipliers : ndarray
         Equality multipliers λ (length m): for an SVM dual, λ = rho = −bias.
     z : ndarray
         Reduced gradient g − Aᵀλ: bound multipliers, ≥ 0 at a lower bound, ≤ 0 at an upper one.
+    primal_scale : float
+        The scale the feasibility tolerance is relative to
+        (:func:`qpcore.optimality.feasibility_scale`: max(1, ‖x‖∞, ‖b‖∞, max_k Σ|A_ki x_i|)).
     """
 
     primal: float
@@ -41,37 +50,21 @@ class KKT:
     gap: float
     multipliers: FloatArray
     z: FloatArray
+    primal_scale: float = 1.0
 
     @property
     def measure(self) -> float:
         """The stopping measure compared with ``tol``: the gap with one equality, else stationarity."""
         return max(self.gap, 0.0) if self.multipliers.size == 1 else self.stationarity
 
-    def ok(self, tol: float, primal_tol: float = 1e-9) -> bool:
-        """Whether the point is optimal to ``tol`` (and feasible to ``primal_tol`` relative)."""
-        return self.measure <= tol and self.primal <= primal_tol
+    def feasible(self, feas_tol: float = DEFAULT_FEAS_TOL) -> bool:
+        """Whether ``primal ≤ feas_tol · primal_scale`` (feasible to a relative tolerance)."""
+        return self.primal <= feas_tol * self.primal_scale
 
-
-def bound_masks(qp: QP, x: FloatArray) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
-    """Masks of variables that may increase (below ub) and may decrease (above lb)."""
-    return x < qp.ub, x > qp.lb
-
-
-def one_row_interval(a: FloatArray, g: FloatArray, up: NDArray[np.bool_], down: NDArray[np.bool_]
-                     ) -> tuple[float, float, NDArray[np.bool_]]:
-    """For one equality row a, the interval [lo, hi] that λ must lie in for stationarity.
-
-    Variable i that may increase needs g_i − λa_i ≥ 0, one that may decrease needs ≤ 0.
-    Returns (lo, hi, a ≠ 0); the MVP gap is lo − hi.
-    """
-    nz = a != 0
-    ratio = np.divide(g, a, out=np.zeros_like(g), where=nz)
-    pos, neg = nz & (a > 0), nz & (a < 0)
-    upper_mask = (pos & up) | (neg & down)   # these give λ ≤ g_i/a_i
-    lower_mask = (pos & down) | (neg & up)   # these give λ ≥ g_i/a_i
-    hi = float(ratio[upper_mask].min()) if upper_mask.any() else np.inf
-    lo = float(ratio[lower_mask].max()) if lower_mask.any() else -np.inf
-    return lo, hi, nz
+    def ok(self, tol: float, feas_tol: float = DEFAULT_FEAS_TOL) -> bool:
+        """Whether the point is optimal to ``tol`` (absolute, on :attr:`measure`) and feasible to
+        ``feas_tol`` relative to :attr:`primal_scale` (see :meth:`feasible`)."""
+        return self.measure <= tol and self.feasible(feas_tol)
 
 
 def estimate_multipliers(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray:
@@ -80,14 +73,17 @@ def estimate_multipliers(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray:
     m = qp.m
     if m == 0:
         return np.zeros(0)
-    up, down = bound_masks(qp, x)
-    free = up & down
+    free = (x < qp.ub) & (x > qp.lb)
     if m == 1:
         a = qp.A[0]
         f = free & (a != 0)
         if f.any():
             return np.array([float(np.mean(g[f] / a[f]))])
-        lo, hi, _ = one_row_interval(a, g, up, down)
+        # λ = −v: stationarity needs max_up v ≤ −λ ≤ min_low v
+        s = scores_of(qp, x, g)
+        pu, pl = s.pair_masks()
+        lo = -float(s.v[pl].min()) if pl.any() else -np.inf
+        hi = -float(s.v[pu].max()) if pu.any() else np.inf
         if np.isfinite(lo) and np.isfinite(hi):
             return np.array([0.5 * (lo + hi)])
         return np.array([lo if np.isfinite(lo) else (hi if np.isfinite(hi) else 0.0)])
@@ -118,14 +114,10 @@ def kkt(qp: QP, x: FloatArray, g: FloatArray | None = None) -> KKT:
     x = np.asarray(x, dtype=np.float64)
     if g is None:
         g = qp.gradient(x)
-    viol = np.maximum(np.maximum(qp.lb - x, x - qp.ub), 0.0)
-    primal = float(viol.max(initial=0.0))
-    if qp.m:
-        primal = max(primal, float(np.abs(qp.A @ x - qp.b).max()))
+    primal = primal_violation(qp, x)
     lam = estimate_multipliers(qp, x, g)
     r = g - qp.A.T @ lam if qp.m else g.copy()
-    up, down = bound_masks(qp, x)
-    pg = np.where(up & down, r, np.where(up, np.minimum(r, 0.0), np.where(down, np.maximum(r, 0.0), 0.0)))
+    pg = projected_gradient(x, r, qp.lb, qp.ub)
     stationarity = float(np.abs(pg).max(initial=0.0))
     zl, zu = np.maximum(r, 0.0), np.maximum(-r, 0.0)
     # a multiplier on an infinite bound is a stationarity violation, already counted there
@@ -133,13 +125,13 @@ def kkt(qp: QP, x: FloatArray, g: FloatArray | None = None) -> KKT:
     du = np.where(np.isfinite(qp.ub), qp.ub - x, 0.0)
     comp = float(np.maximum(zl * np.abs(dl), zu * np.abs(du)).max(initial=0.0))
     if qp.m == 1:
-        lo, hi, nz = one_row_interval(qp.A[0], g, up, down)
-        gap = lo - hi if np.isfinite(lo) and np.isfinite(hi) else -np.inf
-        if (~nz).any():
-            gap = max(gap, float(np.abs(pg[~nz]).max()))
+        s = scores_of(qp, x, g)
+        gap = pair_gap(s)              # may be negative: the optimum's slack
+        if s.single is not None:
+            gap = max(gap, single_violation(s))
         if not np.isfinite(gap):
-            gap = 0.0 if gap < 0 else gap
+            gap = 0.0
     else:
         gap = stationarity
     return KKT(primal=primal, stationarity=stationarity, complementarity=comp, gap=float(gap),
-               multipliers=lam, z=r)
+               multipliers=lam, z=r, primal_scale=feasibility_scale(qp, x))

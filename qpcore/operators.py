@@ -111,6 +111,39 @@ def cross_block(Q: QOperator, idx: ArrayLike, cols: ArrayLike | None = None) -> 
     return np.asarray(r if j is None else r[:, j])
 
 
+#: Largest dense Q whose positive semidefiniteness is checked on construction (a Cholesky
+#: factorization, O(n³/3)); larger ones are left to the strategies' curvature tests.
+PSD_CHECK_MAX_N = 4000
+
+
+def _check_psd(M: FloatArray) -> bool | None:
+    """True when M is PSD to rounding, None when too large to check; raises when it is not.
+
+    A Cholesky factorization of ``M + δI`` (δ = 1e-9·n·max|M_ij|) succeeds for every PSD matrix;
+    when it fails, the smallest eigenvalue decides, relative to the largest one.
+    """
+    from qpcore.problem import ProblemError
+
+    n = M.shape[0]
+    if n == 0:
+        return True
+    if n > PSD_CHECK_MAX_N:
+        return None
+    scale = float(np.abs(M).max(initial=0.0))
+    if scale == 0.0:
+        return True
+    try:
+        np.linalg.cholesky(M + (1e-9 * n * scale) * np.eye(n))
+        return True
+    except np.linalg.LinAlgError:
+        pass
+    w = np.linalg.eigvalsh(M)
+    if w[0] < -1e-8 * max(abs(float(w[-1])), abs(float(w[0]))):
+        raise ProblemError(f"Q: not positive semidefinite (smallest eigenvalue {w[0]:.6g}, largest {w[-1]:.6g}); "
+                           "the problem is not convex, and a stationary point need not be a minimizer")
+    return True
+
+
 class DenseQ:
     """Q held as a dense symmetric numpy matrix.
 
@@ -137,6 +170,7 @@ class DenseQ:
         scale = max(1.0, float(np.abs(arr).max(initial=0.0)))
         if arr.size and float(np.abs(arr - arr.T).max()) > 1e-10 * scale:
             raise ProblemError("Q: not symmetric; pass (Q + Q.T) / 2, which defines the same objective")
+        self.psd: bool | None = _check_psd(arr)
         self.M = arr
         self.M.flags.writeable = False
         self.stats = OperatorStats()
@@ -150,6 +184,7 @@ class DenseQ:
         """
         obj = cls.__new__(cls)
         obj.M = M
+        obj.psd = None
         obj.stats = OperatorStats()
         return obj
 

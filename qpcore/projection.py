@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.problem import FloatArray, ProblemError, as_float_vector
+from qpcore.optimality import DEFAULT_FEAS_TOL, feasibility_scale
+from qpcore.problem import QP, FloatArray, ProblemError, as_float_vector
 
 BoolArray = NDArray[np.bool_]
 
-__all__ = ["breakpoints_box", "project_box", "project_box_equality"]
+__all__ = ["breakpoints_box", "feasible_start", "project_box", "project_box_equality"]
 
 
 def project_box(x: ArrayLike, lb: ArrayLike, ub: ArrayLike) -> FloatArray:
@@ -234,3 +235,62 @@ def breakpoints_box(x: ArrayLike, d: ArrayLike, lb: ArrayLike, ub: ArrayLike) ->
         t = (np.where(dv > 0, hi, lo) - xv) / dv
     t = t[(dv != 0) & np.isfinite(t) & (t > 0)]
     return np.unique(t)
+
+
+def feasible_start(qp: QP, x0: FloatArray, policy: str = "project", feas_tol: float = DEFAULT_FEAS_TOL
+                   ) -> tuple[FloatArray, float]:
+    """The shared treatment of a warm start: every strategy receives a feasible x0.
+
+    Parameters
+    ----------
+    qp : QP
+        The problem.
+    x0 : ndarray
+        The warm start (finite, length n).
+    policy : {"project", "raise"}
+        ``"project"``: replace an infeasible x0 by its Euclidean projection onto
+        ``{lb ≤ x ≤ ub, aᵀx = b}`` (one equality row or none; with several rows an x0 that
+        violates them raises). ``"raise"``: raise a ``ProblemError`` naming the violated constraint.
+    feas_tol : float
+        Violations up to ``feas_tol · feasibility_scale`` count as feasible: such an x0 is
+        only clipped into the box.
+
+    Returns
+    -------
+    x : ndarray
+        A feasible start (a new array).
+    moved : float
+        ‖x − x0‖∞ (0 when x0 was feasible).
+
+    Raises
+    ------
+    ProblemError
+        Under ``"raise"``, or when x0 violates several equality rows.
+    """
+    if policy not in ("project", "raise"):
+        raise ProblemError(f"x0_policy: {policy!r} is not one of 'project', 'raise'")
+    x0 = np.asarray(x0, dtype=np.float64)
+    tol = feas_tol * feasibility_scale(qp, x0)
+    below, above = qp.lb - x0, x0 - qp.ub
+    worst_bound = float(np.maximum(np.maximum(below, above), 0.0).max(initial=0.0))
+    res = np.abs(qp.A @ x0 - qp.b) if qp.m else np.zeros(0)
+    worst_eq = float(res.max(initial=0.0))
+    if worst_bound <= tol and worst_eq <= tol:
+        x = np.clip(x0, qp.lb, qp.ub)
+        return x, float(np.abs(x - x0).max(initial=0.0))
+    if policy == "raise" or (qp.m > 1 and worst_eq > tol):
+        if worst_bound > tol:
+            i = int(np.argmax(np.maximum(below, above)))
+            what = (f"bound {'lb' if below[i] > 0 else 'ub'} at index {i}: x0[{i}] = {x0[i]:.6g} outside "
+                    f"[{qp.lb[i]:.6g}, {qp.ub[i]:.6g}] by {worst_bound:.3g}")
+        else:
+            k = int(np.argmax(res))
+            what = f"equality row {k}: A[{k}]·x0 − b[{k}] = {float(qp.A[k] @ x0 - qp.b[k]):.6g}"
+        hint = ("pass a feasible x0 or x0_policy='project'" if policy == "raise"
+                else "projection onto several equality rows is not offered; pass a feasible x0")
+        raise ProblemError(f"x0: infeasible warm start, violates the {what}; {hint}")
+    if qp.m == 1:
+        x = project_box_equality(x0, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
+    else:
+        x = np.clip(x0, qp.lb, qp.ub)
+    return x, float(np.abs(x - x0).max(initial=0.0))

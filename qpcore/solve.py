@@ -9,10 +9,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from qpcore.kkt import KKT, kkt
+from qpcore.optimality import DEFAULT_FEAS_TOL
+from qpcore.projection import feasible_start
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result, State, Status
 
 FloatArray = NDArray[np.float64]
+
+__all__ = ["PrintReporter", "Progress", "Reporter", "Strategy", "solve"]
 
 
 @runtime_checkable
@@ -108,7 +112,8 @@ def _x0_of(x0: FloatArray | Result | ArrayLike | None, n: int) -> FloatArray | N
 def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None = None, *, tol: float = 1e-3,
           max_iter: int | None = None, time_limit: float | None = None,
           callback: Callable[[Progress], bool | None] | None = None, callback_every: int = 1,
-          reporter: Reporter | None = None, certify: bool = True) -> Result:
+          reporter: Reporter | None = None, certify: bool = True, x0_policy: str = "project",
+          feas_tol: float = DEFAULT_FEAS_TOL) -> Result:
     """Run ``strategy`` on ``qp`` until converged or a limit is hit.
 
     Parameters
@@ -118,11 +123,14 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     strategy : Strategy
         The method (e.g. ``strategies.smo.SMO()``).
     x0 : ndarray or Result, optional
-        Warm start: a point, or a previous ``Result`` (its point).
+        Warm start: a point, or a previous ``Result`` (its point). An infeasible one is treated
+        by ``x0_policy`` before the strategy sees it (:func:`qpcore.projection.feasible_start`).
     tol : float
         Stopping tolerance on the KKT measure (the MVP gap for an SVM dual).
     max_iter, time_limit : int, float, optional
         Limits; hitting one returns the best point with status ``max_iter``/``time_limit``.
+        The time limit is handed to the strategy as ``state.deadline``, which long steps check
+        inside their inner loops.
     callback : callable, optional
         Called with a ``Progress`` every ``callback_every`` iterations; returning True stops the
         run with status ``stopped``.
@@ -131,6 +139,13 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     certify : bool
         Compute the final KKT certificate and objective with a fresh Q x from the problem
         (True) or from the strategy's gradient (False, cheaper, not a certificate).
+    x0_policy : {"project", "raise"}
+        What to do with an infeasible x0: project it onto the feasible set (the distance moved is
+        ``stats["x0_moved"]``) or raise a ``ProblemError`` naming the violated constraint.
+    feas_tol : float
+        Feasibility tolerance, relative to :func:`qpcore.optimality.feasibility_scale`. A run is
+        ``converged`` only when its certificate has KKT measure ≤ tol *and* primal violation
+        ≤ feas_tol · scale; a strategy that stops at an infeasible point ends ``infeasible``.
 
     Returns
     -------
@@ -142,10 +157,17 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         raise ProblemError(f"max_iter: must be ≥ 0, got {max_iter}")
     if time_limit is not None and not time_limit > 0:
         raise ProblemError(f"time_limit: must be > 0, got {time_limit}")
+    if not feas_tol > 0:
+        raise ProblemError(f"feas_tol: must be > 0, got {feas_tol}")
     t0 = time.perf_counter()
-    state = strategy.init(qp, _x0_of(x0, qp.n), tol)
-    limit_iter = max_iter if max_iter is not None else np.iinfo(np.int64).max
     deadline = t0 + time_limit if time_limit is not None else np.inf
+    start = _x0_of(x0, qp.n)
+    x0_moved = 0.0
+    if start is not None:
+        start, x0_moved = feasible_start(qp, start, x0_policy, feas_tol)
+    state = strategy.init(qp, start, tol)
+    state.deadline = float(deadline)
+    limit_iter = max_iter if max_iter is not None else np.iinfo(np.int64).max
     next_report = t0 + reporter.interval if reporter is not None else np.inf
     status = Status.CONVERGED
     perf = time.perf_counter
@@ -193,9 +215,14 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         g = qp.gradient(x) if certify else state.g
     cert = kkt(qp, x, g)
     objective = float(0.5 * x @ (g + qp.c))
-    if status is Status.CONVERGED and not cert.measure <= tol * (1 + 1e-9) + 1e-12:
-        # the strategy's incremental gradient drifted; say so rather than claim convergence
-        status = Status.STALLED
+    if status is Status.CONVERGED:
+        if not cert.feasible(feas_tol):
+            status = Status.INFEASIBLE       # optimal-looking but off the feasible set: never a solution
+        elif not cert.measure <= tol * (1 + 1e-9) + 1e-12:
+            # the strategy's incremental gradient drifted; say so rather than claim convergence
+            status = Status.STALLED
+        elif state.nonconvex:
+            status = Status.NONCONVEX        # a KKT point of a non-convex problem is not certified a minimum
     Qs = qp.Q.stats
     stats: dict[str, Any] = {
         "seconds": solve_seconds,
@@ -204,6 +231,7 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         "cache_hits": Qs.cache_hits,
         "cache_misses": Qs.cache_misses,
         "gradient_drift": float(np.abs(g - state.g).max(initial=0.0)) if certify else float("nan"),
+        "x0_moved": x0_moved,
         **state.counters,
     }
     result = Result(x=x, multipliers=cert.multipliers, z=cert.z, status=status, objective=objective, kkt=cert,

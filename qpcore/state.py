@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import time
 from typing import Any
 
 import attrs
@@ -10,6 +11,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from qpcore.kkt import KKT
+
+__all__ = ["Result", "State", "Status", "bound_status"]
 
 FloatArray = NDArray[np.float64]
 
@@ -24,6 +27,10 @@ class Status(enum.Enum):
     NONFINITE = ("nonfinite", "a NaN or inf appeared; the point is the last finite one")
     STOPPED = ("stopped", "stopped by the callback; the point is the best found")
     UNBOUNDED = ("unbounded", "the objective is unbounded below along a feasible direction")
+    NONCONVEX = ("nonconvex", "negative curvature met: Q is not positive semidefinite, so the point "
+                 "(the best found) is not certified a minimizer")
+    INFEASIBLE = ("infeasible", "the point violates the constraints beyond the feasibility tolerance; "
+                  "not a solution")
 
     def __init__(self, code: str, message: str) -> None:
         self.code = code
@@ -58,6 +65,13 @@ class State:
     exact : tuple of ndarray or None
         ``(x, g)`` where the strategy last computed g = ``qp.gradient(x)`` afresh; when the run
         ends at that very x, ``solve`` certifies with this g instead of a second product.
+    deadline : float
+        ``time.perf_counter()`` value at which the run's time limit expires (inf: none). Set by
+        ``solve`` before the first step; a strategy whose step can be long (inner loops, inner
+        solves) checks :meth:`out_of_time` inside it and returns early with a consistent state.
+    nonconvex : bool
+        Set by a strategy that met a direction of negative curvature (Q not PSD); ``solve`` then
+        never reports ``converged``.
     """
 
     x: FloatArray
@@ -69,6 +83,16 @@ class State:
     done: bool = False
     stop: Status | None = None
     exact: tuple[FloatArray, FloatArray] | None = None
+    deadline: float = float("inf")
+    nonconvex: bool = False
+
+    def out_of_time(self) -> bool:
+        """Whether the run's deadline has passed (cheap: one clock read)."""
+        return time.perf_counter() >= self.deadline
+
+    def time_left(self) -> float:
+        """Seconds until the deadline (inf when there is none)."""
+        return self.deadline - time.perf_counter()
 
 
 def bound_status(x: FloatArray, lb: FloatArray, ub: FloatArray) -> NDArray[np.int8]:

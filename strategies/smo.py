@@ -15,7 +15,7 @@ the steps. Shrinking therefore only narrows the O(n) selection work; nothing is 
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 import numpy as np
@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 
 from qpcore.operators import KernelQ
 from qpcore.problem import QP, ProblemError
-from qpcore.rules import WorkingSetRule
+from qpcore.optimality import Scores, direction_masks, maximal_violating_pair, measure, projected_gradient
+from qpcore.rules import RuleView, check_rule, rule_kind
 from qpcore.state import State, Status, bound_status
 
 FloatArray = NDArray[np.float64]
@@ -36,21 +37,18 @@ TAU = 1e-12  # LIBSVM's guard: curvature below this is treated as non-positive
 
 @attrs.define(slots=True, eq=False)
 class SMOWork:
-    """SMO's slot in ``State.extra``: labels, direction masks, the active (unshrunk) set."""
+    """SMO's slot in ``State.extra``: labels, direction masks, the active (unshrunk) set, the rule's view."""
 
     y: FloatArray
     QD: FloatArray
     up: BoolArray            # y_t x_t may increase: (y=+1, x<ub) or (y=−1, x>lb)
     low: BoolArray           # y_t x_t may decrease
+    view: RuleView
     act: IndexArray | None = None   # active variables; None means all
-    ya: FloatArray | None = None
-    QDa: FloatArray | None = None
     since_shrink: int = 0
     unshrunk: bool = False
     w: FloatArray | None = None     # linear-kernel weight vector (Platt eq. 22)
-    last_pair: tuple[int, int] | None = None
     null_steps: int = 0
-    rule_state: dict[str, Any] = attrs.Factory(dict)
     fallback: bool = False
     tol: float = 1e-3
     x_fresh: FloatArray = attrs.Factory(lambda: np.zeros(0))  # point where g was last computed exactly
@@ -63,58 +61,34 @@ class SMOWork:
         if act is not None and act.size == self.y.size:
             act = None
         self.act = act
-        self.ya = None if act is None else self.y[act]
-        self.QDa = None if act is None else self.QD[act]
-
-    def active_views(self, G: FloatArray) -> tuple[IndexArray | None, FloatArray, FloatArray, BoolArray, BoolArray,
-                                                    FloatArray]:
-        """(act, y, G, up, low, QD) over the active set (gathered when shrunk)."""
-        a = self.act
-        if a is None:
-            return None, self.y, G, self.up, self.low, self.QD
-        assert self.ya is not None and self.QDa is not None
-        return a, self.ya, G[a], self.up[a], self.low[a], self.QDa
-
-
-def _direction_masks(x: FloatArray, y: FloatArray, lb: FloatArray, ub: FloatArray) -> tuple[BoolArray, BoolArray]:
-    below, above = x < ub, x > lb
-    pos = y > 0
-    return (pos & below) | (~pos & above), (pos & above) | (~pos & below)
-
-
-def _work(state: State) -> SMOWork:
-    w = state.extra
-    if not isinstance(w, SMOWork):
-        raise TypeError("this rule runs inside SMO: state.extra must be an SMOWork")
-    return w
+        self.view.restrict(act)
 
 
 # ---------------------------------------------------------------------------------------------
-# Working-set rules (pairs for one equality row; single indices for the fixed-threshold SVM)
+# Working-set rules (pairs for one equality row; single indices for the fixed-threshold SVM).
+# Each reads only the RuleView, so it is correct with shrinking on and plugs into SMO and
+# decomposition alike.
 # ---------------------------------------------------------------------------------------------
 
 
 @attrs.frozen
 class MaximalViolatingPair:
-    """First-order rule (Keerthi et al. 2001): i = argmax_{I_up} −y_t g_t, j = argmin_{I_low} −y_t g_t.
+    """First-order rule (Keerthi et al. 2001): i = argmax_{up} v, j = argmin_{low} v, v = −g/a.
 
     With no equality row: the variable of largest projected-gradient magnitude.
     """
 
-    def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
-        """The maximal violating pair, or None when m(x) − M(x) ≤ tol."""
-        work = _work(state)
-        act, y, G, up, low, QD = work.active_views(state.g)
-        if qp.m == 0:
-            return _single_select(qp, state, act, G, QD, tol, second_order=False)
-        F = -y * G
-        vu = np.where(up, F, -np.inf)
-        vl = np.where(low, F, np.inf)
-        i = int(vu.argmax())
-        j = int(vl.argmin())
-        if not vu[i] - vl[j] > tol:
+    kind: ClassVar[Literal["pair"]] = "pair"
+
+    def select(self, view: RuleView, tol: float) -> IndexArray | None:
+        """The maximal violating pair, or None when the gap m(x) − M(x) ≤ tol."""
+        if view.a is None:
+            return _single_select(view, tol, second_order=False)
+        s = view.scores()
+        pair = maximal_violating_pair(s)
+        if pair is None or not s.v[pair[0]] - s.v[pair[1]] > tol:
             return None
-        return _glob(act, i, j)
+        return np.array(pair, dtype=np.intp)
 
 
 @attrs.frozen
@@ -125,78 +99,64 @@ class SecondOrderRule:
     kernels). With no equality row: the variable whose exact clipped Newton step decreases most.
     """
 
+    kind: ClassVar[Literal["pair"]] = "pair"
     tau: float = TAU
     prefetch: int = 0
 
-    def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
+    def select(self, view: RuleView, tol: float) -> IndexArray | None:
         """The pair (i, j), or None when m(x) − M(x) ≤ tol.
 
-        When row i or j is not cached and the operator can ``prefetch``, the next most violating
-        candidates' rows are computed with it in one block (``prefetch`` rows).
+        When row i or j is not cached, the next most violating candidates' rows are asked for
+        with it in one block (``prefetch`` rows), which a caching operator computes at once.
         """
-        work = _work(state)
-        act, y, G, up, low, QD = work.active_views(state.g)
-        if qp.m == 0:
-            return _single_select(qp, state, act, G, QD, tol, second_order=True, tau=self.tau)
-        F = np.multiply(y, G)
-        np.negative(F, out=F)                # F_t = −y_t g_t
-        vu = np.where(up, F, -np.inf)
+        y = view.a
+        if y is None:
+            return _single_select(view, tol, second_order=True, tau=self.tau)
+        s = view.scores()
+        vu = np.where(s.up, s.v, -np.inf)
         i = int(vu.argmax())
         gmax = float(vu[i])
-        vl = np.where(low, F, np.inf)
+        vl = np.where(s.low, s.v, np.inf)
         if not gmax - float(vl.min()) > tol:
             return None
-        ig = i if act is None else int(act[i])
-        Q = qp.Q
-        pf = getattr(Q, "prefetch", None) if self.prefetch > 1 else None
-        if pf is not None and not Q.cached(ig):  # type: ignore[attr-defined]
-            pf(_top(vu, act, i, self.prefetch))
-        Qi = Q.row(ig)
-        a = np.multiply(y, Qi if act is None else Qi[act])
+        if self.prefetch > 1 and not view.cached(i):
+            view.prefetch(_top(vu, i, self.prefetch))
+        QD = view.diag
+        a = np.multiply(y, view.row(i))
         a *= -2.0 * y[i]
         a += QD
         a += QD[i]                           # a_t = Q_ii + Q_tt − 2 y_i y_t Q_it
         np.maximum(a, self.tau, out=a)
-        score = np.subtract(gmax, vl, out=vl)   # b_t = gmax − F_t; −inf outside I_low
+        score = np.subtract(gmax, vl, out=vl)   # b_t = gmax − v_t; −inf outside low
         np.maximum(score, 0.0, out=score)    # only violating pairs (b > 0) score
         score *= score
         score /= a
         j = int(score.argmax())
-        if pf is not None and not Q.cached(j if act is None else int(act[j])):  # type: ignore[attr-defined]
-            pf(_top(score, act, j, self.prefetch))
-        return _glob(act, i, j)
+        if self.prefetch > 1 and not view.cached(j):
+            view.prefetch(_top(score, j, self.prefetch))
+        return np.array([i, j], dtype=np.intp)
 
 
-def _top(values: FloatArray, act: IndexArray | None, first: int, k: int) -> IndexArray:
-    """``first`` and the k − 1 other largest of ``values`` (global indices): rows to prefetch."""
+def _top(values: FloatArray, first: int, k: int) -> IndexArray:
+    """``first`` and the k − 1 other largest finite ``values`` (view positions): rows to prefetch."""
     k = min(k, values.size)
     top = np.argpartition(values, values.size - k)[values.size - k:]
     top = top[np.isfinite(values[top]) & (top != first)]
-    loc = np.concatenate(([first], top[np.argsort(-values[top])]))
-    return loc if act is None else act[loc]
+    return np.concatenate(([first], top[np.argsort(-values[top])])).astype(np.intp)
 
 
-def _glob(act: IndexArray | None, i: int, j: int) -> IndexArray:
-    if act is None:
-        return np.array([i, j], dtype=np.intp)
-    return np.array([act[i], act[j]], dtype=np.intp)
-
-
-def _single_select(qp: QP, state: State, act: IndexArray | None, G: FloatArray, QD: FloatArray, tol: float, *,
-                   second_order: bool, tau: float = TAU) -> IndexArray | None:
+def _single_select(view: RuleView, tol: float, *, second_order: bool, tau: float = TAU) -> IndexArray | None:
     """Fixed-threshold rules: one variable, chosen by projected gradient or exact decrease."""
-    x = state.x if act is None else state.x[act]
-    lb = qp.lb if act is None else qp.lb[act]
-    ub = qp.ub if act is None else qp.ub[act]
-    pg = np.where(x < ub, np.minimum(G, 0.0), 0.0) + np.where(x > lb, np.maximum(G, 0.0), 0.0)
+    x, g, lb, ub = view.x, view.g, view.lb, view.ub
+    pg = projected_gradient(x, g, lb, ub)
     k = int(np.abs(pg).argmax())
     if not abs(pg[k]) > tol:
         return None
     if second_order:
-        t = np.clip(-G / np.maximum(QD, tau), lb - x, ub - x)
-        dec = -(G * t + 0.5 * QD * t * t)
+        t = np.clip(-g / np.maximum(view.diag, tau), lb - x, ub - x)
+        dec = -(g * t + 0.5 * view.diag * t * t)
         k = int(dec.argmax())
-    return np.array([k if act is None else act[k]], dtype=np.intp)
+    return np.array([k], dtype=np.intp)
 
 
 @attrs.frozen
@@ -214,27 +174,26 @@ class PlattHeuristic:
     ----------
     eps : float
         Smallest relative change of x_i2 that counts as progress (Platt's ``eps``).
-    seed : int
-        Seed of the random starting points.
     """
 
+    kind: ClassVar[Literal["pair"]] = "pair"
     eps: float = 1e-12
-    seed: int = 0
 
-    def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
+    def select(self, view: RuleView, tol: float) -> IndexArray | None:
         """Next (i1, i2) with positive progress, or None after a clean pass over all examples."""
-        work = _work(state)
-        rs = work.rule_state
-        if not rs:
-            rs.update(examine_all=True, pos=0, changed=0, b=0.0, rng=np.random.default_rng(self.seed))
-        x, G, y, lb, ub = state.x, state.g, work.y, qp.lb, qp.ub
-        if work.last_pair is not None:
-            rs["b"] = self._threshold(qp, state, work) if qp.m else 0.0
-            work.last_pair = None
+        rs = view.memo
+        if "examine_all" not in rs:
+            rs.update(examine_all=True, pos=0, changed=0, b=0.0, pending=None)
+        x, G, lb, ub = view.x, view.g, view.lb, view.ub
+        y = view.a
+        if rs["pending"] is not None:
+            # the pair returned last time has been stepped on: Platt eqs. 20–21 from its ends
+            rs["b"] = self._threshold(view, rs["pending"]) if y is not None else 0.0
+            rs["pending"] = None
         b = float(rs["b"])
         n = x.size
         free = (x > lb) & (x < ub)
-        r = G - y * b if qp.m else G
+        r = G - y * b if y is not None else G
         viol = ((r < -0.5 * tol) & (x < ub)) | ((r > 0.5 * tol) & (x > lb))
         while True:
             cand = viol if rs["examine_all"] else viol & free
@@ -251,23 +210,25 @@ class PlattHeuristic:
                 continue
             for i2 in (rs["pos"] + hits).tolist():
                 rs["pos"] = i2 + 1
-                if qp.m == 0:
+                if y is None:
                     rs["changed"] += 1
                     return np.array([i2], dtype=np.intp)
-                i1 = self._second_choice(qp, state, work, i2, free, rs["rng"])
+                i1 = self._second_choice(view, i2, free)
                 if i1 is not None:
                     rs["changed"] += 1
+                    rs["pending"] = (i1, i2)
                     return np.array([i1, i2], dtype=np.intp)
             rs["pos"] = n
 
-    def _second_choice(self, qp: QP, state: State, work: SMOWork, i2: int, free: BoolArray,
-                       rng: np.random.Generator) -> int | None:
-        G, y, x = state.g, work.y, state.x
-        row = qp.Q.row(i2)
+    def _second_choice(self, view: RuleView, i2: int, free: BoolArray) -> int | None:
+        G, y, x = view.g, view.a, view.x
+        assert y is not None
+        row = view.row(i2)
         e = y * G                       # E_t + b: differences of e are differences of errors
         nb = np.flatnonzero(free)
         nb = nb[nb != i2]
         tiers: list[IndexArray] = []
+        rng = view.rng
         if nb.size:
             k = int(nb[e[nb].argmin()] if e[i2] > 0 else nb[e[nb].argmax()])
             tiers.append(np.array([k], dtype=np.intp))
@@ -277,10 +238,11 @@ class PlattHeuristic:
         alln = alln[alln != i2]
         s = int(rng.integers(max(1, alln.size)))
         tiers.append(np.roll(alln, -s))
+        lb, ub, QD = view.lb, view.ub, view.diag
         for cand in tiers:
             if cand.size == 0:
                 continue
-            t = pair_steps(i2, cand, x, G, y, qp.lb, qp.ub, work.QD, np.asarray(row[cand], dtype=np.float64))
+            t = pair_steps(i2, cand, x, G, y, lb, ub, QD, np.asarray(row[cand], dtype=np.float64))
             moved = np.abs(t) > self.eps * (np.abs(x[i2]) + np.abs(x[i2] + y[i2] * t) + self.eps)
             hit = np.flatnonzero(moved)
             if hit.size:
@@ -288,16 +250,16 @@ class PlattHeuristic:
         return None
 
     @staticmethod
-    def _threshold(qp: QP, state: State, work: SMOWork) -> float:
-        assert work.last_pair is not None
-        i, j = work.last_pair
-        x, G, y = state.x, state.g, work.y
-        bi, bj = y[i] * G[i], y[j] * G[j]   # E = 0 at a free variable after the step
-        if qp.lb[i] < x[i] < qp.ub[i]:
-            return float(bi)
-        if qp.lb[j] < x[j] < qp.ub[j]:
-            return float(bj)
-        return float(0.5 * (bi + bj))
+    def _threshold(view: RuleView, pair: tuple[int, int]) -> float:
+        i1, i2 = pair
+        x, G, y, lb, ub = view.x, view.g, view.a, view.lb, view.ub
+        assert y is not None
+        b2, b1 = y[i2] * G[i2], y[i1] * G[i1]   # E = 0 at a free variable after the step
+        if lb[i2] < x[i2] < ub[i2]:
+            return float(b2)
+        if lb[i1] < x[i1] < ub[i1]:
+            return float(b1)
+        return float(0.5 * (b1 + b2))
 
 
 def pair_steps(i: int, js: IndexArray, x: FloatArray, G: FloatArray, y: FloatArray, lb: FloatArray,
@@ -330,17 +292,20 @@ def pair_steps(i: int, js: IndexArray, x: FloatArray, G: FloatArray, y: FloatArr
 RuleName = Literal["wss2", "mvp", "platt"]
 
 
-def make_rule(rule: WorkingSetRule | str) -> WorkingSetRule:
-    """A rule from its name ("wss2", "mvp", "platt") or the rule itself."""
+def make_rule(rule: Any) -> Any:
+    """A rule from its name ("wss2", "mvp", "platt") or the rule itself (checked for a ``kind``)."""
     if isinstance(rule, str):
-        table: dict[str, WorkingSetRule] = {"wss2": SecondOrderRule(), "mvp": MaximalViolatingPair(),
-                                            "platt": PlattHeuristic()}
+        table: dict[str, Any] = {"wss2": SecondOrderRule(), "mvp": MaximalViolatingPair(), "platt": PlattHeuristic()}
         if rule not in table:
             raise ProblemError(f"rule: unknown working-set rule {rule!r}; use one of {sorted(table)}")
         return table[rule]
-    if not isinstance(rule, WorkingSetRule):
-        raise ProblemError("rule: must be a rule name or an object with select(qp, state, tol)")
+    rule_kind(rule)
     return rule
+
+
+_MVP = MaximalViolatingPair()
+
+__all__ = ["SMO", "SMOWork", "MaximalViolatingPair", "PlattHeuristic", "SecondOrderRule", "make_rule", "pair_steps"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,9 +319,10 @@ class SMO:
 
     Parameters
     ----------
-    rule : WorkingSetRule or {"wss2", "mvp", "platt"}
+    rule : PairRule or {"wss2", "mvp", "platt"}
         Working-set rule: LIBSVM's second-order rule (default), the maximal violating pair, or
-        Platt's heuristics; any object with ``select(qp, state, tol)`` plugs in.
+        Platt's heuristics; any pair rule (``kind = "pair"``, ``select(view, tol)`` over a
+        :class:`qpcore.rules.RuleView`) plugs in. A set rule is refused here.
     shrinking : bool
         LIBSVM's shrinking: every ``shrink_every`` steps drop bound variables that cannot
         re-enter from the selection; unshrink once the gap is within 10·tol; always re-check the
@@ -372,6 +338,8 @@ class SMO:
         still needs row i), since each step then costs one sparse matvec over all of X.
     max_null_steps : int
         Consecutive steps without movement before the run ends ``stalled``.
+    seed : int
+        Seed of the rule's per-run generator (``view.rng``).
     """
 
     rule: Any = attrs.field(default="wss2", converter=make_rule)
@@ -379,6 +347,10 @@ class SMO:
     shrink_every: int = 1000
     weight_update: bool = False
     max_null_steps: int = 50
+    seed: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        check_rule(self.rule, ("pair",), "SMO")
 
     # -- set-up ---------------------------------------------------------------------------------
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
@@ -397,8 +369,11 @@ class SMO:
         x = self._start(qp, y, x0)
         g = qp.gradient(x) if x.any() else qp.c.copy()
         QD = np.asarray(qp.Q.diag(), dtype=np.float64)
-        up, low = _direction_masks(x, y, qp.lb, qp.ub)
-        work = SMOWork(y=y, QD=QD, up=up, low=low, tol=tol, buf=np.empty(qp.n))
+        up, low = direction_masks(x, qp.lb, qp.ub, y)
+        state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub))
+        view = RuleView(qp, state, seed=self.seed, up=up if qp.m else None, low=low if qp.m else None, diag=QD)
+        work = SMOWork(y=y, QD=QD, up=up, low=low, view=view, tol=tol, buf=np.empty(qp.n))
+        state.extra = work
         row_dtype = np.dtype(getattr(qp.Q, "dtype", np.float64))
         work.row_eps = float(getattr(qp.Q, "row_eps", np.finfo(row_dtype).eps if row_dtype.kind == "f" else 0.0))
         work.qmax = float(np.abs(QD).max(initial=0.0))
@@ -406,7 +381,6 @@ class SMO:
         if self._use_weights(qp):
             assert isinstance(qp.Q, KernelQ)
             work.w = np.asarray(qp.Q.X.T @ (qp.Q.s * x), dtype=np.float64).ravel()
-        state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), extra=work)
         state.counters.update(shrink_events=0, unshrink_events=0, null_steps=0, fallback_steps=0)
         return state
 
@@ -419,10 +393,7 @@ class SMO:
     @staticmethod
     def _start(qp: QP, y: FloatArray, x0: FloatArray | None) -> FloatArray:
         if x0 is not None:
-            x = np.clip(x0, qp.lb, qp.ub)
-            if qp.m and abs(float(y @ x - qp.b[0])) > 1e-9 * max(1.0, float(np.abs(x).sum())):
-                raise ProblemError("x0: violates the equality yᵀx = b; pass a feasible warm start")
-            return x
+            return np.clip(x0, qp.lb, qp.ub)   # qpcore.solve made it feasible (feasible_start)
         x = np.clip(np.zeros(qp.n), qp.lb, qp.ub)
         if qp.m == 0:
             return x
@@ -456,9 +427,12 @@ class SMO:
             if work.since_shrink >= min(qp.n, self.shrink_every):
                 work.since_shrink = 0
                 self._shrink(qp, state, work, tol)
+        view = work.view
+        view.iteration = state.iteration
         while True:
-            sel = (MaximalViolatingPair() if work.fallback else rule).select(qp, state, tol)
+            sel = (_MVP if work.fallback else rule).select(view, tol)
             if sel is not None:
+                sel = view.to_global(sel)
                 break
             if work.act is not None:            # optimal on the active set: re-check on all
                 work.set_active(None)
@@ -480,10 +454,14 @@ class SMO:
             return
         if work.fallback:
             state.counters["fallback_steps"] += 1
+        view.previous_global = sel
         if sel.size == 1:
             moved = self._single_step(qp, state, work, int(sel[0]))
-        else:
+        elif sel.size == 2:
             moved = self._pair_step(qp, state, work, int(sel[0]), int(sel[1]))
+        else:
+            raise ProblemError(f"rule: {type(rule).__name__} returned {sel.size} indices; an SMO rule returns "
+                               "two (one for a problem without an equality row)")
         if moved:
             work.null_steps = 0
         else:
@@ -494,18 +472,13 @@ class SMO:
 
     @staticmethod
     def _gap(qp: QP, state: State, work: SMOWork) -> float:
-        F = -work.y * state.g
-        up = F[work.up]
-        low = F[work.low]
-        if up.size == 0 or low.size == 0:
-            return 0.0
-        return float(up.max() - low.min())
+        return measure(Scores(v=-work.y * state.g, up=work.up, low=work.low, single=None))
 
     def _shrink(self, qp: QP, state: State, work: SMOWork, tol: float) -> None:
         y, G = work.y, state.g
-        F = -y * G
-        gmax1 = float(np.max(F, where=work.up, initial=-np.inf))   # max_{I_up} −y g
-        gmax2 = float(np.max(-F, where=work.low, initial=-np.inf))  # max_{I_low} y g
+        F = -y * G                                                  # the scores v of qpcore.optimality
+        gmax1 = float(np.max(F, where=work.up, initial=-np.inf))   # max_{up} v
+        gmax2 = float(np.max(-F, where=work.low, initial=-np.inf))  # −min_{low} v
         if not work.unshrunk and gmax1 + gmax2 <= 10.0 * tol:
             work.unshrunk = True
             work.set_active(None)
@@ -579,6 +552,8 @@ class SMO:
         if a > TAU:
             t = min(max(-d1 / a, L), H)
         else:                                   # Platt eq. 19: compare the objective at the ends
+            if a < -1e-10 * max(1.0, float(work.QD[i] + work.QD[j])):
+                state.nonconvex = True          # negative curvature along e_i − y_i y_j e_j: Q not PSD
             fL, fH = d1 * L + 0.5 * a * L * L, d1 * H + 0.5 * a * H * H
             t = L if fL < fH else (H if fH < fL else 0.0)
         if t == 0.0:
@@ -591,7 +566,6 @@ class SMO:
         self._update_gradient(qp, state, work, (i, j), (di, dj), None if Qi is None else (Qi, Qj))  # type: ignore[arg-type]
         for k in (i, j):
             self._refresh(qp, state, work, k)
-        work.last_pair = (j, i)   # Platt's (i1, i2) order
         return True
 
     def _single_step(self, qp: QP, state: State, work: SMOWork, i: int) -> bool:
@@ -602,6 +576,8 @@ class SMO:
         if qii > TAU:
             ni = min(max(xi - gi / qii, lo), hi)
         else:   # no curvature: the end with the lower objective
+            if qii < -1e-10:
+                state.nonconvex = True
             fL = gi * (lo - xi) + 0.5 * qii * (lo - xi) ** 2
             fH = gi * (hi - xi) + 0.5 * qii * (hi - xi) ** 2
             ni = lo if fL < fH else (hi if fH < fL else xi)
@@ -613,7 +589,6 @@ class SMO:
         rows = None if work.w is not None else (qp.Q.row(i),)
         self._update_gradient(qp, state, work, (i,), (d,), rows)
         self._refresh(qp, state, work, i)
-        work.last_pair = (i, i)
         return True
 
     @staticmethod

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import qpcore
+from qpcore.rules import RuleView
 from problems.datasets import load_dataset
 from problems.svm import csvc, fixed_threshold_svm
 from qpcore.testing import assert_kkt, dense_reference, svm_duals
@@ -93,7 +94,9 @@ def test_nonpsd_kernel_eta_nonpositive() -> None:
         res = _solve(prob.qp, rule, 1e-4)
         x = res.x
         assert np.all(x >= 0) and np.all(x <= 1.0) and abs(prob.y @ x) < 1e-9
-        assert res.status in (qpcore.Status.CONVERGED, qpcore.Status.STALLED)
+        # negative curvature was met: a KKT point of a non-convex QP is never reported converged
+        assert res.status in (qpcore.Status.NONCONVEX, qpcore.Status.STALLED)
+        assert res.state.nonconvex
         assert res.objective < 0  # descended from α = 0
 
 
@@ -146,9 +149,9 @@ def test_bad_inputs() -> None:
         qpcore.solve(qpcore.QP(np.eye(2), -np.ones(2), 0.0, 1.0, np.array([1.0, 2.0]), 0.0), SMO())
     with pytest.raises(qpcore.ProblemError, match="rule"):
         SMO(rule="nope")
-    with pytest.raises(qpcore.ProblemError, match="x0"):
+    with pytest.raises(qpcore.ProblemError, match="x0.*equality row 0"):
         qpcore.solve(qpcore.QP(np.eye(2), -np.ones(2), 0.0, 1.0, np.array([1.0, -1.0]), 0.0), SMO(),
-                     x0=np.array([1.0, 0.0]))
+                     x0=np.array([1.0, 0.0]), x0_policy="raise")
     with pytest.raises(qpcore.ProblemError, match="C"):
         csvc(np.eye(3), [1, -1, 1], C=0.0)
     with pytest.raises(qpcore.ProblemError, match="two distinct"):
@@ -159,15 +162,15 @@ def test_bad_inputs() -> None:
 
 def test_user_rule_plugs_in() -> None:
     class FirstViolators:
-        """A deliberately naive rule: the first I_up/I_low violating pair in index order."""
+        """A deliberately naive rule: the first up/low violating pair in index order."""
 
-        def select(self, qp: qpcore.QP, state: qpcore.State, tol: float) -> np.ndarray | None:
-            y = qp.A[0]
-            F = -y * state.g
-            up = np.where((y > 0) & (state.x < qp.ub) | (y < 0) & (state.x > qp.lb))[0]
-            low = np.where((y > 0) & (state.x > qp.lb) | (y < 0) & (state.x < qp.ub))[0]
-            i = up[np.argmax(F[up])]
-            viol = low[F[low] < F[i] - tol]
+        kind = "pair"
+
+        def select(self, view: RuleView, tol: float) -> np.ndarray | None:
+            s = view.scores()
+            up, low = np.flatnonzero(s.up), np.flatnonzero(s.low)
+            i = up[np.argmax(s.v[up])]
+            viol = low[s.v[low] < s.v[i] - tol]
             return None if viol.size == 0 else np.array([i, viol[0]])
 
     rng = np.random.default_rng(1)
