@@ -15,7 +15,7 @@ the same way.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import attrs
 import numpy as np
@@ -23,7 +23,9 @@ from numpy.typing import NDArray
 
 from qpcore.operators import DenseQ, cross_block, principal_block
 from qpcore.problem import QP, ProblemError
-from qpcore.rules import WorkingSetRule
+from qpcore.optimality import Scores, maximal_violating_pair, scores_of
+from qpcore.projection import feasible_start
+from qpcore.rules import RuleView, check_rule
 from qpcore.solve import Strategy, solve
 from qpcore.state import State, Status, bound_status
 
@@ -31,56 +33,7 @@ FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
 
-__all__ = ["Chunking", "Decomposition", "DecompositionWork", "OsunaSwap", "SteepestFeasible", "state_violations",
-           "violations"]
-
-
-def violations(qp: QP, x: FloatArray, g: FloatArray) -> tuple[FloatArray, BoolArray, BoolArray]:
-    """Per-variable scores for working-set selection, in the units of the KKT measure.
-
-    With one equality row a: ``v = −g/a`` (LIBSVM's −y∇f), with masks ``up`` (variables whose v
-    may be raised: the step that raises v_i is feasible) and ``down``; the maximal violating pair
-    is argmax v over ``up`` against argmin v over ``down``, and the gap max − min. Without an
-    equality: ``v = −g``, ``up`` = may increase, ``down`` = may decrease.
-
-    Returns
-    -------
-    v, up, down : ndarray
-    """
-    can_inc, can_dec = x < qp.ub, x > qp.lb
-    if qp.m == 0:
-        return -g, can_inc, can_dec
-    a = qp.A[0]
-    nz = a != 0
-    v = np.divide(-g, a, out=np.zeros_like(g), where=nz)
-    pos, neg = a > 0, a < 0
-    up = (pos & can_inc) | (neg & can_dec)
-    down = (pos & can_dec) | (neg & can_inc)
-    return v, up, down
-
-
-def state_violations(qp: QP, state: State) -> tuple[FloatArray, BoolArray, BoolArray]:
-    """:func:`violations` at the state's point, restricted to the variables decomposition has
-    not shrunk (shrunk variables get ``up = down = False``; their gradient entries are stale).
-
-    Rules should call this rather than :func:`violations`; a rule that picks a shrunk variable
-    makes decomposition unshrink and stop shrinking for the rest of the run.
-    """
-    v, up, down = violations(qp, state.x, state.g)
-    work = state.extra
-    if isinstance(work, DecompositionWork) and work.mask is not None:
-        up &= work.mask
-        down &= work.mask
-    return v, up, down
-
-
-def _gap(v: FloatArray, up: BoolArray, down: BoolArray, pairs: bool = True) -> float:
-    """The maximal-violating-pair gap (``pairs``) or, without an equality, the projected-gradient norm."""
-    if not pairs:
-        return float(max(np.maximum(v[up], 0.0).max(initial=0.0), np.maximum(-v[down], 0.0).max(initial=0.0)))
-    if not up.any() or not down.any():
-        return 0.0
-    return float(v[up].max() - v[down].min())
+__all__ = ["Chunking", "Decomposition", "DecompositionWork", "OsunaSwap", "SteepestFeasible", "violators"]
 
 
 @attrs.define(slots=True, eq=False)
@@ -88,10 +41,10 @@ class DecompositionWork:
     """Decomposition's slot in ``State.extra``: the previous working set, the stall count."""
 
     tol: float
+    view: RuleView
     previous: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
     rounds: int = 0
     since_best: int = 0
-    rng: np.random.Generator = attrs.field(factory=lambda: np.random.default_rng(0))
     row_eps: float = 0.0          # relative rounding of a stored row entry (float32 caches)
     qmax: float = 0.0
     x_fresh: FloatArray = attrs.field(factory=lambda: np.zeros(0))  # where g was last exact
@@ -100,7 +53,6 @@ class DecompositionWork:
     # shrinking: the active variables (sorted) and their mask, None when nothing is shrunk
     active: IndexArray | None = None
     mask: BoolArray | None = None
-    shrink_ok: bool = True
     # the rows of recent working sets over the current columns, one slot per row: W[slot] is
     # row slot_var[slot] (−1: empty); slot_of[i] is i's slot or −1. The buffer is reused every
     # round, since fresh q×n arrays cost more in page faults than in arithmetic.
@@ -117,36 +69,50 @@ def _work(state: State) -> DecompositionWork:
     return work
 
 
-def _top_k(scores: FloatArray, mask: BoolArray, k: int, largest: bool, exclude: BoolArray) -> IndexArray:
-    """The k best-scoring indices among ``mask & ~exclude`` (vectorized partial sort)."""
+def _top_k(scores: FloatArray, mask: BoolArray, k: int, exclude: BoolArray) -> IndexArray:
+    """The k largest ``scores`` among ``mask & ~exclude`` (vectorized partial sort), best first."""
     cand = np.flatnonzero(mask & ~exclude)
     if cand.size == 0 or k <= 0:
         return np.zeros(0, dtype=np.intp)
-    s = scores[cand] if largest else -scores[cand]
+    s = scores[cand]
     if cand.size > k:
         part = np.argpartition(-s, k - 1)[:k]
         cand, s = cand[part], s[part]
     return cand[np.argsort(-s, kind="stable")]
 
 
-def _violators(qp: QP, state: State, k: int, exclude: BoolArray) -> IndexArray:
-    """Up to k variables: k/2 largest v among ``up``, k/2 smallest among ``down`` (then refill)."""
-    v, up, down = state_violations(qp, state)
-    if qp.m == 0:   # no pairs: the k largest projected-gradient entries
-        score = np.maximum(np.where(up, v, 0.0), np.where(down, -v, 0.0))
-        return _top_k(score, score > 0, k, True, exclude)
-    hi = _top_k(v, up, k // 2 + k % 2, True, exclude)
+def violators(s: Scores, k: int, exclude: BoolArray) -> IndexArray:
+    """Up to k variables by SVMlight's rule: k/2 largest v among ``up``, k/2 smallest among ``low``.
+
+    Variables outside the equality (single ones; all of them without an equality) compete by
+    their violation ``|P(g)_i|``: the violating ones, most violating first, take up to half the
+    set (all of it without an equality). A side that runs short is refilled from the other.
+    """
+    n_single = 0
+    picked: list[IndexArray] = []
     ex = exclude.copy()
-    ex[hi] = True
-    lo = _top_k(v, down, k // 2, False, ex)
-    picked = np.concatenate([hi, lo])
-    if picked.size < k:  # one side ran short: take more from the other
+    if s.single is not None:
+        su, sl = s.single_masks()
+        viol = np.maximum(np.where(su, s.v, 0.0), np.where(sl, -s.v, 0.0))
+        singles = _top_k(viol, viol > 0, k if not s.paired else k // 2, ex)
+        ex[singles] = True
+        picked.append(singles)
+        n_single = singles.size
+    if s.paired:
+        pu, pl = s.pair_masks()
+        rest = k - n_single
+        hi = _top_k(s.v, pu, rest // 2 + rest % 2, ex)
+        ex[hi] = True
+        lo = _top_k(-s.v, pl, rest // 2, ex)
         ex[lo] = True
-        more = _top_k(v, up, k - picked.size, True, ex)
-        ex[more] = True
-        more2 = _top_k(v, down, k - picked.size - more.size, False, ex)
-        picked = np.concatenate([picked, more, more2])
-    return picked
+        picked += [hi, lo]
+        short = rest - hi.size - lo.size
+        if short > 0:   # one side ran short: take more from the other
+            more = _top_k(s.v, pu, short, ex)
+            ex[more] = True
+            more2 = _top_k(-s.v, pl, short - more.size, ex)
+            picked += [more, more2]
+    return np.concatenate(picked).astype(np.intp) if picked else np.zeros(0, dtype=np.intp)
 
 
 @attrs.frozen
@@ -165,6 +131,7 @@ class SteepestFeasible:
         that can move, which breaks numerical cycles; 0 disables.
     """
 
+    kind: ClassVar[Literal["set"]] = "set"
     q: int = 64
     reuse: float = 0.5
     random_every: int = 0
@@ -175,31 +142,31 @@ class SteepestFeasible:
         if not 0.0 <= self.reuse < 1.0:
             raise ValueError(f"reuse: a fraction in [0, 1), got {self.reuse}")
 
-    def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
-        """The next working set, or None when the maximal-violating-pair gap is ≤ tol."""
-        v, up, down = state_violations(qp, state)
-        if _gap(v, up, down, qp.m > 0) <= tol:
+    def select(self, view: RuleView, tol: float) -> IndexArray | None:
+        """The next working set, or None when the measure (the pair gap) is ≤ tol."""
+        s = view.scores()
+        if view.gap(s) <= tol:
             return None
-        n = qp.n
+        n = view.n
         q = min(self.q, n)
-        work = state.extra if isinstance(state.extra, DecompositionWork) else None
         keep = np.zeros(0, dtype=np.intp)
-        if work is not None and self.reuse > 0 and work.previous.size:
-            prev = work.previous
-            free = (state.x[prev] > qp.lb[prev]) & (state.x[prev] < qp.ub[prev])
+        prev = view.previous
+        if self.reuse > 0 and prev.size:
+            x, lb, ub = view.x, view.lb, view.ub
+            free = (x[prev] > lb[prev]) & (x[prev] < ub[prev])
             # free variables first (they are the ones that keep moving), then by violation
-            order = np.lexsort((-np.abs(v[prev]), ~free))
+            order = np.lexsort((-np.abs(s.v[prev]), ~free))
             keep = prev[order[: int(self.reuse * q)]]
         exclude = np.zeros(n, dtype=bool)
         exclude[keep] = True
         k = q - keep.size
-        if work is not None and self.random_every and work.rounds % self.random_every == self.random_every - 1:
-            movable = np.flatnonzero((up | down) & ~exclude)
-            new = work.rng.choice(movable, size=min(k, movable.size), replace=False) if movable.size else movable
+        if self.random_every and view.iteration % self.random_every == self.random_every - 1:
+            movable = np.flatnonzero((s.up | s.low) & ~exclude)
+            new = view.rng.choice(movable, size=min(k, movable.size), replace=False) if movable.size else movable
         else:
-            new = _violators(qp, state, k, exclude)
+            new = violators(s, k, exclude)
         B = np.unique(np.concatenate([keep, new]).astype(np.intp))
-        return B if B.size >= 2 else None
+        return B if B.size >= 2 or (B.size == 1 and not s.paired) else None
 
 
 @attrs.frozen
@@ -214,23 +181,24 @@ class Chunking:
         Cap on the chunk (the subproblem is dense: q² memory).
     """
 
+    kind: ClassVar[Literal["set"]] = "set"
     M: int = 64
     max_size: int = 4000
 
-    def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
+    def select(self, view: RuleView, tol: float) -> IndexArray | None:
         """The chunk, or None when optimal to tol."""
-        v, up, down = state_violations(qp, state)
-        if _gap(v, up, down, qp.m > 0) <= tol:
+        s = view.scores()
+        if view.gap(s) <= tol:
             return None
-        sv = np.flatnonzero((state.x != 0) & (up | down))
-        exclude = np.zeros(qp.n, dtype=bool)
+        sv = np.flatnonzero((view.x != 0) & (s.up | s.low))
+        exclude = np.zeros(view.n, dtype=bool)
         exclude[sv] = True
-        new = _violators(qp, state, self.M, exclude)
+        new = violators(s, self.M, exclude)
         if sv.size + new.size > self.max_size:
             # too many support vectors for one dense chunk: keep the most violating of them
-            sv = sv[np.argsort(-np.abs(v[sv]), kind="stable")[: max(0, self.max_size - new.size)]]
+            sv = sv[np.argsort(-s.violation()[sv], kind="stable")[: max(0, self.max_size - new.size)]]
         B = np.unique(np.concatenate([sv, new]).astype(np.intp))
-        return B if B.size >= 2 else None
+        return B if B.size >= 2 or (B.size == 1 and not s.paired) else None
 
 
 @attrs.frozen
@@ -246,33 +214,33 @@ class OsunaSwap:
         Working-set size.
     """
 
+    kind: ClassVar[Literal["set"]] = "set"
     q: int = 16
 
-    def select(self, qp: QP, state: State, tol: float) -> IndexArray | None:
+    def select(self, view: RuleView, tol: float) -> IndexArray | None:
         """The previous set with one swap (the first round: the q worst violators)."""
-        v, up, down = state_violations(qp, state)
-        gap = _gap(v, up, down, qp.m > 0)
-        if gap <= tol:
+        s = view.scores()
+        if view.gap(s) <= tol:
             return None
-        work = state.extra if isinstance(state.extra, DecompositionWork) else None
-        prev = work.previous if work is not None else np.zeros(0, dtype=np.intp)
-        if prev.size < min(self.q, qp.n):
-            return _violators(qp, state, min(self.q, qp.n), np.zeros(qp.n, dtype=bool))
-        inside = np.zeros(qp.n, dtype=bool)
+        n = view.n
+        prev = view.previous
+        if prev.size < min(self.q, n):
+            return violators(s, min(self.q, n), np.zeros(n, dtype=bool))
+        inside = np.zeros(n, dtype=bool)
         inside[prev] = True
         # the violation of i: how far v_i lies beyond the interval that optimality allows
-        m_up = float(v[up].max()) if up.any() else -np.inf
-        m_dn = float(v[down].min()) if down.any() else np.inf
-        score = np.maximum(np.where(up, v - m_dn, -np.inf), np.where(down, m_up - v, -np.inf))
-        outside = np.flatnonzero(~inside & (up | down))
+        score = s.violation()
+        outside = np.flatnonzero(~inside & (s.up | s.low))
         if outside.size == 0:
             return prev
         # the maximal violating pair must end up inside (scores tie between a pair's two ends and
         # many free variables, so an argmax over scores alone can cycle without ever taking it)
-        pair = (int(np.flatnonzero(up)[np.argmax(v[up])]), int(np.flatnonzero(down)[np.argmin(v[down])]))
+        mvp = maximal_violating_pair(s)
+        pair = mvp if mvp is not None else (int(np.argmax(score)),) * 2
         missing = [i for i in pair if not inside[i]]
         enter = missing[0] if missing else int(outside[np.argmax(score[outside])])
-        at_bound = (state.x[prev] <= qp.lb[prev]) | (state.x[prev] >= qp.ub[prev])
+        x, lb, ub = view.x, view.lb, view.ub
+        at_bound = (x[prev] <= lb[prev]) | (x[prev] >= ub[prev])
         order = prev[np.lexsort((score[prev], ~at_bound))]
         leave = int(next(i for i in order if i not in pair))
         B = prev.copy()
@@ -299,8 +267,10 @@ class Decomposition:
 
     Parameters
     ----------
-    rule : WorkingSetRule
-        Picks B (default :class:`SteepestFeasible` with q = 64).
+    rule : SetRule or PairRule
+        Picks B (default :class:`SteepestFeasible` with q = 64) from a
+        :class:`qpcore.rules.RuleView` restricted to the unshrunk variables; a pair rule works
+        as a set rule of size 2.
     inner : Strategy
         Solves the subproblems (default SMO without shrinking; GPCG and others work too).
     inner_fraction : float
@@ -323,9 +293,11 @@ class Decomposition:
         each shrink compacts the buffered rows' columns.
     keep_rounds : int
         At a shrink, buffered rows unused for more rounds than this are dropped, not compacted.
+    seed : int
+        Seed of the rule's per-run generator (``view.rng``).
     """
 
-    rule: WorkingSetRule = attrs.field(factory=SteepestFeasible)
+    rule: Any = attrs.field(factory=SteepestFeasible)
     inner: Strategy = attrs.field(factory=_default_inner)
     inner_fraction: float = 0.1
     stall_rounds: int = 50
@@ -333,6 +305,10 @@ class Decomposition:
     shrink_every: int = 1
     shrink_ratio: float = 0.7
     keep_rounds: int = 4
+    seed: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        check_rule(self.rule, ("set", "pair"), "Decomposition")
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the problem shape; start at x0 (or 0, which is feasible for the SVM dual)."""
@@ -340,22 +316,18 @@ class Decomposition:
             raise ProblemError(f"A: decomposition handles at most one equality row, got {qp.m}")
         if not (np.isfinite(qp.lb).all() and np.isfinite(qp.ub).all()):
             raise ProblemError("lb/ub: decomposition needs finite bounds")
-        if x0 is None:
-            x = np.clip(np.zeros(qp.n), qp.lb, qp.ub)
-            if qp.m and abs(float(qp.A[0] @ x - qp.b[0])) > 1e-12 * max(1.0, abs(float(qp.b[0]))):
-                from qpcore.projection import project_box_equality
-
-                x = project_box_equality(x, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
-        else:
-            x = np.asarray(x0, dtype=np.float64).copy()
+        # from 0 (feasible for the SVM dual) or x0, made feasible by the one shared projection
+        start = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=np.float64)
+        x = feasible_start(qp, start)[0]
         g = qp.gradient(x)
-        work = DecompositionWork(tol=tol)
+        state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub))
+        work = DecompositionWork(tol=tol, view=RuleView(qp, state, seed=self.seed))
+        state.extra = work
         row_dtype = np.dtype(getattr(qp.Q, "dtype", np.float64))
         work.row_eps = float(getattr(qp.Q, "row_eps", np.finfo(row_dtype).eps if row_dtype.kind == "f" else 0.0))
         work.qmax = float(np.abs(qp.Q.diag()).max(initial=0.0))
         work.x_fresh = x.copy()
         work.f = 0.5 * float(x @ (g + qp.c))
-        state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), extra=work)
         state.exact = (x.copy(), g.copy())
         state.counters.update(rounds=0, inner_iterations=0, working_set_total=0, stalled_subproblems=0,
                               gradient_refreshes=0, rows_reused=0, rows_fetched=0, shrink_events=0,
@@ -378,6 +350,7 @@ class Decomposition:
         state.exact = (work.x_fresh, state.g.copy())
         if work.active is not None:
             work.active = work.mask = None
+            work.view.restrict(None)
             work.W = None             # its columns were the active ones only
             state.counters["unshrinks"] += 1
         state.counters["gradient_refreshes"] += 1
@@ -385,17 +358,22 @@ class Decomposition:
     def _shrink(self, qp: QP, state: State) -> None:
         """Drop bound variables that cannot join a violating pair (LIBSVM's be_shrunk test)."""
         work = _work(state)
-        v, up, down = state_violations(qp, state)
-        if qp.m:
-            if not up.any() or not down.any():
+        s = scores_of(qp, state.x, state.g)     # shrunk entries of g are stale: masked below
+        v, up, low = s.v, s.up, s.low
+        if work.mask is not None:
+            up, low = up & work.mask, low & work.mask
+        single = s.single if s.single is not None else np.zeros(qp.n, dtype=bool)
+        out = np.zeros(qp.n, dtype=bool)
+        if s.paired:
+            pu, pl = up & ~single, low & ~single
+            if not pu.any() or not pl.any():
                 return
-            m_up, m_dn = float(v[up].max()), float(v[down].min())
-            # an up-only variable is useful only as the pair's upper end (needs v > m_dn), and
+            m_up, m_low = float(v[pu].max()), float(v[pl].min())
+            # an up-only variable is useful only as the pair's upper end (needs v > m_low), and
             # the other way round; a variable that can move neither way is never useful
-            out = (up & ~down & (v < m_dn)) | (down & ~up & (v > m_up)) | (~up & ~down)
-        else:
-            # no pairs: a bound variable whose gradient pushes it into its bound
-            out = ~((up & (v > 0)) | (down & (v < 0))) & ((state.x <= qp.lb) | (state.x >= qp.ub))
+            out |= ~single & ((pu & ~pl & (v < m_low)) | (pl & ~pu & (v > m_up)) | (~pu & ~pl))
+        # single variables: at a bound with the gradient pushing into it (or fixed)
+        out |= single & ~((up & (v > 0)) | (low & (v < 0))) & ((state.x <= qp.lb) | (state.x >= qp.ub))
         keep = ~out if work.mask is None else work.mask & ~out
         keep[work.previous] = True       # the last working set stays (its rows are reused)
         n_old = qp.n if work.active is None else work.active.size
@@ -424,6 +402,7 @@ class Decomposition:
                 W[r, : pos.size] = W[np.ix_(r, pos)]
             work.W = W[:, : pos.size]
         work.active, work.mask = new_active, keep
+        work.view.restrict(new_active)
         state.counters["shrink_events"] += 1
         state.counters["active_min"] = min(state.counters["active_min"], n_new)
 
@@ -479,8 +458,10 @@ class Decomposition:
     def step(self, qp: QP, state: State) -> None:
         """One round: select B, solve the subproblem, update the gradient by one block product."""
         work = _work(state)
-        B = self.rule.select(qp, state, work.tol)
-        if B is None:
+        view = work.view
+        view.iteration = work.rounds
+        sel = self.rule.select(view, work.tol)
+        if sel is None:
             if work.active is not None:
                 self._refresh(qp, state)      # optimal on the active set: check every variable
                 return
@@ -492,12 +473,7 @@ class Decomposition:
                 return
             state.done = True
             return
-        B = np.unique(np.asarray(B, dtype=np.intp))
-        if work.mask is not None and not work.mask[B].all():
-            # the rule does not see the shrunk set (a user's rule calling violations()): stop shrinking
-            work.shrink_ok = False
-            self._refresh(qp, state)
-            return
+        B = np.unique(view.to_global(sel))     # the rule saw only the unshrunk variables
         x, g = state.x, state.g
         slots = self._fetch(qp, work, B, state.counters)
         W = work.W
@@ -516,10 +492,11 @@ class Decomposition:
             # keep aᵀx = b exactly as it stands: the subproblem's right-hand side is aᵀ_B x_B now
             A, b = aB[None, :], np.array([float(aB @ xB)])
         sub = QP(DenseQ.trusted(QBB), cB, qp.lb[B], qp.ub[B], A, b)
-        v, up, down = state_violations(qp, state)
-        gap = _gap(v, up, down, qp.m > 0)
-        inner_tol = max(0.5 * work.tol, self.inner_fraction * gap)
-        res = solve(sub, self.inner, x0=xB, tol=inner_tol, max_iter=100_000, certify=False)
+        inner_tol = max(0.5 * work.tol, self.inner_fraction * view.gap())
+        # the inner run shares the outer deadline, so a time limit holds inside long subproblems
+        left = state.time_left()
+        res = solve(sub, self.inner, x0=xB, tol=inner_tol, max_iter=100_000, certify=False,
+                    time_limit=max(left, 1e-6) if np.isfinite(left) else None)
         state.counters["inner_iterations"] += res.iterations
         if res.status is not Status.CONVERGED:
             state.counters["stalled_subproblems"] += 1
@@ -555,6 +532,7 @@ class Decomposition:
                 g[work.active] += delta
             state.status[B] = bound_status(x[B], qp.lb[B], qp.ub[B])
         work.previous = B
+        view.previous_global = B
         work.rounds += 1
         state.counters["rounds"] += 1
         state.counters["working_set_total"] += int(B.size)
@@ -565,5 +543,5 @@ class Decomposition:
             work.since_best += 1
             if work.since_best >= self.stall_rounds:
                 state.stop = Status.STALLED
-        if self.shrinking and work.shrink_ok and work.rounds % self.shrink_every == 0:
+        if self.shrinking and work.rounds % self.shrink_every == 0:
             self._shrink(qp, state)
