@@ -104,7 +104,11 @@ class RuleView:
         return out
 
     def _take(self, arr: NDArray[Any]) -> NDArray[Any]:
-        return _ro(arr) if self._index is None else arr[self._index]
+        if self._index is None:
+            return _ro(arr)
+        out = arr[self._index]      # a gathered copy, read-only too: writing it would change nothing
+        out.flags.writeable = False
+        return out
 
     # -- what a rule reads --------------------------------------------------------------------
     @property
@@ -171,13 +175,13 @@ class RuleView:
     def row(self, k: int) -> NDArray[Any]:
         """Row ``Q[index[k], index]`` (read-only; from the operator's cache when it has one)."""
         r = self.qp.Q.row(int(k) if self._index is None else int(self._index[k]))
-        return _ro(r) if self._index is None else r[self._index]
+        return _ro(r if self._index is None else r[self._index])
 
     def rows(self, ks: NDArray[np.integer[Any]]) -> NDArray[Any]:
         """Rows ``Q[index[ks], index]`` as one block."""
         ks = np.asarray(ks, dtype=np.intp)
         R = self.qp.Q.rows(ks if self._index is None else self._index[ks])
-        return _ro(R) if self._index is None else R[:, self._index]
+        return _ro(R if self._index is None else R[:, self._index])
 
     def cached(self, k: int) -> bool:
         """Whether row k is in the operator's cache (always True for a dense Q)."""

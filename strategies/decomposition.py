@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from qpcore.operators import DenseQ, cross_block, principal_block
 from qpcore.problem import QP, ProblemError
-from qpcore.optimality import Scores, maximal_violating_pair, scores_of
+from qpcore.optimality import Scores, maximal_violating_pair, measure, scores, scores_of
 from qpcore.projection import feasible_start
 from qpcore.rules import RuleView, check_rule
 from qpcore.solve import Strategy, solve
@@ -274,8 +274,9 @@ class Decomposition:
     inner : Strategy
         Solves the subproblems (default SMO without shrinking; GPCG and others work too).
     inner_fraction : float
-        The subproblem tolerance: max(tol/2, inner_fraction × current gap), so early
-        subproblems are solved loosely and the last ones tightly.
+        The subproblem tolerance: max(inner_fraction × gap_B, min(tol, gap_B)/2), gap_B being
+        the working set's own gap (the global gap when the maximal violating pair is in B), so
+        early subproblems are solved loosely, the last ones tightly, and any violating set moves.
     stall_rounds : int
         Consecutive rounds whose objective decrease is at rounding level (≤ 1e-14·|f|, or the
         subproblem did not move) before the run ends as ``stalled``. The gap is not used: on
@@ -492,7 +493,12 @@ class Decomposition:
             # keep aᵀx = b exactly as it stands: the subproblem's right-hand side is aᵀ_B x_B now
             A, b = aB[None, :], np.array([float(aB @ xB)])
         sub = QP(DenseQ.trusted(QBB), cB, qp.lb[B], qp.ub[B], A, b)
-        inner_tol = max(0.5 * work.tol, self.inner_fraction * view.gap())
+        # the subproblem's tolerance from its own gap: with the maximal violating pair inside B
+        # that is the global gap; a set that violates by less than tol (a pair rule's choice) is
+        # still solved to half its own gap, so it moves
+        aB = qp.A[0, B] if qp.m else None
+        gap_B = measure(scores(xB, gB, qp.lb[B], qp.ub[B], aB))
+        inner_tol = max(self.inner_fraction * gap_B, min(0.5 * work.tol, 0.5 * gap_B), 1e-300)
         # the inner run shares the outer deadline, so a time limit holds inside long subproblems
         left = state.time_left()
         res = solve(sub, self.inner, x0=xB, tol=inner_tol, max_iter=100_000, certify=False,
