@@ -1,16 +1,23 @@
 """qpcore: convex quadratic programs with pluggable solution strategies.
 
     minimize ½xᵀQx + cᵀx  subject to  lb ≤ x ≤ ub,  A x = b
+
+The bottom layer: the problem (:class:`QP`), the linear-algebra backends, the per-run
+:class:`State` and the :class:`Result`, the one loop (:func:`solve`), the certificate
+(:func:`kkt`) and its primitives (:mod:`qpcore.optimality`), the working-set protocol
+(:mod:`qpcore.rules`) and the test kit (:mod:`qpcore.testing`). It imports nothing from
+``strategies`` or ``problems``.
 """
 
 from qpcore.kkt import KKT, kkt
 from qpcore.operators import DenseQ, Kernel, KernelQ, OperatorStats, QOperator
+from qpcore.optimality import DEFAULT_FEAS_TOL, Scores
 from qpcore.problem import QP, ProblemError
-from qpcore.rules import WorkingSetRule
+from qpcore.rules import PairRule, RuleView, SetRule, WorkingSetRule
 from qpcore.solve import PrintReporter, Progress, Reporter, Strategy, solve
 from qpcore.state import Result, State, Status, bound_status
 
-__all__ = ["KKT", "QP", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "PrintReporter", "ProblemError",
-           "Progress", "QOperator", "Reporter", "Result", "State", "Status", "Strategy", "WorkingSetRule",
-           "bound_status", "kkt", "solve"]
+__all__ = ["DEFAULT_FEAS_TOL", "KKT", "QP", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "PairRule", "PrintReporter",
+           "ProblemError", "Progress", "QOperator", "Reporter", "Result", "RuleView", "Scores", "SetRule", "State",
+           "Status", "Strategy", "WorkingSetRule", "bound_status", "kkt", "solve"]
 __version__ = "0.1.0"

@@ -13,6 +13,8 @@ from qpcore.problem import ProblemError
 
 FloatArray = NDArray[np.float64]
 
+__all__ = ["GramQ", "as_float_matrix"]
+
 
 def _real_numeric(dtype: np.dtype[Any]) -> bool:
     return dtype != object and (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer))
@@ -87,6 +89,11 @@ class GramQ:
         self._AC: Any = self.A.tocsc() if self._sparse else None  # cheap column slices for rows()
         self._n = int(self.A.shape[1])
         self.stats = OperatorStats()
+
+    @property
+    def psd(self) -> bool:
+        """Always True: AᵀA is positive semidefinite."""
+        return True
 
     @property
     def shape(self) -> tuple[int, int]:

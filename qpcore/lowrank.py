@@ -93,6 +93,11 @@ class DiagPlusLowRankQ:
 
     # ------------------------------------------------------------------ QOperator
     @property
+    def psd(self) -> bool | None:
+        """True when every d_i ≥ 0 (then diag(d) + HHᵀ is PSD); None otherwise (not known)."""
+        return True if bool((self.d >= 0).all()) else None
+
+    @property
     def shape(self) -> tuple[int, int]:
         """(m, m)."""
         return (self._m, self._m)

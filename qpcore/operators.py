@@ -11,6 +11,9 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 FloatArray = NDArray[np.float64]
+
+__all__ = ["PSD_CHECK_MAX_N", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "QOperator", "cross_block", "principal_block",
+           "squared_norms"]
 IndexArray = NDArray[np.intp]
 
 KernelName = Literal["linear", "rbf", "poly", "sigmoid", "precomputed"]
@@ -261,6 +264,16 @@ class Kernel:
         if not np.isfinite(self.coef0):
             raise ProblemError(f"kernel: coef0 must be finite, got {self.coef0}")
 
+    @property
+    def psd(self) -> bool | None:
+        """True for kernels that are positive semidefinite for every data set (linear, RBF,
+        polynomial with coef0 ≥ 0); None where it depends on the data (sigmoid, precomputed)."""
+        if self.name in ("linear", "rbf"):
+            return True
+        if self.name == "poly" and self.coef0 >= 0:
+            return True
+        return None
+
     def apply(self, dot: FloatArray, sq_a: FloatArray | None, sq_b: FloatArray | None) -> FloatArray:
         """Turn a block of inner products into kernel values, in place.
 
@@ -424,6 +437,11 @@ class KernelQ:
         self.stats = OperatorStats()
         self.gemm_min_rows = 32
         self._cols_key: tuple[IndexArray, NDArray[np.float32], NDArray[np.float32]] | None = None
+
+    @property
+    def psd(self) -> bool | None:
+        """Whether Q = diag(s) K diag(s) is known PSD (from the kernel; None: unknown)."""
+        return self.kernel.psd
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -12,6 +12,8 @@ from qpcore.operators import DenseQ, QOperator
 
 FloatArray = NDArray[np.float64]
 
+__all__ = ["QP", "ProblemError", "as_float_vector"]
+
 
 class ProblemError(ValueError):
     """Raised when a problem's data is invalid, before any work starts."""

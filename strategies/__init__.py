@@ -1,0 +1,23 @@
+"""Solution strategies over qpcore's problem, backends, state and loop.
+
+Each is frozen configuration with ``init`` / ``step`` / ``converged`` (the ``qpcore.Strategy``
+protocol), run by ``qpcore.solve``:
+
+- :class:`~strategies.smo.SMO`: sequential minimal optimization with pair rules (LIBSVM's
+  second-order rule, the maximal violating pair, Platt's heuristics) and shrinking;
+- :class:`~strategies.decomposition.Decomposition`: Osuna decomposition and chunking with set
+  rules and any inner strategy;
+- :class:`~strategies.gradient_projection.GPCG`: Moré–Toraldo gradient projection with
+  conjugate gradients;
+- :class:`~strategies.active_set.DenseActiveSet`: a dense primal active-set method;
+- :class:`~strategies.asvm.ASVM`: Mangasarian–Musicant's active-set SVM.
+"""
+
+from strategies.active_set import DenseActiveSet
+from strategies.asvm import ASVM
+from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
+from strategies.gradient_projection import GPCG
+from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule
+
+__all__ = ["ASVM", "GPCG", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "MaximalViolatingPair", "OsunaSwap",
+           "PlattHeuristic", "SecondOrderRule", "SteepestFeasible"]
