@@ -1,1 +1,4 @@
 """Problem generators and data sets for qpcore tests and benchmarks."""
+
+# the modules are the API (problems.svm, problems.datasets, ...); nothing is re-exported here
+__all__: list[str] = []

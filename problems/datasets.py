@@ -382,20 +382,40 @@ def load_svmlight(
     return X, rows.labels
 
 
+# how many folders above the working directory data_dir() looks for shared/data
+_SEARCH_LEVELS: Final = 3
+
+
+def _repository_root() -> pathlib.Path | None:
+    """The checkout holding this package, or None when it runs from an installed copy."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / "problems" / "datasets.py").is_file():
+        return root
+    return None
+
+
 def data_dir() -> pathlib.Path:
-    """The shared data folder.
+    """The shared data folder (the real data sets, see :func:`load_dataset`).
+
+    Searched in this order, the first existing folder wins:
+
+    1. ``$QPCORE_DATA``, if that variable is set and not empty (then it must be a folder);
+    2. ``<repository root>/../shared/data`` when running from a checkout (the root is the folder
+       holding ``pyproject.toml`` and the ``problems`` package);
+    3. ``shared/data`` in the current working directory and in each of its first three
+       parents (so ``./shared/data``, ``../shared/data``, ...), which finds the data from an
+       installed package too.
 
     Returns
     -------
     pathlib.Path
-        ``$QPCORE_DATA`` if that variable is set (and not empty), else
-        ``<repo root>/../shared/data`` where the repo root is the folder holding the
-        ``problems`` package.
+        The folder (as given in ``$QPCORE_DATA``, else resolved).
 
     Raises
     ------
     FileNotFoundError
-        If that folder does not exist.
+        If ``$QPCORE_DATA`` is set but not a folder, or no candidate folder exists; the message
+        names every place tried and says to set ``QPCORE_DATA``.
     """
     env = os.environ.get("QPCORE_DATA")
     if env:
@@ -405,14 +425,26 @@ def data_dir() -> pathlib.Path:
                 f"QPCORE_DATA={env!r} is not a folder; point it at the shared data folder"
             )
         return path
-    root = pathlib.Path(__file__).resolve().parent.parent
-    path = (root.parent / "shared" / "data").resolve()
-    if not path.is_dir():
-        raise FileNotFoundError(
-            f"shared data folder not found at {path} (expected <repo root>/../shared/data); "
-            "set QPCORE_DATA to its location"
-        )
-    return path
+    candidates: list[pathlib.Path] = []
+    root = _repository_root()
+    if root is not None:
+        candidates.append((root.parent / "shared" / "data").resolve())
+    cwd = pathlib.Path.cwd().resolve()
+    for folder in [cwd, *cwd.parents][: _SEARCH_LEVELS + 1]:
+        candidates.append(folder / "shared" / "data")
+    tried: list[pathlib.Path] = []
+    for path in candidates:
+        if path in tried:
+            continue
+        if path.is_dir():
+            return path.resolve()
+        tried.append(path)
+    raise FileNotFoundError(
+        "shared data folder not found; tried "
+        + ", ".join(str(p) for p in tried)
+        + ". Set QPCORE_DATA to the folder holding the data sets "
+        "(or put shared/data beside the repository)"
+    )
 
 
 @overload

@@ -18,6 +18,8 @@ from qpcore.operators import DenseQ, QOperator
 from qpcore.problem import QP, ProblemError, as_float_vector
 from qpcore.state import Result
 
+__all__ = ["DENSE_MAX_N", "LeastSquaresProblem", "bounded_least_squares", "nnls"]
+
 FloatArray = NDArray[np.float64]
 Backend = Literal["auto", "dense", "gram"]
 

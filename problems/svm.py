@@ -13,6 +13,8 @@ from qpcore.operators import Kernel, KernelQ
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result
 
+__all__ = ["SVMModel", "SVMProblem", "csvc", "fixed_threshold_svm", "two_class_labels"]
+
 FloatArray = NDArray[np.float64]
 
 

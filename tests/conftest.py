@@ -12,3 +12,24 @@ settings.register_profile("explore", deadline=None, max_examples=40, print_blob=
 # HYPOTHESIS_PROFILE=thorough for a longer local hunt
 settings.register_profile("thorough", deadline=None, max_examples=500)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# --- real data sets: tests marked `data` skip when the shared data folder is not found ----------
+
+import pytest  # noqa: E402
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip every ``@pytest.mark.data`` test when :func:`problems.datasets.data_dir` finds no folder."""
+    from problems.datasets import data_dir
+
+    marked = [item for item in items if item.get_closest_marker("data") is not None]
+    if not marked:
+        return
+    try:
+        data_dir()
+    except FileNotFoundError:
+        skip = pytest.mark.skip(reason="real data sets not found: set QPCORE_DATA or put shared/data beside "
+                                       "the repository")
+        for item in marked:
+            item.add_marker(skip)

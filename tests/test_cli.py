@@ -1,4 +1,5 @@
-"""The ``qpcore`` command line: demo, ``solve svm``, JSON report, one-line errors, extensibility."""
+"""The ``qpcore`` command line (:mod:`qpcore_cli`): demo, ``solve svm``, JSON report, one-line errors,
+extensibility."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from qpcore import PrintReporter
-from qpcore.cli import PROBLEMS, STRATEGIES, RichReporter, StrategySpec, main, make_reporter
+from qpcore_cli import PROBLEMS, STRATEGIES, RichReporter, StrategySpec, main, make_reporter
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -356,7 +357,7 @@ def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# subprocess: python -m qpcore and the console script
+# subprocess: python -m qpcore_cli and the console script
 # --------------------------------------------------------------------------------------------
 
 
@@ -367,16 +368,16 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_python_m_qpcore(svm_files: tuple[Path, Path], tmp_path: Path) -> None:
+def test_python_m_qpcore_cli(svm_files: tuple[Path, Path], tmp_path: Path) -> None:
     train, test = svm_files
     out_json = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "qpcore", "solve", "svm", "--data", str(train), "--test",
+    proc = subprocess.run([sys.executable, "-m", "qpcore_cli", "solve", "svm", "--data", str(train), "--test",
                            str(test), "--json", str(out_json)], capture_output=True, text=True, env=_env(),
                           stdin=subprocess.DEVNULL, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert read_json(out_json)["status"] == "converged"
     assert "converged" in proc.stderr  # plain progress lines: stderr is not a terminal here
-    proc = subprocess.run([sys.executable, "-m", "qpcore", "solve", "svm", "--data", str(tmp_path / "nope")],
+    proc = subprocess.run([sys.executable, "-m", "qpcore_cli", "solve", "svm", "--data", str(tmp_path / "nope")],
                           capture_output=True, text=True, env=_env(), stdin=subprocess.DEVNULL, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("qpcore: error: ")

@@ -24,7 +24,14 @@ from problems.datasets import (
     platt_sparse_separable,
 )
 
-SHARED = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data"
+#: where a checkout's real data live (beside the repository)
+CHECKOUT_DATA = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+@pytest.fixture()
+def shared() -> pathlib.Path:
+    """The real data folder (the ``data`` marker skips the test when there is none)."""
+    return data_dir()
 
 
 def write(path: pathlib.Path, text: str) -> pathlib.Path:
@@ -53,6 +60,7 @@ def assert_same_csr(X: sp.csr_matrix, Xs: sp.csr_matrix) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.data
 @pytest.mark.parametrize(
     ("fname", "n_features", "shape"),
     [
@@ -63,9 +71,9 @@ def assert_same_csr(X: sp.csr_matrix, Xs: sp.csr_matrix) -> None:
     ],
 )
 def test_shared_files_match_sklearn(
-    fname: str, n_features: int | None, shape: tuple[int, int]
+    shared: pathlib.Path, fname: str, n_features: int | None, shape: tuple[int, int]
 ) -> None:
-    path = SHARED / fname
+    path = shared / fname
     X, y = load_svmlight(path, n_features=n_features)
     Xs, ys = load_svmlight_file(str(path), n_features=n_features)
     assert X.shape == shape
@@ -76,15 +84,17 @@ def test_shared_files_match_sklearn(
     assert set(np.unique(y)) == {-1.0, 1.0}
 
 
-def test_ijcnn1_loads_fast() -> None:
+@pytest.mark.data
+def test_ijcnn1_loads_fast(shared: pathlib.Path) -> None:
     start = time.perf_counter()
-    X, _ = load_svmlight(SHARED / "ijcnn1.trn.bz2")
+    X, _ = load_svmlight(shared / "ijcnn1.trn.bz2")
     assert time.perf_counter() - start < 5.0  # about 0.8 s on a developer machine
     assert X.shape == (49990, 22)
 
 
-def test_fast_and_slow_parsers_agree_on_real_file() -> None:
-    text = datasets._read_text(SHARED / "adult.tst.bz2")
+@pytest.mark.data
+def test_fast_and_slow_parsers_agree_on_real_file(shared: pathlib.Path) -> None:
+    text = datasets._read_text(shared / "adult.tst.bz2")
     fast = datasets._parse_fast(text, "auto")
     assert fast is not None
     slow = datasets._parse_slow(text, "adult.tst", "auto")
@@ -92,8 +102,11 @@ def test_fast_and_slow_parsers_agree_on_real_file() -> None:
         np.testing.assert_array_equal(a, b)
 
 
-def test_load_dataset_and_data_dir() -> None:
-    assert data_dir() == SHARED.resolve()
+@pytest.mark.data
+def test_load_dataset_and_data_dir(shared: pathlib.Path) -> None:
+    if not os.environ.get("QPCORE_DATA") and CHECKOUT_DATA.is_dir():
+        assert shared == CHECKOUT_DATA.resolve()  # a checkout finds the data beside it
+    assert (shared / "adult.tst.bz2").is_file()
     X, y = load_dataset("adult", "tst")
     assert X.shape == (16281, 123) and y.shape == (16281,)
     Xd, _ = load_dataset("adult", "tst", dense=True)
@@ -111,6 +124,73 @@ def test_data_dir_env(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -
     monkeypatch.setenv("QPCORE_DATA", str(tmp_path / "missing"))
     with pytest.raises(FileNotFoundError, match="QPCORE_DATA"):
         data_dir()
+
+
+@pytest.fixture()
+def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> pathlib.Path:
+    """``problems.datasets`` as if installed in ``tmp_path/site/lib/site-packages``, no QPCORE_DATA.
+
+    Returns a working folder four levels below ``tmp_path/work`` (the search stays in tmp_path).
+    """
+    site = tmp_path / "site" / "lib" / "site-packages"
+    (site / "problems").mkdir(parents=True)
+    (site.parent / "shared" / "data").mkdir(parents=True)  # site-packages/../shared/data: never used
+    monkeypatch.setattr(datasets, "__file__", str(site / "problems" / "datasets.py"))
+    monkeypatch.delenv("QPCORE_DATA", raising=False)
+    cwd = tmp_path / "work" / "a" / "b" / "c" / "d"
+    cwd.mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    return cwd
+
+
+def test_data_dir_env_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, installed: pathlib.Path) -> None:
+    (installed / "shared" / "data").mkdir(parents=True)
+    env = tmp_path / "elsewhere"
+    env.mkdir()
+    monkeypatch.setenv("QPCORE_DATA", str(env))
+    assert data_dir() == env
+    monkeypatch.setenv("QPCORE_DATA", "")  # empty: as if unset
+    assert data_dir() == (installed / "shared" / "data").resolve()
+    monkeypatch.setenv("QPCORE_DATA", str(tmp_path / "missing"))  # set but wrong: an error, not a fallback
+    with pytest.raises(FileNotFoundError, match="QPCORE_DATA="):
+        data_dir()
+
+
+def test_data_dir_from_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path,
+                                installed: pathlib.Path) -> None:
+    repo = tmp_path / "checkout" / "repo"
+    (repo / "problems").mkdir(parents=True)
+    (repo / "problems" / "datasets.py").write_text("")
+    (repo / "pyproject.toml").write_text("")
+    (tmp_path / "checkout" / "shared" / "data").mkdir(parents=True)
+    (installed / "shared" / "data").mkdir(parents=True)
+    monkeypatch.setattr(datasets, "__file__", str(repo / "problems" / "datasets.py"))
+    assert data_dir() == (tmp_path / "checkout" / "shared" / "data").resolve()  # before the working folder
+
+
+@pytest.mark.parametrize("up", [0, 1, 2, 3])
+def test_data_dir_from_working_folder(installed: pathlib.Path, up: int) -> None:
+    """Installed: ./shared/data, ../shared/data and up to three levels up; not site-packages/../shared."""
+    folder = [installed, *installed.parents][up] / "shared" / "data"
+    folder.mkdir(parents=True)
+    assert data_dir() == folder.resolve()
+
+
+def test_data_dir_not_found(installed: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    (tmp_path / "work" / "shared" / "data").mkdir(parents=True)  # four levels up: too far
+    with pytest.raises(FileNotFoundError) as info:
+        data_dir()
+    message = str(info.value)
+    assert "QPCORE_DATA" in message
+    assert str(installed / "shared" / "data") in message
+    assert str(installed.parent / "shared" / "data") in message
+    assert "site-packages" not in message
+
+
+def test_load_dataset_names_the_search(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    monkeypatch.setenv("QPCORE_DATA", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match="QPCORE_DATA"):
+        load_dataset("adult")
 
 
 # --------------------------------------------------------------------------------------------

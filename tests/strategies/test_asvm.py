@@ -158,6 +158,7 @@ def _liblinear_primal(X: object, y: np.ndarray, C: float) -> float:
     return float(0.5 * (w @ w + b * b) + C * xi @ xi)
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("name,m,C", [("adult", 2000, 1.0), ("adult", 2000, 0.05), ("ijcnn1", 4000, 1.0),
                                       ("ijcnn1", 4000, 20.0)])
 def test_agrees_with_liblinear(name: str, m: int, C: float) -> None:

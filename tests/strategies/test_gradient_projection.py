@@ -190,6 +190,7 @@ def test_bounded_least_squares_against_lsq_linear(lb: float, ub: float) -> None:
 
 # the linear kernel's dual is rank-deficient (123 features): CG on its faces is slow at large C,
 # so it is checked at Platt's C = 0.05 on fewer points
+@pytest.mark.data
 @pytest.mark.parametrize("kernel, n, C", [(Kernel("rbf", gamma=0.05), 800, 1.0), (Kernel("linear"), 400, 0.05)])
 def test_svm_dual_agrees_with_smo(kernel: Kernel, n: int, C: float) -> None:
     X, y = load_dataset("adult")

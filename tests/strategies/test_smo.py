@@ -126,6 +126,7 @@ def test_weight_update_matches_kernel_rows() -> None:
     assert np.allclose(w, np.asarray(X.T @ (a.x * prob.y)).ravel(), atol=1e-10)
 
 
+@pytest.mark.data
 def test_limits_return_best_point_with_honest_status() -> None:
     X, y = load_dataset("adult")
     prob = csvc(X[:1500], y[:1500], 1.0, qpcore.Kernel("rbf", gamma=0.05))
@@ -205,6 +206,7 @@ def _alpha_of(m, n: int) -> np.ndarray:  # type: ignore[no-untyped-def]
     return a
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("kernel,gamma,C", [("rbf", 0.05, 1.0), ("linear", 0.0, 0.05)])
 def test_adult_subset_against_libsvm(kernel: str, gamma: float, C: float) -> None:
     X, y = load_dataset("adult")
@@ -225,6 +227,7 @@ def test_adult_subset_against_libsvm(kernel: str, gamma: float, C: float) -> Non
     assert -model.bias == pytest.approx(-float(m.intercept_[0]), abs=1e-2)
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
 def test_ijcnn1_subset_against_libsvm(kernel: str) -> None:
     X, y = load_dataset("ijcnn1")
@@ -242,6 +245,7 @@ def test_ijcnn1_subset_against_libsvm(kernel: str) -> None:
     assert np.mean(prob.decode(res).predict(Xr) == m.predict(sp.csr_matrix(Xr, dtype=np.float64))) >= 0.999
 
 
+@pytest.mark.data
 def test_fixed_threshold_svm_builds_without_equality() -> None:
     X, y = load_dataset("adult")
     prob = fixed_threshold_svm(X[:800], y[:800], 1.0, qpcore.Kernel("rbf", gamma=0.05))

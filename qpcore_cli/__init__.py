@@ -1,0 +1,25 @@
+"""The ``qpcore`` command line: the application layer on top of qpcore, strategies and problems.
+
+``qpcore demo`` and ``qpcore solve <problem> ...`` (also ``python -m qpcore_cli``). This package
+is the one place that imports from all three packages; ``qpcore`` itself imports none of it.
+
+Modules
+-------
+main
+    The parser, the dispatch and the built-in registrations.
+registry
+    :data:`PROBLEMS` and :data:`STRATEGIES`, and how to add to them.
+common
+    Errors, argument types, progress reporters and the JSON report.
+svm
+    ``qpcore solve svm`` and ``qpcore demo``.
+qp
+    ``qpcore solve qp`` and ``qpcore solve nnls``.
+"""
+
+from qpcore_cli.common import CLIError, RichReporter, make_reporter
+from qpcore_cli.main import build_parser, main
+from qpcore_cli.registry import PROBLEMS, STRATEGIES, ProblemKind, StrategySpec, register_problem, register_strategy
+
+__all__ = ["PROBLEMS", "STRATEGIES", "CLIError", "ProblemKind", "RichReporter", "StrategySpec", "build_parser",
+           "main", "make_reporter", "register_problem", "register_strategy"]

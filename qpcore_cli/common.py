@@ -1,0 +1,318 @@
+"""What every ``qpcore`` sub-command shares: errors, argument types, progress and the JSON report.
+
+Usage errors and bad input files exit with status 2 and one line ``qpcore: error: ...`` on
+stderr, never a traceback (:class:`CLIError`).  Progress goes to stderr (a live display with
+``rich`` when it is installed and stderr is a terminal, else plain lines; ``--quiet`` silences
+it), results to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from typing import Any, NoReturn, TextIO
+
+import numpy as np
+
+from qpcore.solve import PrintReporter, Progress, Reporter
+from qpcore.state import Result, Status
+
+__all__ = ["PROG", "CLIError", "Parser", "RichReporter", "check_writable", "finite_float", "integer", "jsonable",
+           "make_reporter", "nonnegative_float", "nonnegative_int", "positive_float", "positive_int",
+           "write_json"]
+
+#: The program name in usage lines and error messages.
+PROG = "qpcore"
+
+
+class CLIError(Exception):
+    """A usage or input error: reported as one line on stderr, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors become :class:`CLIError` (one line, no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise instead of printing the usage and exiting."""
+        raise CLIError(f"{message} (see '{self.prog} --help')")
+
+
+# --------------------------------------------------------------------------------------------
+# Argument types (each bad value is one clear line)
+# --------------------------------------------------------------------------------------------
+
+
+def finite_float(text: str) -> float:
+    """Argument type: a finite number.
+
+    Parameters
+    ----------
+    text : str
+        The option value.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        When ``text`` is not a number or not finite.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """Argument type: a finite number > 0 (see :func:`finite_float`)."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """Argument type: a finite number >= 0 (see :func:`finite_float`)."""
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def integer(text: str) -> int:
+    """Argument type: an integer.
+
+    Parameters
+    ----------
+    text : str
+        The option value.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        When ``text`` is not an integer.
+    """
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """Argument type: an integer >= 1 (see :func:`integer`)."""
+    value = integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """Argument type: an integer >= 0 (see :func:`integer`)."""
+    value = integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Progress display
+# --------------------------------------------------------------------------------------------
+
+
+class RichReporter:
+    """A live progress display on a terminal, with ``rich``.
+
+    Shows a bar from the first KKT gap seen down to ``tol`` (log scale), the iteration, the
+    objective and the gap; on ``finish`` the final status line stays on screen.
+
+    Parameters
+    ----------
+    tol : float
+        The stopping tolerance (the bar's end).
+    stream : file, optional
+        Where to draw (stderr by default).
+    label : str
+        Shown before the bar (the strategy).
+    interval : float
+        Seconds between updates.
+    """
+
+    def __init__(self, tol: float, stream: TextIO | None = None, label: str = "solving",
+                 interval: float = 0.2) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgress
+
+        self.interval = interval
+        self.tol = tol
+        self._console: Any = Console(file=stream if stream is not None else sys.stderr)
+        self._progress: Any = RichProgress(
+            SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+            TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=self._console)
+        self._task: Any = self._progress.add_task(label, total=1.0, info="starting", start=True)
+        self._gap0: float | None = None
+        self._started = False
+
+    def _fraction(self, gap: float) -> float:
+        g0 = self._gap0
+        if g0 is None or not math.isfinite(gap) or gap <= self.tol or g0 <= self.tol:
+            return 1.0 if gap <= self.tol else 0.0
+        if gap >= g0:
+            return 0.0
+        return min(1.0, max(0.0, math.log(g0 / gap) / math.log(g0 / self.tol)))
+
+    def update(self, progress: Progress) -> None:
+        """Redraw with a new snapshot."""
+        if not self._started:
+            self._progress.start()
+            self._started = True
+        gap = progress.gap
+        if self._gap0 is None and math.isfinite(gap) and gap > 0:
+            self._gap0 = gap
+        info = f"iter {progress.iteration:>8d}  obj {progress.objective: .8e}  gap {gap:.2e}"
+        self._progress.update(self._task, completed=self._fraction(gap), info=info)
+
+    def finish(self, result: Result) -> None:
+        """Close the display and print the final status line."""
+        info = (f"iter {result.iterations:>8d}  obj {result.objective: .8e}  "
+                f"gap {result.kkt.measure:.2e}")
+        done = 1.0 if result.status is Status.CONVERGED else self._fraction(result.kkt.measure)
+        self._progress.update(self._task, completed=done, info=info)
+        if self._started:
+            self._progress.stop()
+        self._console.print(f"{result.status.code}: {result.status.message}")
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def make_reporter(quiet: bool, tol: float, label: str = "solving", stream: TextIO | None = None
+                  ) -> Reporter | None:
+    """The progress reporter for a run.
+
+    Parameters
+    ----------
+    quiet : bool
+        No progress at all.
+    tol : float
+        The stopping tolerance (for the live display's bar).
+    label : str
+        Name shown in the live display.
+    stream : file, optional
+        Where progress goes (stderr by default).
+
+    Returns
+    -------
+    Reporter or None
+        ``None`` when quiet; a :class:`RichReporter` when ``rich`` is importable and the stream
+        is a terminal; else a :class:`qpcore.PrintReporter` (a plain line every 0.5 s).
+    """
+    if quiet:
+        return None
+    out = stream if stream is not None else sys.stderr
+    if _isatty(out):
+        try:
+            return RichReporter(tol, out, label)
+        except ImportError:
+            pass
+    return PrintReporter(interval=0.5, stream=out)
+
+
+# --------------------------------------------------------------------------------------------
+# The JSON report
+# --------------------------------------------------------------------------------------------
+
+
+def check_writable(path: str | None) -> None:
+    """Fail before the solve, not after it, when the JSON report cannot be written.
+
+    Parameters
+    ----------
+    path : str or None
+        The ``--json`` value (``None``: no report; ``-``: stdout).
+
+    Raises
+    ------
+    CLIError
+        When ``path`` is a folder, its folder does not exist, or it is not writable.
+    """
+    if path is None or path == "-":
+        return
+    if os.path.isdir(path):
+        raise CLIError(f"--json {path!r} is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise CLIError(f"--json {path!r}: folder {parent!r} does not exist")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise CLIError(f"--json {path!r}: not writable")
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON: numpy scalars to Python, NaN/inf to null (strict JSON has neither).
+
+    Parameters
+    ----------
+    value : object
+        A report or any value in it (dicts and lists are converted recursively).
+
+    Returns
+    -------
+    object
+        The same data in types :func:`json.dumps` writes as strict JSON.
+    """
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
+def write_json(report: dict[str, Any], path: str) -> None:
+    """Write ``report`` as one JSON object to ``path`` (``-``: stdout).
+
+    Parameters
+    ----------
+    report : dict
+        The report.
+    path : str
+        A file name, or ``-`` for stdout.
+
+    Raises
+    ------
+    CLIError
+        When the file cannot be written.
+    """
+    text = json.dumps(jsonable(report), indent=2, allow_nan=False) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise CLIError(f"cannot write --json {path!r}: {exc.strerror or exc}") from None

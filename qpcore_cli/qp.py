@@ -1,0 +1,239 @@
+"""``qpcore solve qp`` and ``qpcore solve nnls``: generic QPs and NNLS from ``.npz`` files, and GPCG."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from problems.least_squares import nnls
+from qpcore import __version__
+from qpcore.problem import QP, ProblemError
+from qpcore.solve import Strategy, solve
+from qpcore.state import Result, Status
+from qpcore_cli.common import CLIError, check_writable, make_reporter, write_json
+from qpcore_cli.registry import STRATEGIES, ProblemKind, StrategySpec
+from strategies.gradient_projection import GPCG
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = ["GPCG_STRATEGY", "NNLS_PROBLEM", "QP_PROBLEM", "read_npz", "run_nnls", "run_qp", "solve_report"]
+
+
+def _gpcg_factory(args: argparse.Namespace) -> Strategy:
+    strategy: Strategy = GPCG()
+    return strategy
+
+
+#: ``--strategy gpcg``: :class:`strategies.gradient_projection.GPCG` (also offered for ``svm``).
+GPCG_STRATEGY = StrategySpec(
+    factory=_gpcg_factory, help="Moré–Toraldo gradient projection + conjugate gradients (box, ≤ 1 equality)",
+    problems=frozenset({"qp", "nnls", "svm"}))
+
+
+def read_npz(path: str, required: Sequence[str], optional: Sequence[str] = ()) -> dict[str, NDArray[Any]]:
+    """Read named arrays from a ``.npz`` file (no pickles), with one clear error per problem.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    required, optional : sequence of str
+        Array names that must / may be present.
+
+    Returns
+    -------
+    dict
+        Name → array for every required name and every optional one present.
+
+    Raises
+    ------
+    CLIError
+        When the file is missing, not a readable ``.npz`` of plain arrays, or lacks a required array.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            names = set(f.files)
+            missing = [k for k in required if k not in names]
+            if missing:
+                raise CLIError(f"--npz {path!r}: missing array(s) {', '.join(missing)} "
+                               f"(found: {', '.join(sorted(names)) or 'none'})")
+            return {k: np.asarray(f[k]) for k in (*required, *optional) if k in names}
+    except CLIError:
+        raise
+    except FileNotFoundError:
+        raise CLIError(f"--npz {path!r}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--npz {path!r}: not a readable .npz of plain arrays ({exc})") from None
+
+
+def _add_npz_arguments(names: str) -> Callable[[argparse.ArgumentParser], None]:
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--npz", required=True, metavar="FILE", help=f"numpy .npz file with arrays {names}")
+    return add
+
+
+def _add_nnls_arguments(p: argparse.ArgumentParser) -> None:
+    _add_npz_arguments("A (m×n), d (m)")(p)
+    p.add_argument("--backend", choices=("auto", "dense", "gram"), default="auto",
+                   help="Q = AᵀA formed (dense) or applied as Aᵀ(Av) (gram); auto picks by shape")
+
+
+def solve_report(qp: Any, strategy: Strategy, args: argparse.Namespace, label: str) -> tuple[Result, dict[str, Any]]:
+    """Solve ``qp`` with the CLI's limits and reporter; the report fields every kind shares.
+
+    Parameters
+    ----------
+    qp : QP
+        The problem.
+    strategy : Strategy
+        A configured strategy.
+    args : argparse.Namespace
+        ``strategy``, ``tol``, ``max_iter``, ``time_limit`` and ``quiet``.
+    label : str
+        The name in the progress display.
+
+    Returns
+    -------
+    (Result, dict)
+        The result and its report (status, objective, KKT measures, counters, settings).
+    """
+    result = solve(qp, strategy, tol=args.tol, max_iter=args.max_iter, time_limit=args.time_limit,
+                   reporter=make_reporter(args.quiet, args.tol, label))
+    report: dict[str, Any] = {
+        "strategy": args.strategy,
+        "n": int(qp.n),
+        "m_equality": int(qp.m),
+        "tol": args.tol,
+        "max_iter": args.max_iter,
+        "time_limit": args.time_limit,
+        "status": result.status.code,
+        "status_message": result.status.message,
+        "converged": result.status is Status.CONVERGED,
+        "objective": result.objective,
+        "kkt_measure": result.kkt.measure,
+        "stationarity": result.kkt.stationarity,
+        "primal_infeasibility": result.kkt.primal,
+        "iterations": result.iterations,
+        "seconds": float(result.stats["seconds"]),
+        "stats": result.stats,
+        "qpcore_version": __version__,
+    }
+    return result, report
+
+
+def _print_generic(report: dict[str, Any], extra: Sequence[tuple[str, str]] = ()) -> None:
+    r = report
+    lines = [
+        ("status", f"{r['status']} ({r['status_message']})"),
+        ("objective", f"{r['objective']:.12e}"),
+        ("KKT measure", f"{r['kkt_measure']:.3e}   (tol {r['tol']:g}; primal infeasibility {r['primal_infeasibility']:.1e})"),
+        ("iterations", f"{r['iterations']}"),
+        ("time", f"{r['seconds']:.3f} s solve, {r['total_seconds']:.3f} s with reading and building"),
+        *extra,
+    ]
+    for name, value in lines:
+        print(f"{name:<16} {value}")
+    sys.stdout.flush()
+
+
+def _finish(report: dict[str, Any], args: argparse.Namespace, extra: Sequence[tuple[str, str]] = ()) -> int:
+    if args.json != "-":
+        _print_generic(report, extra)
+    if args.json is not None:
+        write_json(report, args.json)
+    return 0
+
+
+def _solution_field(x: NDArray[np.float64]) -> list[float] | None:
+    # the point goes into the JSON report when it is small enough to read
+    return [float(v) for v in x] if x.size <= 10_000 else None
+
+
+def run_qp(args: argparse.Namespace) -> int:
+    """``qpcore solve qp``: min ½xᵀQx + cᵀx, lb ≤ x ≤ ub, Ax = b from an .npz file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``qpcore solve qp`` arguments.
+
+    Returns
+    -------
+    int
+        Exit status 0 (a result was produced; its status is in the report).
+
+    Raises
+    ------
+    CLIError
+        On a bad file or an invalid problem.
+    """
+    t0 = time.perf_counter()
+    check_writable(args.json)
+    arrays = read_npz(args.npz, ("Q", "c"), ("lb", "ub", "A", "b"))
+    if ("A" in arrays) != ("b" in arrays):
+        raise CLIError(f"--npz {args.npz!r}: A and b go together; the file has only "
+                       f"{'A' if 'A' in arrays else 'b'}")
+    try:
+        n = int(np.asarray(arrays["c"]).size)
+        qp = QP(arrays["Q"], arrays["c"], arrays.get("lb", np.full(n, -np.inf)), arrays.get("ub", np.full(n, np.inf)),
+                arrays.get("A"), arrays.get("b"))
+        strategy = STRATEGIES[args.strategy].factory(args)
+        result, report = solve_report(qp, strategy, args, args.strategy)
+    except ProblemError as exc:
+        raise CLIError(str(exc)) from None
+    report.update(problem="qp", data=args.npz, total_seconds=time.perf_counter() - t0, x=_solution_field(result.x))
+    return _finish(report, args)
+
+
+def run_nnls(args: argparse.Namespace) -> int:
+    """``qpcore solve nnls``: min ‖Ax − d‖², x ≥ 0 from an .npz file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``qpcore solve nnls`` arguments.
+
+    Returns
+    -------
+    int
+        Exit status 0 (a result was produced; its status is in the report).
+
+    Raises
+    ------
+    CLIError
+        On a bad file or an invalid problem.
+    """
+    t0 = time.perf_counter()
+    check_writable(args.json)
+    arrays = read_npz(args.npz, ("A", "d"))
+    try:
+        problem = nnls(arrays["A"], arrays["d"], backend=args.backend)
+        strategy = STRATEGIES[args.strategy].factory(args)
+        result, report = solve_report(problem.qp, strategy, args, args.strategy)
+        x, rnorm = problem.decode(result)
+    except ProblemError as exc:
+        raise CLIError(str(exc)) from None
+    report.update(problem="nnls", data=args.npz, backend=type(problem.qp.Q).__name__,
+                  residual_norm=rnorm, n_positive=int(np.count_nonzero(x > 0)),
+                  total_seconds=time.perf_counter() - t0, x=_solution_field(x))
+    return _finish(report, args, [("residual norm", f"{rnorm:.12e}   (‖Ax − d‖₂)"),
+                                  ("positive", f"{report['n_positive']} of {x.size} coefficients")])
+
+
+#: ``qpcore solve qp``: a convex QP from an .npz file, GPCG by default.
+QP_PROBLEM = ProblemKind(
+    help="convex QP min 1/2 x'Qx + c'x, lb <= x <= ub, Ax = b from an .npz file (arrays Q, c, "
+         "lb, ub; optional A, b; missing bounds are infinite)",
+    add_arguments=_add_npz_arguments("Q (n×n), c (n), lb, ub (n, may hold ±inf); optional A (m×n), b (m)"),
+    run=run_qp, default_strategy="gpcg", default_tol=1e-8)
+
+#: ``qpcore solve nnls``: nonnegative least squares from an .npz file, GPCG by default.
+NNLS_PROBLEM = ProblemKind(
+    help="nonnegative least squares min ||Ax - d||, x >= 0 from an .npz file (arrays A, d)",
+    add_arguments=_add_nnls_arguments, run=run_nnls, default_strategy="gpcg", default_tol=1e-8)

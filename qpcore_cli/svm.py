@@ -1,0 +1,446 @@
+"""``qpcore solve svm`` (a C-SVC from LIBSVM-format files) and ``qpcore demo``, and the SMO strategy."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from importlib.resources import as_file, files
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+import numpy as np
+import scipy.sparse as sp
+
+from problems.datasets import DataFormatError, load_svmlight
+from problems.svm import csvc
+from qpcore import __version__
+from qpcore.operators import Kernel
+from qpcore.problem import ProblemError
+from qpcore.solve import Reporter, Strategy, solve
+from qpcore.state import Status
+from qpcore_cli.common import (
+    CLIError,
+    check_writable,
+    finite_float,
+    make_reporter,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+    write_json,
+)
+from qpcore_cli.registry import STRATEGIES, ProblemKind, StrategySpec
+from strategies.smo import SMO
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from qpcore.operators import KernelName
+
+__all__ = ["DEMO_FEATURES", "DEMO_FILES", "SMO_STRATEGY", "SVM_PROBLEM", "SVMSettings", "add_svm_arguments",
+           "load_train_test", "print_summary", "run_demo", "run_svm", "train_svm"]
+
+
+# --------------------------------------------------------------------------------------------
+# The SMO strategy
+# --------------------------------------------------------------------------------------------
+
+
+def _smo_factory(args: argparse.Namespace) -> Strategy:
+    strategy: Strategy = SMO(rule=args.rule, shrinking=not args.no_shrinking)
+    return strategy
+
+
+def _smo_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--rule", choices=("wss2", "mvp", "platt"), default="wss2",
+                       help="working-set rule: LIBSVM's second order (wss2, default), maximal "
+                            "violating pair (mvp), Platt's heuristics (platt)")
+    group.add_argument("--no-shrinking", action="store_true", help="do not shrink the active set")
+
+
+def _smo_describe(args: argparse.Namespace) -> dict[str, Any]:
+    return {"rule": args.rule, "shrinking": not args.no_shrinking}
+
+
+#: ``--strategy smo``: :class:`strategies.smo.SMO` with ``--rule`` and ``--no-shrinking``.
+SMO_STRATEGY = StrategySpec(
+    factory=_smo_factory, help="sequential minimal optimization (Platt; LIBSVM's WSS2 by default)",
+    problems=frozenset({"svm"}), add_arguments=_smo_arguments, describe=_smo_describe)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading data
+# --------------------------------------------------------------------------------------------
+
+
+def _read_svmlight(path: str, role: str, zero_based: bool) -> tuple[Any, NDArray[np.float64]]:
+    """Read a LIBSVM file, turning every failure into a one-line :class:`CLIError`."""
+    if os.path.isdir(path):
+        raise CLIError(f"{role} file {path!r} is a directory")
+    if not os.path.exists(path):
+        raise CLIError(f"{role} file {path!r} not found")
+    try:
+        return load_svmlight(path, zero_based=zero_based)
+    except DataFormatError as exc:
+        raise CLIError(f"{role} file: {exc}") from None
+    except OSError as exc:
+        raise CLIError(f"cannot read {role} file {path!r}: {exc.strerror or exc}") from None
+    except (ValueError, EOFError, MemoryError) as exc:
+        raise CLIError(f"cannot read {role} file {path!r}: {exc}") from None
+
+
+def _with_width(X: Any, width: int) -> Any:
+    """X padded with empty columns to ``width`` (CSR or dense)."""
+    if X.shape[1] == width:
+        return X
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width))
+    return np.pad(np.asarray(X), ((0, 0), (0, width - X.shape[1])))
+
+
+def _drop_first_column(X: Any) -> Any:
+    """The CSR ``X`` without its (empty) column 0: one-based indices read as zero-based."""
+    X = sp.csr_matrix(X)
+    return sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], max(0, X.shape[1] - 1)))
+
+
+def load_train_test(data: str, test: str | None, n_features: int | None, index_base: str
+                    ) -> tuple[Any, NDArray[np.float64], Any, NDArray[np.float64] | None, int]:
+    """Read the training (and test) file with one numbering and one width.
+
+    Parameters
+    ----------
+    data, test : str
+        Paths (plain, gzip or bzip2); ``test`` may be None.
+    n_features : int, optional
+        Width; an index beyond it is an error.
+    index_base : {"auto", "0", "1"}
+        Feature numbering. ``auto``: zero-based if the *training* file uses index 0, else one-based,
+        and the test file is read the same way (so the two can never be numbered differently).
+
+    Returns
+    -------
+    X, y, X_test, y_test, train_width
+        Training and test data of equal width, and the training file's own width (its
+        largest feature number, or ``n_features``), the LIBSVM base of the default gamma.
+
+    Raises
+    ------
+    CLIError
+        On a missing, unreadable or malformed file, or numberings or widths that do not fit.
+    """
+    if index_base == "auto":
+        X, y = _read_svmlight(data, "training", zero_based=True)
+        zero_based = bool((X.indices == 0).any())
+        if not zero_based:
+            X = _drop_first_column(X)
+    else:
+        zero_based = index_base == "0"
+        X, y = _read_svmlight(data, "training", zero_based=zero_based)
+    X_test = y_test = None
+    if test is not None:
+        if index_base == "auto" and not zero_based:
+            X_test, y_test = _read_svmlight(test, "test", zero_based=True)
+            if (X_test.indices == 0).any():
+                raise CLIError(f"test file {test!r} uses feature index 0 but the training file {data!r} does not; "
+                               "pass --index-base 0 or 1")
+            X_test = _drop_first_column(X_test)
+        else:
+            X_test, y_test = _read_svmlight(test, "test", zero_based=zero_based)
+    train_width = int(X.shape[1]) if n_features is None else n_features
+    width = train_width
+    for M, path in ((X, data), (X_test, test)):
+        if M is not None and M.shape[1] > width:
+            if n_features is not None:
+                raise CLIError(f"{path!r} has {M.shape[1]} features, more than --n-features {n_features}")
+            width = int(M.shape[1])
+    X = _with_width(X, width)
+    if X_test is not None:
+        X_test = _with_width(X_test, width)
+    return X, y, X_test, y_test, train_width
+
+
+# --------------------------------------------------------------------------------------------
+# Training and reporting an SVM
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SVMSettings:
+    """What a C-SVC run needs besides the data."""
+
+    C: float
+    kernel: str
+    gamma: float
+    degree: int
+    coef0: float
+    tol: float
+    cache_mb: float
+    max_iter: int | None
+    time_limit: float | None
+    strategy_name: str
+    strategy: Strategy
+    strategy_settings: dict[str, Any]
+
+
+def _accuracy(model: Any, X: Any, y: NDArray[np.float64]) -> float:
+    return float(np.mean(np.asarray(model.predict(X)) == y)) if y.size else float("nan")
+
+
+def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.float64] | None,
+              s: SVMSettings, reporter: Reporter | None) -> dict[str, Any]:
+    """Build the C-SVC dual, solve it, decode the model and evaluate it.
+
+    Parameters
+    ----------
+    X, y : matrix, ndarray
+        Training data and labels (two classes).
+    X_test, y_test : matrix, ndarray or None
+        Held-out data (same width), or None.
+    s : SVMSettings
+        Model and solver settings.
+    reporter : Reporter or None
+        Progress display.
+
+    Returns
+    -------
+    dict
+        The report (see ``qpcore solve svm --help``), JSON-ready.
+
+    Raises
+    ------
+    CLIError
+        When the data or settings do not make a valid problem.
+    """
+    t0 = time.perf_counter()
+    try:
+        kernel = Kernel(cast("KernelName", s.kernel), gamma=s.gamma, degree=s.degree, coef0=s.coef0)
+        problem = csvc(X, y, C=s.C, kernel=kernel, cache_bytes=int(s.cache_mb * (1 << 20)))
+        t1 = time.perf_counter()
+        result = solve(problem.qp, s.strategy, tol=s.tol, max_iter=s.max_iter, time_limit=s.time_limit,
+                       reporter=reporter)
+        t2 = time.perf_counter()
+        model = problem.decode(result)
+    except ProblemError as exc:
+        raise CLIError(str(exc)) from None
+    t3 = time.perf_counter()
+    qp = problem.qp
+    report: dict[str, Any] = {
+        "problem": "svm",
+        "formulation": "C-SVC dual: min 1/2 a'Qa - e'a, 0 <= a <= C, y'a = 0",
+        "n_train": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        "n_test": None if y_test is None else int(y_test.shape[0]),
+        "strategy": s.strategy_name,
+        **s.strategy_settings,
+        "C": s.C,
+        "kernel": s.kernel,
+        # only the parameters the kernel uses (the others are null)
+        "gamma": s.gamma if s.kernel in ("rbf", "poly", "sigmoid") else None,
+        "degree": s.degree if s.kernel == "poly" else None,
+        "coef0": s.coef0 if s.kernel in ("poly", "sigmoid") else None,
+        "tol": s.tol,
+        "cache_mb": s.cache_mb,
+        "max_iter": s.max_iter,
+        "time_limit": s.time_limit,
+        "status": result.status.code,
+        "status_message": result.status.message,
+        "converged": result.status is Status.CONVERGED,
+        "objective": result.objective,
+        "gap": result.kkt.gap,
+        "kkt_measure": result.kkt.measure,
+        "primal_infeasibility": result.kkt.primal,
+        "iterations": result.iterations,
+        "seconds": float(result.stats["seconds"]),
+        "build_seconds": t1 - t0,
+        "decode_seconds": t3 - t2,
+        "total_seconds": t3 - t0,
+        "rows_computed": int(result.stats["rows_computed"]),
+        "cache_hits": int(result.stats["cache_hits"]),
+        "n_sv": int(model.n_sv),
+        "n_bsv": int(np.count_nonzero((result.x >= qp.ub) & (result.x > 0))),
+        "bias": float(model.bias),
+        "train_accuracy": _accuracy(model, X, y),
+        "test_accuracy": None if y_test is None else _accuracy(model, X_test, y_test),
+        "stats": result.stats,
+        "qpcore_version": __version__,
+    }
+    return report
+
+
+def _fmt_pct(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{100 * value:.2f} %"
+
+
+def print_summary(report: dict[str, Any], out: TextIO | None = None) -> None:
+    """Print a report as aligned ``name  value`` lines (plain ASCII).
+
+    Parameters
+    ----------
+    report : dict
+        As returned by :func:`train_svm`.
+    out : file, optional
+        stdout by default.
+    """
+    r = report
+    lines = [
+        ("status", f"{r['status']} ({r['status_message']})"),
+        ("objective", f"{r['objective']:.10e}   (dual: 1/2 a'Qa - e'a)"),
+        ("KKT gap", f"{r['gap']:.3e}   (maximal violating pair; tol {r['tol']:g})"),
+        ("iterations", f"{r['iterations']}"),
+        ("time", f"{r['seconds']:.3f} s solve, {r['total_seconds']:.3f} s with building and decoding"),
+        ("kernel rows", f"{r['rows_computed']} computed, {r['cache_hits']} cache hits"),
+        ("support vectors", f"{r['n_sv']} of {r['n_train']} ({r['n_bsv']} at C)"),
+        ("bias", f"{r['bias']:.6f}"),
+        ("train accuracy", _fmt_pct(r["train_accuracy"])),
+    ]
+    if r.get("n_test") is not None:
+        lines.append(("test accuracy", f"{_fmt_pct(r['test_accuracy'])}   ({r['n_test']} held-out rows)"))
+    stream = out if out is not None else sys.stdout
+    for name, value in lines:
+        print(f"{name:<16} {value}", file=stream)
+    stream.flush()
+
+
+# --------------------------------------------------------------------------------------------
+# qpcore demo
+# --------------------------------------------------------------------------------------------
+
+#: The bundled demo: RBF C-SVC on a 3,000-row subset of Adult, as in Platt's and LIBSVM's tables.
+DEMO_FILES = ("adult_demo.trn.bz2", "adult_demo.tst.bz2")
+#: The demo files' width (Adult's 123 binary features, numbered from 1).
+DEMO_FEATURES = 123
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """``qpcore demo``: train an RBF C-SVC on the bundled Adult subset and evaluate it.
+
+    The data are qpcore/data/adult_demo.{trn,tst}.bz2 (package data of ``qpcore``, so the demo
+    works from an installed package): 3,000 training and 2,000 test rows drawn with
+    ``numpy.random.default_rng(0)`` from the shared Adult files, written one-based;
+    qpcore/data/README.md holds the script that made them (run once from the repository root,
+    with ../shared/data beside it).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        ``json`` and ``quiet``.
+
+    Returns
+    -------
+    int
+        Exit status 0.
+    """
+    folder = files("qpcore") / "data"
+    with as_file(folder / DEMO_FILES[0]) as trn, as_file(folder / DEMO_FILES[1]) as tst:
+        X, y = load_svmlight(trn, n_features=DEMO_FEATURES, zero_based=False)
+        X_test, y_test = load_svmlight(tst, n_features=DEMO_FEATURES, zero_based=False)
+    settings = SVMSettings(C=1.0, kernel="rbf", gamma=0.05, degree=3, coef0=0.0, tol=1e-3, cache_mb=200.0,
+                           max_iter=None, time_limit=None, strategy_name="smo",
+                           strategy=_smo_factory(argparse.Namespace(rule="wss2", no_shrinking=False)),
+                           strategy_settings={"rule": "wss2", "shrinking": True})
+    check_writable(args.json)
+    quiet_stdout = args.json == "-"
+    if not quiet_stdout:
+        print(f"qpcore demo: RBF C-SVC (gamma=0.05, C=1) on {X.shape[0]} rows of UCI Adult "
+              f"({X.shape[1]} binary features), SMO with LIBSVM's second-order working set, tol 1e-3",
+              flush=True)
+    report = train_svm(X, y, X_test, y_test, settings, make_reporter(args.quiet, settings.tol, "SMO (wss2)"))
+    report["data"] = f"bundled:{DEMO_FILES[0]}"
+    report["test"] = f"bundled:{DEMO_FILES[1]}"
+    if not quiet_stdout:
+        print_summary(report)
+    if args.json is not None:
+        write_json(report, args.json)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# qpcore solve svm
+# --------------------------------------------------------------------------------------------
+
+
+def add_svm_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``qpcore solve svm``'s data and model arguments to its parser.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The ``svm`` sub-command's parser.
+    """
+    data = p.add_argument_group("data")
+    data.add_argument("--data", required=True, metavar="PATH",
+                      help="training file, LIBSVM/SVMlight format (plain, .gz or .bz2); labels: two classes")
+    data.add_argument("--test", metavar="PATH", help="held-out file in the same format (reports test accuracy)")
+    data.add_argument("--n-features", type=positive_int, metavar="N",
+                      help="number of features (default: the largest feature number in the training file)")
+    data.add_argument("--index-base", choices=("auto", "0", "1"), default="auto",
+                      help="feature numbering: auto (default: zero-based if the training file uses index 0, "
+                           "the test file read the same way), 0, or 1")
+    model = p.add_argument_group("model (C-SVC)")
+    model.add_argument("-C", type=positive_float, default=1.0, help="box constraint C > 0 (default 1)")
+    model.add_argument("--kernel", choices=("rbf", "linear", "poly", "sigmoid"), default="rbf",
+                       help="kernel (default rbf)")
+    model.add_argument("--gamma", type=positive_float, metavar="G",
+                       help="rbf/poly/sigmoid gamma (default 1/n_features, as LIBSVM)")
+    model.add_argument("--degree", type=positive_int, default=3, metavar="D", help="poly degree (default 3)")
+    model.add_argument("--coef0", type=finite_float, default=0.0, metavar="R", help="poly/sigmoid coef0 (default 0)")
+    model.add_argument("--cache-mb", type=nonnegative_float, default=200.0, metavar="M",
+                       help="kernel row cache budget in MiB (default 200)")
+
+
+def run_svm(args: argparse.Namespace) -> int:
+    """``qpcore solve svm``: read, build the C-SVC dual, solve, report.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``qpcore solve svm`` arguments.
+
+    Returns
+    -------
+    int
+        Exit status 0 (a result was produced; its status is in the report).
+
+    Raises
+    ------
+    CLIError
+        On bad input (reported by :func:`qpcore_cli.main` as one line, status 2).
+    """
+    spec = STRATEGIES[args.strategy]
+    check_writable(args.json)
+    X, y, X_test, y_test, train_width = load_train_test(args.data, args.test, args.n_features, args.index_base)
+    if args.gamma is not None:
+        gamma = args.gamma
+    elif args.kernel == "linear":
+        gamma = 1.0
+    elif train_width < 1:
+        raise CLIError(f"training file {args.data!r} has no features; pass --gamma or --n-features")
+    else:
+        gamma = 1.0 / train_width
+    try:
+        strategy = spec.factory(args)
+    except ProblemError as exc:
+        raise CLIError(str(exc)) from None
+    settings = SVMSettings(C=args.C, kernel=args.kernel, gamma=gamma, degree=args.degree, coef0=args.coef0,
+                           tol=args.tol, cache_mb=args.cache_mb, max_iter=args.max_iter,
+                           time_limit=args.time_limit, strategy_name=args.strategy, strategy=strategy,
+                           strategy_settings=spec.describe(args) if spec.describe is not None else {})
+    label = args.strategy if "rule" not in settings.strategy_settings else f"{args.strategy} ({args.rule})"
+    report = train_svm(X, y, X_test, y_test, settings, make_reporter(args.quiet, args.tol, label))
+    report["data"] = args.data
+    report["test"] = args.test
+    if args.json != "-":
+        print_summary(report)
+    if args.json is not None:
+        write_json(report, args.json)
+    return 0
+
+
+#: ``qpcore solve svm``: the C-SVC dual from a LIBSVM-format file, SMO by default.
+SVM_PROBLEM = ProblemKind(
+    help="C-SVC dual (two classes) from a LIBSVM-format file", add_arguments=add_svm_arguments,
+    run=run_svm, default_strategy="smo")
