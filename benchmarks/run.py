@@ -6,7 +6,7 @@
 
 Appends one JSON line per (row, solver) to the results file, renders the markdown page and
 convergence plots (``docs/benchmarks/``; quick mode: ``benchmarks/results/quick/``) and prints a
-summary. See ``../shared/design/BENCHMARKS.md``.
+summary. See ``docs/BENCHMARKS.md``.
 """
 
 from __future__ import annotations
