@@ -2,15 +2,21 @@
 
 import os
 
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
-# no deadline: a 2-core CI machine is slow and noisy; a moderate number of examples keeps the suite fast
-# derandomize: CI runs the same examples every time, so a red run is a regression, not luck
+# The profile alone sets how many examples a property test runs: no test hard-codes max_examples
+# (docs/testing.md). No deadline anywhere: a 2-core CI machine is slow and noisy.
+# ci (the default): derandomized, so CI runs the same examples every time and a red run is a
+# regression, not luck; a moderate number of examples keeps the suite fast
 settings.register_profile("ci", deadline=None, max_examples=40, print_blob=True, derandomize=True)
 # HYPOTHESIS_PROFILE=explore: fresh random examples each run
 settings.register_profile("explore", deadline=None, max_examples=40, print_blob=True)
 # HYPOTHESIS_PROFILE=thorough for a longer local hunt
-settings.register_profile("thorough", deadline=None, max_examples=500)
+settings.register_profile("thorough", deadline=None, max_examples=500, print_blob=True)
+# HYPOTHESIS_PROFILE=nightly: a scheduled hunt, fresh examples, 1,000 per property test; a long run
+# of slow examples is expected there, not a health problem
+settings.register_profile("nightly", deadline=None, max_examples=1000, print_blob=True, derandomize=False,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

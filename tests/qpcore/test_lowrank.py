@@ -23,7 +23,6 @@ def _dense(Q: DiagPlusLowRankQ) -> np.ndarray:
 
 
 @given(qp=lowrank_qps(), data=st.data())
-@settings(max_examples=60)
 def test_operator_matches_dense(qp: qpcore.QP, data: st.DataObject) -> None:
     Q = qp.Q
     assert isinstance(Q, DiagPlusLowRankQ)
@@ -50,7 +49,6 @@ def test_operator_matches_dense(qp: qpcore.QP, data: st.DataObject) -> None:
 
 
 @given(qp=lowrank_qps(), data=st.data())
-@settings(max_examples=60)
 def test_factor_and_rank_updates_match_dense_solves(qp: qpcore.QP, data: st.DataObject) -> None:
     Q = qp.Q
     assert isinstance(Q, DiagPlusLowRankQ)

@@ -97,7 +97,6 @@ def test_idempotent(inst: tuple[Arr, Arr, Arr, Arr, float]) -> None:
     np.testing.assert_allclose(x2, x, rtol=0, atol=1e-9 * max(1.0, float(np.abs(x).max())))
 
 
-@settings(max_examples=30)
 @given(instances(), st.lists(VAL, min_size=8, max_size=8))
 def test_nonexpansive(inst: tuple[Arr, Arr, Arr, Arr, float], other: list[float]) -> None:
     v, lb, ub, a, b = inst

@@ -1,5 +1,6 @@
-"""qpcore.testing and problems.random: generated problems are valid, assert_kkt catches wrong points,
-dense_reference is accurate."""
+"""qpcore.testing and qpcore.generators (re-exported by problems.random): generated problems are valid
+(also with fixed variables and zero equality coefficients), warm starts are what they claim,
+assert_kkt catches wrong points, dense_reference is accurate."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import find, given
 from hypothesis import strategies as st
 
+import problems.random
 import qpcore
+import qpcore.generators
+import qpcore.testing
 from problems.random import (planted_qp, psd_matrix, random_box_qp, random_degenerate_qp, random_nonneg_qp,
                              random_one_sided_qp, random_svm_dual)
 from qpcore import QP, DenseQ, Kernel, KernelQ, Result, State, Status, kkt
-from qpcore.testing import assert_kkt, box_qps, dense_reference, nonneg_qps, planted_qps, qps, svm_duals
+from qpcore.generators import feasible_point, fix_variables, random_box_point
+from qpcore.testing import (assert_kkt, box_equality_qps, box_qps, dense_reference, nonneg_qps, planted_qps, qps,
+                            svm_duals, warm_starts)
 
 
 def min_eig(qp: QP) -> tuple[float, float]:
@@ -46,6 +52,23 @@ def test_import_qpcore_does_not_import_testing_or_hypothesis() -> None:
             "sys.exit(str(bad) if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_qpcore_testing_imports_nothing_from_problems_or_strategies() -> None:
+    # qpcore is the bottom layer: its test kit draws from qpcore.generators
+    code = ("import sys, qpcore.testing; bad = [m for m in sys.modules if m.startswith(('problems', 'strategies'))]; "
+            "sys.exit(str(bad) if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_problems_random_reexports_the_generators() -> None:
+    names = [n for n in problems.random.__all__ if n != "FloatArray"]
+    assert "random_lowrank_qp" in names and "random_svm_dual" in names
+    for name in names:
+        assert getattr(problems.random, name) is getattr(qpcore.generators, name), name
+    for module in (qpcore.generators, qpcore.testing, problems.random):
+        assert all(hasattr(module, n) for n in module.__all__)
 
 
 # --- the hypothesis strategies -----------------------------------------------------------------
@@ -101,7 +124,219 @@ def test_strategies_reject_bad_options() -> None:
         nonneg_qps(min_n=5, max_n=2).example()
 
 
-@settings(max_examples=15)
+# --- fixed variables and zero equality coefficients (opt-in) ------------------------------------
+
+def eq_scale(qp: QP, x: np.ndarray) -> float:
+    """The size of A x's terms (for judging A x − b)."""
+    return 1.0 + float(np.abs(qp.b).max(initial=0.0)) + float((np.abs(qp.A) @ np.abs(x)).max(initial=0.0))
+
+
+def n_fixed(fraction: float, n: int) -> int:
+    return 0 if fraction == 0 else min(n, max(1, round(fraction * n)))
+
+
+@given(qps(fixed=True, zero_coefficients=True))
+def test_generated_problems_with_fixed_and_zero_coefficients_are_valid_and_bounded(qp: QP) -> None:
+    check_valid(qp)
+    x, f = dense_reference(qp)
+    assert np.isfinite(f)
+    assert kkt(qp, x).primal <= 1e-9 * max(1.0, float(np.abs(x).max()))
+    x0 = feasible_point(qp, seed=0)  # the equality is feasible for the new bounds
+    assert np.all((qp.lb <= x0) & (x0 <= qp.ub))
+    assert float(np.abs(qp.A @ x0 - qp.b).max(initial=0.0)) <= 1e-12 * eq_scale(qp, x0)
+
+
+MAKERS: dict[str, Callable[[int, float], QP]] = {
+    "box": lambda s, f: random_box_qp(12, seed=s, cond=1e3, fixed=f),
+    "box_singular_open": lambda s, f: random_box_qp(12, seed=s, rank=4, lb=0.0, ub=np.inf, fixed=f),
+    "one_sided": lambda s, f: random_one_sided_qp(12, seed=s, fixed=f),
+    "nonneg": lambda s, f: random_nonneg_qp(12, seed=s, fixed=f),
+    "degenerate_svm": lambda s, f: random_degenerate_qp(12, seed=s, svm_form=True, C=1e3, fixed=f),
+    "svm_dual": lambda s, f: random_svm_dual(12, seed=s, C=1e3, duplicates=3, fixed=f),
+    "planted_svm": lambda s, f: planted_qp(12, seed=s, svm_form=True, ub=7.0, fixed=f)[0],
+}
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.5, 1.0, True])
+@pytest.mark.parametrize("kind", list(MAKERS))
+def test_generators_fix_variables_inside_the_original_box(kind: str, fraction: float) -> None:
+    for seed in range(5):
+        plain, qp = MAKERS[kind](seed, 0.0), MAKERS[kind](seed, fraction)
+        # the same problem (the rng is used for the fixing only after it is built) ...
+        np.testing.assert_array_equal(plain.Q.rows(np.arange(12)), qp.Q.rows(np.arange(12)))
+        np.testing.assert_array_equal(plain.c, qp.c)
+        np.testing.assert_array_equal(plain.A, qp.A)
+        np.testing.assert_array_equal(plain.b, qp.b)
+        # ... with lb = ub inside the original box on the requested number of variables
+        fixed = (qp.lb == qp.ub) & (plain.lb < plain.ub)
+        changed = (qp.lb != plain.lb) | (qp.ub != plain.ub)
+        assert not np.any(changed & ~fixed)
+        want = n_fixed(0.25 if fraction is True else fraction, 12)
+        # with an equality, rounding may make the generator release one of them
+        assert want - (2 if qp.m else 0) <= int(fixed.sum()) <= want
+        assert np.all((plain.lb[fixed] <= qp.lb[fixed]) & (qp.ub[fixed] <= plain.ub[fixed]))
+        if qp.m:
+            assert set(np.unique(qp.A[0])) == {-1.0, 1.0} and qp.b[0] == 0.0  # still SVM form
+        x, f = dense_reference(qp)
+        assert kkt(qp, x).primal <= 1e-9 * max(1.0, float(np.abs(x).max()))
+
+
+@pytest.mark.parametrize("fraction", [0.3, 1.0])
+def test_planted_optimum_stays_optimal_with_fixed_variables(fraction: float) -> None:
+    for seed in range(6):
+        svm = seed % 2 == 1
+        qp, x_star = planted_qp(15, seed=seed, svm_form=svm, ub=3.0, degenerate=0.5, fixed=fraction)
+        plain, x_plain = planted_qp(15, seed=seed, svm_form=svm, ub=3.0, degenerate=0.5)
+        np.testing.assert_array_equal(x_star, x_plain)
+        fixed = qp.lb == qp.ub
+        np.testing.assert_array_equal(qp.lb[fixed], x_star[fixed])
+        k = kkt(qp, x_star)
+        assert k.measure <= 1e-10 and k.primal <= 1e-12
+        assert dense_reference(qp)[1] == pytest.approx(qp.objective(x_star), rel=1e-9, abs=1e-9)
+
+
+@given(planted_qps(max_n=20, fixed=True))
+def test_planted_qps_with_fixed_variables_keep_their_optimum(pair: tuple[QP, np.ndarray]) -> None:
+    qp, x_star = pair
+    k = kkt(qp, x_star)
+    assert k.primal <= 1e-12 * max(1.0, float(np.abs(x_star).max()))
+    assert k.measure <= 1e-8 * (1 + float(np.abs(qp.c).max()))
+    assert np.all(qp.lb[qp.lb == qp.ub] == x_star[qp.lb == qp.ub])
+
+
+@given(box_qps(fixed=0.3), nonneg_qps(fixed=0.5), svm_duals(fixed=0.3))
+def test_fixed_fraction_is_honoured(box: QP, nonneg: QP, svm: QP) -> None:
+    for qp, fraction in ((box, 0.3), (nonneg, 0.5)):
+        check_valid(qp)
+        assert int(np.sum(qp.lb == qp.ub)) >= n_fixed(fraction, qp.n)  # a bound may also coincide
+    check_valid(svm)
+    assert set(np.unique(svm.A[0])) == {-1.0, 1.0} and svm.b[0] == 0.0
+    assert int(np.sum(svm.lb == svm.ub)) >= n_fixed(0.3, svm.n) - 1
+    assert np.all(svm.lb >= 0.0)
+
+
+@given(box_equality_qps(zero_coefficients=0.5, fixed=0.3))
+def test_box_equality_zero_coefficients_and_fixed(qp: QP) -> None:
+    check_valid(qp)
+    a = qp.A[0]
+    assert int(np.sum(a == 0)) == min(qp.n - 1, n_fixed(0.5, qp.n)) and a.any()
+    assert int(np.sum(qp.lb == qp.ub)) >= n_fixed(0.3, qp.n) - 1
+    x0 = feasible_point(qp, seed=1)
+    assert float(np.abs(qp.A @ x0 - qp.b).max()) <= 1e-12 * eq_scale(qp, x0)
+
+
+@given(box_equality_qps(max_n=12))
+def test_box_equality_coefficients_nonzero_by_default(qp: QP) -> None:
+    # zero_coefficients is off by default (for now): every variable is in the row
+    assert np.all(qp.A[0] != 0)
+
+
+@pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
+def test_fixed_options_reject_bad_values() -> None:
+    with pytest.raises(ValueError, match="fixed"):
+        random_box_qp(5, seed=0, fixed=1.5)
+    with pytest.raises(ValueError, match="fixed"):
+        box_qps(fixed=-0.1).example()
+    with pytest.raises(ValueError, match="zero_coefficients"):
+        box_equality_qps(zero_coefficients=2.0).example()
+
+
+def test_fix_variables_all_and_several_rows() -> None:
+    # every variable of an SVM dual with a large C: the sums of the fixed values can round off
+    # zero by more than QP's slack, and the generator then frees one
+    for seed in range(20):
+        qp = random_svm_dual(30, seed=seed, C=1e3)
+        fixed = fix_variables(qp, 1.0, seed=seed)
+        assert int(np.sum(fixed.lb == fixed.ub)) >= 29
+        x, f = dense_reference(fixed)
+        assert kkt(fixed, x).primal <= 1e-9 * max(1.0, float(np.abs(x).max()))
+    # two rows: feasible_point goes through an LP
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((2, 8))
+    x_in = rng.uniform(-1, 1, 8)
+    qp = QP(np.eye(8), np.zeros(8), -1.0, 1.0, A, A @ x_in)
+    x0 = feasible_point(qp, seed=3)
+    assert np.all(np.abs(x0) <= 1.0) and np.abs(A @ x0 - qp.b).max() <= 1e-9
+    assert int(np.sum(fix_variables(qp, 0.25, seed=3).lb == fix_variables(qp, 0.25, seed=3).ub)) == 2
+    np.testing.assert_array_equal(fix_variables(qp, False, seed=3).lb, qp.lb)
+
+
+def test_random_box_point() -> None:
+    lb = np.array([0.0, -np.inf, -1.0, 2.0, -np.inf])
+    ub = np.array([1.0, 0.0, np.inf, 2.0, np.inf])
+    for p in (0.0, 0.5, 1.0):
+        x = random_box_point(lb, ub, seed=7, p_bound=p)
+        assert np.all((lb <= x) & (x <= ub)) and np.isfinite(x).all()
+    x = random_box_point(lb, ub, seed=7, p_bound=1.0)
+    assert x[0] in (0.0, 1.0) and x[1] == 0.0 and x[2] == -1.0 and x[3] == 2.0
+    with pytest.raises(ValueError, match="lb"):
+        random_box_point([1.0], [0.0], seed=0)
+
+
+# --- warm starts -------------------------------------------------------------------------------
+
+def outside(qp: QP, x: np.ndarray) -> bool:
+    return bool(np.any((x < qp.lb) | (x > qp.ub)))
+
+
+def off_equality(qp: QP, x: np.ndarray) -> bool:
+    return bool(qp.m) and float(np.abs(qp.A @ x - qp.b).max()) > 1e-9 * eq_scale(qp, x)
+
+
+@given(qps(fixed=True, zero_coefficients=True), st.data())
+def test_warm_starts_feasible_and_infeasible(qp: QP, data: st.DataObject) -> None:
+    x0 = data.draw(warm_starts(qp), label="x0")
+    assert x0.shape == (qp.n,) and x0.dtype == np.float64 and np.isfinite(x0).all()
+    xf = data.draw(warm_starts(qp, feasible=True), label="feasible")
+    assert not outside(qp, xf)
+    assert float(np.abs(qp.A @ xf - qp.b).max(initial=0.0)) <= 1e-12 * eq_scale(qp, xf)
+    xi = data.draw(warm_starts(qp, feasible=False), label="infeasible")
+    assert outside(qp, xi) or off_equality(qp, xi)
+
+
+@given(qps(fixed=True, zero_coefficients=True), st.sampled_from(["bounds", "equality", "both"]), st.data())
+def test_warm_starts_violate_what_they_say(qp: QP, kind: Any, data: st.DataObject) -> None:
+    if kind != "bounds" and not (qp.m and ((qp.A[0] != 0) & (qp.lb < qp.ub)).any()):
+        with pytest.raises(ValueError, match="cannot be violated"):
+            data.draw(warm_starts(qp, violate=kind))
+        return
+    x0 = data.draw(warm_starts(qp, violate=kind), label="x0")
+    assert np.isfinite(x0).all()
+    if kind == "equality":
+        assert not outside(qp, x0) and off_equality(qp, x0)
+        return
+    assert outside(qp, x0)
+    if kind == "both":
+        assert off_equality(qp, x0)
+    elif qp.m and int(np.sum(qp.A[0] != 0)) >= 2:
+        # the variables not pushed out restore the equality
+        assert float(np.abs(qp.A @ x0 - qp.b).max()) <= 1e-10 * eq_scale(qp, x0)
+    if qp.m == 0:
+        # pushed past a bound by at most 10 box widths (a unit for a half-open box or a point)
+        width = np.where(np.isfinite(qp.lb) & np.isfinite(qp.ub) & (qp.ub > qp.lb), qp.ub - qp.lb, 1.0)
+        excess = np.maximum(qp.lb - x0, x0 - qp.ub)
+        assert np.all(excess <= 10.0 * width * (1 + 1e-12))
+
+
+def test_warm_starts_draw_every_kind() -> None:
+    qp = random_svm_dual(10, seed=2, C=5.0)
+    kinds: dict[str, Callable[[np.ndarray], bool]] = {
+        "feasible": lambda x: not outside(qp, x) and not off_equality(qp, x),
+        "bounds": lambda x: outside(qp, x) and not off_equality(qp, x),
+        "equality": lambda x: not outside(qp, x) and off_equality(qp, x),
+        "both": lambda x: outside(qp, x) and off_equality(qp, x),
+    }
+    for predicate in kinds.values():
+        find(warm_starts(qp), predicate)
+    box = random_box_qp(6, seed=0)
+    with pytest.raises(ValueError, match="cannot be violated"):
+        find(warm_starts(box, violate="equality"), lambda x: True)
+    with pytest.raises(ValueError, match="no constraint"):
+        find(warm_starts(QP(np.eye(3), np.zeros(3)), feasible=False), lambda x: True)
+    with pytest.raises(ValueError, match="feasible=True"):
+        find(warm_starts(qp, True, violate="bounds"), lambda x: True)
+
+
 @given(planted_qps(max_n=20))
 def test_dense_reference_finds_planted_optimum(pair: tuple[QP, np.ndarray]) -> None:
     qp, x_star = pair
@@ -160,7 +395,6 @@ def test_dense_reference_active_set_alone(params: Any, f_star: float) -> None:
     assert f == pytest.approx(f_star, rel=1e-9)
 
 
-@settings(max_examples=15)
 @given(planted_qps(max_n=20))
 def test_dense_reference_active_set_alone_finds_planted_optimum(pair: tuple[QP, np.ndarray]) -> None:
     qp, x_star = pair

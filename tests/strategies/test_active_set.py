@@ -19,25 +19,21 @@ def _check(qp: qpcore.QP, rel: float = 1e-8) -> qpcore.Result:
 
 
 @given(qp=box_qps(max_n=30))
-@settings(max_examples=40)
 def test_box_qps(qp: qpcore.QP) -> None:
     _check(qp)
 
 
 @given(qp=box_equality_qps(max_n=30))
-@settings(max_examples=40)
 def test_box_equality_qps(qp: qpcore.QP) -> None:
     _check(qp)
 
 
 @given(qp=nonneg_qps(max_n=30))
-@settings(max_examples=30)
 def test_nonneg_qps(qp: qpcore.QP) -> None:
     _check(qp)
 
 
 @given(qp=svm_duals(max_n=30))
-@settings(max_examples=40)
 def test_svm_duals(qp: qpcore.QP) -> None:
     _check(qp)
 

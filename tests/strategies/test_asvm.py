@@ -24,7 +24,6 @@ SAFEGUARDS = ("face_solves", "decrease_fails", "face_optimal", "face_moves", "pr
 # --- property tests ----------------------------------------------------------------------------
 
 @given(qp=lowrank_qps())
-@settings(max_examples=80)
 def test_kkt_and_dense_reference(qp: qpcore.QP) -> None:
     res = check_against_reference(qp, ASVM(), 1e-9)
     assert res.status is qpcore.Status.CONVERGED
@@ -32,7 +31,6 @@ def test_kkt_and_dense_reference(qp: qpcore.QP) -> None:
 
 
 @given(qp=lowrank_qps(svm_form=True), tol=st.sampled_from([1e-3, 1e-6]))
-@settings(max_examples=40)
 def test_agrees_with_gpcg(qp: qpcore.QP, tol: float) -> None:
     x_ref, f_ref = dense_reference(qp)
     # an absolute tol below the rounding floor of g (about eps·diag(Q)·|u|, large for big ν and
@@ -48,7 +46,6 @@ def test_agrees_with_gpcg(qp: qpcore.QP, tol: float) -> None:
 
 
 @given(qp=lowrank_qps(svm_form=True), x0=st.sampled_from(["ones", "big", "random"]))
-@settings(max_examples=30)
 def test_warm_starts(qp: qpcore.QP, x0: str) -> None:
     rng = np.random.default_rng(0)
     start = {"ones": np.ones(qp.n), "big": np.full(qp.n, 1e3), "random": rng.exponential(size=qp.n)}[x0]
@@ -73,7 +70,6 @@ def test_safeguards_fire() -> None:
 
 
 @given(qp=nonneg_qps(max_n=12))
-@settings(max_examples=10)
 def test_rejects_other_operators(qp: qpcore.QP) -> None:
     with pytest.raises(qpcore.ProblemError, match="DiagPlusLowRankQ"):
         qpcore.solve(qp, ASVM())

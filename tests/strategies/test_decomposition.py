@@ -38,14 +38,12 @@ def _check(qp: qpcore.QP, strategy: Decomposition) -> None:
 # the same generated range as SMO's property tests (SMO is the default inner solver)
 @pytest.mark.parametrize("rule", list(RULES), ids=list(RULES))
 @given(qp=svm_duals(max_n=24, max_cond=1e4, max_C=1e2))
-@settings(max_examples=15)
 def test_rules_kkt_and_reference(rule: str, qp: qpcore.QP) -> None:
     _check(qp, Decomposition(rule=RULES[rule]))
 
 
 @pytest.mark.parametrize("inner", list(INNER), ids=list(INNER))
 @given(qp=svm_duals(max_n=24, max_cond=1e4, max_C=1e2))
-@settings(max_examples=15)
 def test_inner_strategies_kkt_and_reference(inner: str, qp: qpcore.QP) -> None:
     _check(qp, Decomposition(rule=SteepestFeasible(q=6), inner=INNER[inner]))
 
@@ -71,7 +69,6 @@ class LargestGradientPairs:
 
 
 @given(qp=svm_duals(max_n=24, max_cond=1e4, max_C=1e2))
-@settings(max_examples=15)
 def test_user_rule_plugs_in(qp: qpcore.QP) -> None:
     _check(qp, Decomposition(rule=LargestGradientPairs(4)))
 

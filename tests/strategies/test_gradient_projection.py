@@ -30,31 +30,26 @@ def _check(qp: qpcore.QP, rel: float = 1e-8) -> qpcore.Result:
 # --- property tests: every shape qpcore.testing draws, condition up to 1e8 ------------------------
 
 @given(qp=box_qps())
-@settings(max_examples=60)
 def test_box_kkt_and_reference(qp: qpcore.QP) -> None:
     _check(qp)
 
 
 @given(qp=nonneg_qps())
-@settings(max_examples=60)
 def test_nonneg_kkt_and_reference(qp: qpcore.QP) -> None:
     _check(qp)
 
 
 @given(qp=box_equality_qps())
-@settings(max_examples=60)
 def test_box_equality_kkt_and_reference(qp: qpcore.QP) -> None:
     _check(qp)
 
 
 @given(qp=svm_duals())
-@settings(max_examples=60)
 def test_svm_dual_kkt_and_reference(qp: qpcore.QP) -> None:
     _check(qp)
 
 
 @given(pair=planted_qps())
-@settings(max_examples=40)
 def test_planted_optimum_reached(pair: tuple[qpcore.QP, np.ndarray]) -> None:
     qp, x_star = pair
     res = _check(qp)
@@ -65,7 +60,6 @@ def test_planted_optimum_reached(pair: tuple[qpcore.QP, np.ndarray]) -> None:
 # --- the projected search ----------------------------------------------------------------------
 
 @given(qp=box_qps(max_n=12), seed=st.integers(0, 2**32 - 1), segments=st.sampled_from([1, 2, 64]))
-@settings(max_examples=60)
 def test_box_search_finds_the_first_path_minimum(qp: qpcore.QP, seed: int, segments: int) -> None:
     """Nothing on the projected path before the accepted step is better, and it is a local minimum."""
     rng = np.random.default_rng(seed)
@@ -100,7 +94,6 @@ def test_box_search_finds_the_first_path_minimum(qp: qpcore.QP, seed: int, segme
 
 
 @given(qp=box_equality_qps(max_n=12), seed=st.integers(0, 2**32 - 1))
-@settings(max_examples=40)
 def test_equality_search_stays_feasible_and_descends(qp: qpcore.QP, seed: int) -> None:
     from qpcore.projection import project_box_equality
 

@@ -26,14 +26,12 @@ def _solve(qp: qpcore.QP, rule: str, tol: float = 1e-6, **kw: object) -> qpcore.
 # the free block: planted problems with large free sets at cond 1e6 take over 1e5 steps. The
 # generated problems stop at 1e4 (1e3 for the first-order MVP rule) to keep the suite in budget.
 @given(qp=svm_duals(max_n=24, max_cond=1e4, max_C=1e2))
-@settings(max_examples=30)
 def test_wss2_kkt_and_dense_reference(qp: qpcore.QP) -> None:
     _check_against_reference(qp, "wss2")
 
 
 # the maximal violating pair is a first-order rule: its step count grows with the condition number
 @given(qp=svm_duals(max_n=24, max_cond=1e3, max_C=1e2))
-@settings(max_examples=30)
 def test_mvp_kkt_and_dense_reference(qp: qpcore.QP) -> None:
     _check_against_reference(qp, "mvp")
 
@@ -42,7 +40,6 @@ def test_mvp_kkt_and_dense_reference(qp: qpcore.QP) -> None:
 # large C take them hundreds of thousands of steps (wss2 needs 1.3e5 on one such 15-variable
 # problem), so they are checked on the ranges where SMO is used in practice.
 @given(qp=svm_duals(max_n=16, max_cond=1e3, max_C=10.0, degenerate=False))
-@settings(max_examples=12)
 def test_platt_kkt_and_dense_reference(qp: qpcore.QP) -> None:
     _check_against_reference(qp, "platt")
 
@@ -62,7 +59,6 @@ def _check_against_reference(qp: qpcore.QP, rule: str) -> None:
 # ill-conditioned boxes its example-by-example passes are too slow for the suite.
 @pytest.mark.parametrize("rule", ["wss2", "mvp"])
 @given(qp=svm_duals(max_n=20, degenerate=False, max_cond=1e3, max_C=1e2))
-@settings(max_examples=15)
 def test_fixed_threshold_kkt(rule: str, qp: qpcore.QP) -> None:
     free = qpcore.QP(qp.Q, qp.c, qp.lb, qp.ub)  # same box, no equality: Platt §2.6
     tol = 1e-6 * max(1.0, float(np.abs(qp.c).max()))
@@ -73,7 +69,6 @@ def test_fixed_threshold_kkt(rule: str, qp: qpcore.QP) -> None:
 
 
 @given(qp=svm_duals(max_n=24, max_cond=1e4, max_C=1e2), shrink_every=st.integers(2, 20))
-@settings(max_examples=15)
 def test_shrinking_reaches_same_optimum(qp: qpcore.QP, shrink_every: int) -> None:
     tol = 1e-6 * max(1.0, float(np.abs(qp.c).max()))
     a = _solve(qp, "wss2", tol, shrinking=True, shrink_every=shrink_every)
