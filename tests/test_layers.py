@@ -28,11 +28,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 }
 
 #: modules not checked yet, each with the reason
-PENDING: dict[str, str] = {
-    # qpcore.testing imports problems.random (its hypothesis strategies draw the random problem
-    # generators); it is being moved off that import. Add it back to the check once it is.
-    "qpcore.testing": "imports problems.random at import time (being fixed)",
-}
+PENDING: dict[str, str] = {}   # modules exempted from the check, with the reason (none)
 
 
 def _modules(package: str) -> list[tuple[str, Path]]:
