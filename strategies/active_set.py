@@ -6,6 +6,18 @@ toward its minimizer until a bound blocks, or, at a face minimizer, releases the
 multiplier has the wrong sign. It materializes Q (O(n²) memory, O(|F|³) per step), so it is meant
 for decomposition's subproblems and other small problems, where it ends at an exact vertex of
 the active set rather than at a tolerance.
+
+Fixed variables (``lb_i = ub_i``) stay in the working set for good: they are never released.
+Variables with a zero coefficient in the equality row (``a_i = 0``) are released on the sign of
+their own gradient and move alone. One step is one dense solve of the face (O(|F|³)); the run's
+time limit is checked between steps (a step is not interrupted).
+
+**Non-convexity.** Q is checked for positive semidefiniteness once, on the dense matrix the
+method forms anyway (skipped when a ``DenseQ`` was already checked on construction). A Q with a
+negative eigenvalue beyond rounding sets ``state.nonconvex``, so ``qpcore.solve`` reports a
+stationary point as ``nonconvex``, never ``converged``; the method then also tests each face
+for negative curvature and follows such a direction to a blocking bound (``unbounded`` when
+none blocks), so it ends at a point that is a minimizer of its face.
 """
 
 from __future__ import annotations
@@ -14,12 +26,13 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.kkt import kkt
 from qpcore.operators import principal_block
+from qpcore.optimality import Scores, maximal_violating_pair, measure, scores_of
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State, Status, bound_status
 
 FloatArray = NDArray[np.float64]
+IndexArray = NDArray[np.intp]
 
 __all__ = ["DenseActiveSet"]
 
@@ -31,6 +44,52 @@ class _Work:
     tol: float
     steps_left: int
     zero_steps: int = 0
+    nonconvex: bool = False       # Q has a negative eigenvalue beyond rounding
+
+
+def _negative_eigen(Q: FloatArray) -> bool:
+    """Whether the symmetric Q has an eigenvalue below −1e-8 of its largest magnitude.
+
+    A Cholesky factorization of ``Q + δI`` (δ = 1e-9·n·max|Q_ij|) succeeds for every PSD
+    matrix; only when it fails are the eigenvalues computed.
+    """
+    n = Q.shape[0]
+    scale = float(np.abs(Q).max(initial=0.0))
+    if n == 0 or scale == 0.0:
+        return False
+    try:
+        np.linalg.cholesky(Q + (1e-9 * n * scale) * np.eye(n))
+        return False
+    except np.linalg.LinAlgError:
+        pass
+    w = np.linalg.eigvalsh(Q)
+    return bool(w[0] < -1e-8 * max(abs(float(w[-1])), abs(float(w[0]))))
+
+
+def _face_negative_direction(Q: FloatArray, a: FloatArray | None, F: IndexArray) -> FloatArray | None:
+    """A direction on the face F (a_Fᵀp = 0) of negative curvature beyond rounding, or None.
+
+    The eigenvector of the smallest eigenvalue of P Q_FF P, P the projector onto the null space
+    of a_F (a_F's own direction gets a large positive eigenvalue, so it never qualifies).
+    """
+    if F.size == 0:
+        return None
+    H = Q[np.ix_(F, F)]
+    scale = float(np.abs(H).max(initial=0.0))
+    if scale == 0.0:
+        return None
+    if a is not None:
+        aF = a[F]
+        nrm = float(aF @ aF)
+        if nrm > 0:
+            u = aF / np.sqrt(nrm)
+            P = np.eye(F.size) - np.outer(u, u)
+            H = P @ H @ P + 2.0 * F.size * scale * np.outer(u, u)
+    w, V = np.linalg.eigh(0.5 * (H + H.T))
+    if not w[0] < -1e-8 * max(abs(float(w[-1])), scale):
+        return None
+    p: FloatArray = V[:, 0]
+    return p
 
 
 @attrs.frozen
@@ -46,13 +105,35 @@ class DenseActiveSet:
     max_n: int = 4000
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
-        """Form Q densely and start from x0 made feasible (or from the projection of 0)."""
+        """Form Q densely, check it once for negative curvature, and start from x0 made feasible
+        (or from the projection of 0).
+
+        Parameters
+        ----------
+        qp : QP
+            Box bounds and at most one equality row, n ≤ ``max_n``.
+        x0 : ndarray, optional
+            A start (``qpcore.solve`` hands over a feasible one).
+        tol : float
+            The tolerance on the measure (a face minimizer is accepted at half of it).
+
+        Returns
+        -------
+        State
+
+        Raises
+        ------
+        ProblemError
+            For several equality rows, or n > max_n.
+        """
         if qp.m > 1:
             raise ProblemError(f"A: the dense active-set method handles at most one equality row, got {qp.m}")
         if qp.n > self.max_n:
             raise ProblemError(f"Q: n = {qp.n} exceeds max_n = {self.max_n} of the dense active-set method")
         Q = np.array(principal_block(qp.Q, np.arange(qp.n)), dtype=np.float64)
         Q = 0.5 * (Q + Q.T)
+        # a DenseQ checked on construction is PSD; any other operator is checked here, once
+        nonconvex = getattr(qp.Q, "psd", None) is not True and _negative_eigen(Q)
         x = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
         x = np.clip(x, qp.lb, qp.ub)
         a = None
@@ -65,16 +146,41 @@ class DenseActiveSet:
                 x = project_box_equality(x, qp.lb, qp.ub, a, b)[0]
         g = Q @ x + qp.c
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub),
-                      extra=_Work(Q=Q, a=a, tol=tol, steps_left=10 * qp.n + 100))
-        state.counters.update(face_solves=0, releases=0, blocks=0, null_moves=0, pair_steps=0)
+                      extra=_Work(Q=Q, a=a, tol=tol, steps_left=10 * qp.n + 100, nonconvex=nonconvex))
+        state.nonconvex = nonconvex
+        state.counters.update(face_solves=0, releases=0, blocks=0, null_moves=0, pair_steps=0, negative_curvature=0)
         return state
 
     def converged(self, qp: QP, state: State, tol: float) -> bool:
-        """True once a face minimizer passed the KKT test."""
+        """Whether a face minimizer passed the KKT test at a fresh gradient (``state.done``).
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+        state : State
+            The run's state.
+        tol : float
+            The tolerance (the one given to ``init`` is what ``step`` checks).
+
+        Returns
+        -------
+        bool
+        """
         return state.done
 
     def step(self, qp: QP, state: State) -> None:
-        """Solve on the current face; move to its minimizer, to a blocking bound, or release a bound."""
+        """Solve on the current face; move to its minimizer, to a blocking bound, or release a bound.
+
+        One dense solve of the face (O(|F|³)), not interrupted by the deadline.
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+        state : State
+            Mutated in place.
+        """
         work = state.extra
         assert isinstance(work, _Work)
         work.steps_left -= 1
@@ -82,13 +188,14 @@ class DenseActiveSet:
             state.stop = Status.STALLED     # a degenerate cycle: return the best point honestly
             return
         x, g, Q = state.x, state.g, work.Q
-        cert = kkt(qp, x, g)
-        if cert.measure <= 0.5 * work.tol:
+        F = np.flatnonzero(state.status == 0)
+        if work.nonconvex and _negative_curvature_step(qp, state, work, F):
+            return
+        if _measure(qp, x, g) <= 0.5 * work.tol:
             state.g = g = Q @ x + qp.c           # confirm with a fresh gradient (O(n²))
-            if kkt(qp, x, g).measure <= 0.5 * work.tol:
+            if _measure(qp, x, g) <= 0.5 * work.tol:
                 state.done = True
                 return
-        F = np.flatnonzero(state.status == 0)
         state.counters["face_solves"] += 1
         p_F, consistent = _face_step(Q, g, work.a, F)
         if work.a is not None and F.size:
@@ -101,9 +208,11 @@ class DenseActiveSet:
         # a step whose model decrease is at rounding level is no step (near-singular faces
         # otherwise creep forever, and a face whose only free direction the equality forbids
         # would repeat a zero step): its face counts as minimized
-        gain = -(float(g[F] @ p_F) + 0.5 * float(p_F @ (Q[np.ix_(F, F)] @ p_F))) if F.size else 0.0
+        slope = float(g[F] @ p_F) if F.size else 0.0
+        curv = float(p_F @ (Q[np.ix_(F, F)] @ p_F)) if F.size else 0.0
+        gain = -(slope + 0.5 * curv)
         size = float(np.abs(g).max(initial=0.0)) * float(np.abs(x).max(initial=0.0)) + abs(float(x @ (g + qp.c))) + 1.0
-        if F.size and p_F.any() and (not consistent or gain > 1e-15 * size):
+        if F.size and p_F.any() and ((not consistent and slope < 0.0) or (consistent and gain > 1e-15 * size)):
             p = np.zeros(qp.n)
             p[F] = p_F
             # the longest feasible step along p, capped at 1 when the face has a minimizer
@@ -111,14 +220,21 @@ class DenseActiveSet:
                 t = np.where(p < 0, (qp.lb - x) / p, np.where(p > 0, (qp.ub - x) / p, np.inf))
             t = np.maximum(t, 0.0)
             k = int(np.argmin(t))
-            alpha = float(t[k]) if not consistent else min(1.0, float(t[k]))
+            if consistent:
+                alpha = min(1.0, float(t[k]))       # the face's minimizer, or the first bound
+            else:
+                # a descent ray of zero curvature to rounding: to the first bound, unless the
+                # curvature the solve could not see makes the objective turn up before it
+                alpha = min(float(t[k]), -slope / curv if curv > 0 else np.inf)
+            blocked = alpha >= float(t[k])
             if alpha <= 0.0:
                 # degenerate: a variable on its bound blocks at once. It joins the working set as
                 # usual, but singular faces can point a just-released variable straight back
-                # out, and release/block then cycles: after too many zero steps in a row, a step
-                # along the maximal violating pair (which always descends) breaks the cycle
+                # out, and release/block then cycles: a blocked descent ray of zero curvature (a
+                # singular face: it would repeat), or too many zero steps in a row, get a step
+                # along the maximal violating pair instead (which always descends)
                 work.zero_steps += 1
-                if work.zero_steps > qp.n:
+                if not consistent or work.zero_steps > qp.n:
                     work.zero_steps = 0
                     state.counters["pair_steps"] += 1
                     _pair_step(qp, state, Q)
@@ -133,7 +249,7 @@ class DenseActiveSet:
 
             x[F] += alpha * p_F
             g += alpha * (Q[:, F] @ p_F)
-            if alpha < 1.0 or not consistent:
+            if blocked and (alpha < 1.0 or not consistent):
                 # exactly on the blocking bound, which joins the working set; the status is kept
                 # as a working set, not recomputed from x: a released variable still sitting on
                 # its bound must stay free, or release and block would cycle
@@ -144,11 +260,10 @@ class DenseActiveSet:
             return
         # a face minimizer: optimal if the certificate says so, else release a wrong-signed bound
         state.g = g = Q @ x + qp.c                   # fresh: the updates above accumulate rounding
-        cert = kkt(qp, x, g)
-        if cert.measure <= 0.5 * work.tol:
+        if _measure(qp, x, g) <= 0.5 * work.tol:
             state.done = True
             return
-        release = _to_release(qp, x, g, cert.multipliers, F.size)
+        release = _to_release(qp, x, g, state.status, F)
         if release.size == 0:
             # no bound multiplier has the wrong sign at the face's λ, yet the point is not optimal
             # (a face minimized only to rounding, or released variables still on their bounds):
@@ -160,30 +275,67 @@ class DenseActiveSet:
         state.counters["releases"] += int(release.size)
 
 
-def _pair_step(qp: QP, state: State, Q: FloatArray) -> None:
-    """An exact line search along the maximal violating pair (the worst coordinate for a box)."""
-    from strategies.decomposition import violations
+def _measure(qp: QP, x: FloatArray, g: FloatArray) -> float:
+    """The stopping measure at (x, g) (:func:`qpcore.optimality.measure`), what the certificate reports."""
+    return measure(scores_of(qp, x, g))
 
+
+def _single_violation(s: Scores) -> FloatArray:
+    """Per-variable violation of the single variables (a_i = 0, or no equality): |P(g)_i|, else 0."""
+    su, sl = s.single_masks()
+    out: FloatArray = np.maximum(np.where(su, s.v, 0.0), np.where(sl, -s.v, 0.0))
+    return out
+
+
+def _negative_curvature_step(qp: QP, state: State, work: _Work, F: IndexArray) -> bool:
+    """On a non-convex Q: if the face F has a direction of negative curvature, follow it (the
+    descending sign) to the first blocking bound, which joins the working set; True if taken."""
+    p_F = _face_negative_direction(work.Q, work.a, F)
+    if p_F is None:
+        return False
+    state.nonconvex = True
+    state.counters["negative_curvature"] += 1
     x, g = state.x, state.g
-    v, up, down = violations(qp, x, g)
+    if float(g[F] @ p_F) > 0.0:
+        p_F = -p_F
     p = np.zeros(qp.n)
-    # variables outside the equality (a_i = 0, or no equality) move alone, along −g_i
-    alone = np.ones(qp.n, dtype=bool) if qp.m == 0 else qp.A[0] == 0
-    can_inc, can_dec = x < qp.ub, x > qp.lb
-    single = np.where(alone, np.maximum(np.where(can_inc, -g, 0.0), np.where(can_dec, g, 0.0)), 0.0)
-    pair_gap = 0.0
-    if qp.m and up.any() and down.any():
-        i = int(np.flatnonzero(up)[np.argmax(v[up])])
-        j = int(np.flatnonzero(down)[np.argmin(v[down])])
-        if i != j:
-            pair_gap = float(v[i] - v[j])
-    if pair_gap > 0 and pair_gap >= float(single.max(initial=0.0)) / max(1e-300, float(np.abs(qp.A[0][[i, j]]).min())):
+    p[F] = p_F
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(p < 0, (qp.lb - x) / p, np.where(p > 0, (qp.ub - x) / p, np.inf))
+    t = np.maximum(t, 0.0)
+    k = int(np.argmin(t))
+    alpha = float(t[k])
+    if not np.isfinite(alpha):
+        state.stop = Status.UNBOUNDED       # negative curvature along a ray that meets no bound
+        return True
+    x[F] += alpha * p_F
+    state.g += alpha * (work.Q[:, F] @ p_F)
+    x[k] = qp.lb[k] if p[k] < 0 else qp.ub[k]
+    state.status[k] = -1 if p[k] < 0 else 1
+    state.counters["blocks"] += 1
+    np.clip(x, qp.lb, qp.ub, out=x)
+    return True
+
+
+def _pair_step(qp: QP, state: State, Q: FloatArray) -> None:
+    """An exact line search along the maximal violating pair, or along the most violating single
+    variable (a_i = 0, or a box), whichever descends faster per unit step."""
+    x, g = state.x, state.g
+    s = scores_of(qp, x, g)
+    p = np.zeros(qp.n)
+    single = _single_violation(s)
+    gap = 0.0
+    ij = maximal_violating_pair(s) if s.paired else None
+    if ij is not None and ij[0] != ij[1]:
+        i, j = ij
+        gap = float(s.v[i] - s.v[j])
+    if gap > 0 and ij is not None and gap * min(abs(float(qp.A[0][i])), abs(float(qp.A[0][j]))) >= float(single.max(initial=0.0)):
         a = qp.A[0]
         p[i], p[j] = 1.0 / a[i], -1.0 / a[j]      # aᵀp = 0; gᵀp = v_j − v_i < 0
         idx = np.array([i, j])
     elif single.max(initial=0.0) > 0:
         i = int(np.argmax(single))
-        p[i] = 1.0 if (can_inc[i] and g[i] < 0) else -1.0
+        p[i] = 1.0 if s.v[i] > 0 else -1.0        # v = −g: increase where g < 0
         idx = np.array([i])
     else:
         state.stop = Status.STALLED
@@ -228,39 +380,51 @@ def _face_step(Q: FloatArray, g: FloatArray, a: FloatArray | None, F: NDArray[np
     scale = float(np.abs(K).max(initial=0.0)) * (1.0 + float(np.abs(rhs).max(initial=0.0)))
     if ok and float(np.abs(K @ sol - rhs).max(initial=0.0)) <= 1e-10 * max(scale, 1e-300):
         return sol[: F.size], True
-    sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
-    r = rhs - K @ sol   # the part of rhs outside range(K) = null(K) for symmetric K
+    # K is symmetric: split rhs over its eigenvectors. The part on the numerical null space is
+    # a direction of zero curvature (K r = 0: Q_FF r_F = −a_F r_λ, a_Fᵀr_F = 0) along which the
+    # face descends (−g_Fᵀr_F = ‖r‖²); the rest gives the pseudo-inverse solution
+    w, V = np.linalg.eigh(K)
+    keep = np.abs(w) > 1e-10 * float(np.abs(w).max(initial=0.0))
+    coef = V.T @ rhs
+    sol = V[:, keep] @ (coef[keep] / w[keep])
+    r = V[:, ~keep] @ coef[~keep]
     if float(np.abs(r).max(initial=0.0)) <= 1e-9 * max(scale, 1e-300):
         return sol[: F.size], True
     return r[: F.size], False
 
 
-def _to_release(qp: QP, x: FloatArray, g: FloatArray, lam: FloatArray, n_free: int) -> NDArray[np.intp]:
-    """Bound variables to free: the most wrong-signed multiplier (the maximal violating pair
-    when an equality row leaves fewer than two free variables to move along it)."""
-    at_l, at_u = x <= qp.lb, x >= qp.ub
-    if qp.m == 0:
-        wrong = np.where(at_l, np.maximum(-g, 0.0), 0.0) + np.where(at_u & ~at_l, np.maximum(g, 0.0), 0.0)
-        return np.flatnonzero(wrong == wrong.max())[:1] if wrong.max(initial=0.0) > 0 else np.zeros(0, np.intp)
-    from strategies.decomposition import violations
+def _to_release(qp: QP, x: FloatArray, g: FloatArray, status: NDArray[np.int8], F: IndexArray) -> IndexArray:
+    """Working-set variables to free at a face minimizer: the most wrong-signed bound multiplier
+    at the face's λ (the maximal violating pair when no free variable of the equality pins λ).
 
-    v, up, down = violations(qp, x, g)
-    bound = at_l | at_u
+    Only variables in the working set (status ±1) are candidates: a variable released earlier
+    that still sits on its bound is already free. Fixed variables (lb = ub) are never released.
+    """
+    movable = qp.lb < qp.ub
+    at_l = (status == -1) & movable
+    at_u = (status == 1) & movable
+    if qp.m == 0:
+        wrong = np.where(at_l, np.maximum(-g, 0.0), 0.0) + np.where(at_u, np.maximum(g, 0.0), 0.0)
+        return np.flatnonzero(wrong == wrong.max())[:1] if wrong.max(initial=0.0) > 0 else np.zeros(0, np.intp)
     a = qp.A[0]
-    if n_free < 2:
+    Fa = F[a[F] != 0]
+    if F.size < 2 or Fa.size == 0:
+        # λ is not pinned by free variables of the equality: a single release cannot move
+        # along it, so release the maximal violating pair together
+        s = scores_of(qp, x, g)
         cand: list[int] = []
-        if (up & bound).any() or (down & bound).any():
-            i = int(np.flatnonzero(up)[np.argmax(v[up])]) if up.any() else -1
-            j = int(np.flatnonzero(down)[np.argmin(v[down])]) if down.any() else -1
-            cand = [k for k in (i, j) if k >= 0 and bound[k]]
+        ij = maximal_violating_pair(s) if s.paired else None
+        if ij is not None and s.v[ij[0]] > s.v[ij[1]]:
+            cand = [k for k in ij if at_l[k] or at_u[k]]
         # variables outside the equality (a_i = 0) are released on their own gradient's sign
-        out = (a == 0) & ((at_l & (g < 0)) | (at_u & ~at_l & (g > 0)))
+        out = (a == 0) & ((at_l & (g < 0)) | (at_u & (g > 0)))
         if out.any():
             cand.append(int(np.flatnonzero(out)[np.argmax(np.abs(g[out]))]))
         return np.array(sorted(set(cand)), dtype=np.intp)
-    z = g - float(lam[0]) * a                    # bound multipliers at the face's λ
+    lam = float(a[Fa] @ g[Fa]) / float(a[Fa] @ a[Fa])   # g_F = λ a_F at the face's minimizer
+    z = g - lam * a                              # bound multipliers at the face's λ
     scale = np.where(a != 0, np.abs(a), 1.0)
-    wrong = (np.where(at_l, np.maximum(-z, 0.0), 0.0) + np.where(at_u & ~at_l, np.maximum(z, 0.0), 0.0)) / scale
+    wrong = (np.where(at_l, np.maximum(-z, 0.0), 0.0) + np.where(at_u, np.maximum(z, 0.0), 0.0)) / scale
     if wrong.max(initial=0.0) <= 0:
         return np.zeros(0, dtype=np.intp)
     return np.array([int(np.argmax(wrong))], dtype=np.intp)

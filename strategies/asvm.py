@@ -21,6 +21,11 @@ result applies; each safeguard is counted in the run's stats (``decrease_fails``
 Cost per iteration: one pass over the data for H z, a second only when (2) clips, and the k×k
 Gram matrix H_Bᵀ D_B⁻¹ H_B kept by rank updates over the rows that enter or leave B (or rebuilt,
 whichever touches fewer rows): O(|changed|·k² + m·k), never O(m²).
+
+Limits: one step is a few passes over the data, so ``max_iter`` bounds the work; on the run's
+deadline a step skips its projection step (4b), and the projected search itself stops taking
+products once the deadline has passed. The problem class has no fixed variables (ub = inf) and
+no negative curvature (d > 0 and HHᵀ ⪰ 0 make Q positive definite), so neither needs handling.
 """
 
 from __future__ import annotations
@@ -30,18 +35,22 @@ import numpy as np
 from numpy.typing import NDArray
 
 from qpcore.lowrank import DiagPlusLowRankQ, SMWFactor
+from qpcore.optimality import projected_gradient
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State, Status, bound_status
-from strategies.gradient_projection import projected_gradient, projected_search
+from strategies.gradient_projection import projected_search
 
 FloatArray = NDArray[np.float64]
 
 __all__ = ["ASVM", "ASVMWork"]
 
 
-def _measure(qp: QP, x: FloatArray, g: FloatArray) -> float:
-    """∞-norm of the projected gradient (what ``qpcore.kkt`` reports for a problem without equalities)."""
-    return float(np.abs(projected_gradient(qp, x, g)).max(initial=0.0))
+def _measure(qp: QP, x: FloatArray, g: FloatArray, buf: FloatArray) -> float:
+    """∞-norm of the projected gradient (what ``qpcore.kkt`` reports for a problem without
+    equalities), through the buffer ``buf`` (no allocation of an m-vector per call)."""
+    pg = projected_gradient(x, g, qp.lb, qp.ub, out=buf)
+    np.abs(pg, out=pg)
+    return float(pg.max(initial=0.0))
 
 
 def _gradient(qp: QP, u: FloatArray, p: FloatArray) -> FloatArray:
@@ -69,6 +78,8 @@ class ASVMWork:
         The requested tolerance.
     flat : int
         Iterations in a row without a decrease.
+    buf : ndarray
+        Scratch m-vector for the projected gradient.
     """
 
     factor: SMWFactor
@@ -76,6 +87,7 @@ class ASVMWork:
     f: float
     tol: float
     flat: int = 0
+    buf: FloatArray = attrs.field(factory=lambda: np.empty(0))
 
 
 @attrs.frozen
@@ -102,7 +114,26 @@ class ASVM:
     stall: int = 5
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
-        """Check the problem's shape and start from u⁰ = (Q⁻¹(−c))₊, or from x0 clipped to u ≥ 0."""
+        """Check the problem's shape and start from u⁰ = (Q⁻¹(−c))₊, or from x0 clipped to u ≥ 0.
+
+        Parameters
+        ----------
+        qp : QP
+            A nonnegativity QP with a ``DiagPlusLowRankQ`` (d > 0) and no equality rows.
+        x0 : ndarray, optional
+            A start; the face solve's clipped minimizer when None.
+        tol : float
+            The tolerance on the projected-gradient norm.
+
+        Returns
+        -------
+        State
+
+        Raises
+        ------
+        ProblemError
+            For another operator, equality rows, bounds other than u ≥ 0, d ≤ 0 or k > max_rank.
+        """
         Q = qp.Q
         if not isinstance(Q, DiagPlusLowRankQ):
             raise ProblemError("ASVM: Q must be a DiagPlusLowRankQ (diag(d) + HHᵀ); "
@@ -134,12 +165,26 @@ class ASVM:
         g = _gradient(qp, u, p)
         f = float(0.5 * u @ (g + qp.c))
         state = State(x=u, g=g, status=bound_status(u, qp.lb, qp.ub), counters=counters,
-                      extra=ASVMWork(factor=factor, p=p, f=f, tol=tol))
+                      extra=ASVMWork(factor=factor, p=p, f=f, tol=tol, buf=np.empty(qp.n)))
         self._check(qp, state)
         return state
 
     def converged(self, qp: QP, state: State, tol: float) -> bool:
-        """Set by ``step`` after an exact gradient confirmed the tolerance."""
+        """Whether ``step`` has confirmed the tolerance at an exact gradient (``state.done``).
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+        state : State
+            The run's state.
+        tol : float
+            The tolerance (the one given to ``init`` is what ``step`` checks).
+
+        Returns
+        -------
+        bool
+        """
         return state.done
 
     # ------------------------------------------------------------------ pieces
@@ -166,12 +211,12 @@ class ASVM:
         state.g = g
         state.exact = (state.x, g)
         work.f = float(0.5 * state.x @ (g + qp.c))
-        return _measure(qp, state.x, g)
+        return _measure(qp, state.x, g, work.buf)
 
     def _check(self, qp: QP, state: State) -> bool:
         """When the running gradient meets tol, confirm with an exact one before claiming it."""
         work: ASVMWork = state.extra
-        if _measure(qp, state.x, state.g) > work.tol:
+        if _measure(qp, state.x, state.g, work.buf) > work.tol:
             return False
         state.counters["exact_checks"] += 1
         if self._exact(qp, state) <= work.tol:
@@ -179,13 +224,20 @@ class ASVM:
             return True
         return False
 
+    @staticmethod
+    def _face_measure(qp: QP, u: FloatArray, g: FloatArray, B: NDArray[np.bool_], buf: FloatArray) -> float:
+        """The largest |projected gradient| over the face's variables B (0 when B is empty)."""
+        pg = projected_gradient(u, g, qp.lb, qp.ub, out=buf)
+        np.abs(pg, out=pg)
+        return float(np.max(pg, where=B, initial=0.0))
+
     def _gradient_projection(self, qp: QP, state: State) -> None:
         """(4b): the projected search along −∇f from u."""
         work: ASVMWork = state.extra
         Q: DiagPlusLowRankQ = qp.Q  # type: ignore[assignment]
         state.counters["projection_steps"] += 1
         u, g = state.x, state.g
-        res = projected_search(qp, u, g, -g, segments=self.segments)
+        res = projected_search(qp, u, g, -g, segments=self.segments, deadline=state.deadline)
         if not res.decrease > 0.0 or res.Qs is None:
             work.flat += 1
             return
@@ -226,7 +278,18 @@ class ASVM:
 
     # ------------------------------------------------------------------ the iteration
     def step(self, qp: QP, state: State) -> None:
-        """One iteration of Algorithm 3.1 (steps 1–4b)."""
+        """One iteration of Algorithm 3.1 (steps 1–4b): a few passes over the data.
+
+        On the run's deadline the step skips its projection step (4b) and returns with u, Hᵀu,
+        g and f accepted together.
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+        state : State
+            Mutated in place.
+        """
         work: ASVMWork = state.extra
         Q: DiagPlusLowRankQ = qp.Q  # type: ignore[assignment]
         if work.flat >= self.stall:
@@ -260,15 +323,15 @@ class ASVM:
             state.counters["refined_solves"] += 1
             delta, zdelta = work.factor.solve_full(-state.g)
             ut, z = state.x + delta, work.p + zdelta
-            if self._face_move(qp, state, ut, z) and not self._check(qp, state):
+            if self._face_move(qp, state, ut, z) and not self._check(qp, state) and not state.out_of_time():
                 self._gradient_projection(qp, state)
             self._check(qp, state)
             return
         self._accept(qp, state, un, p, g, f)
-        if self._check(qp, state):
-            return
+        if self._check(qp, state) or state.out_of_time():
+            return      # on the deadline: u, p, g and f were just accepted together
         Bn = work.factor.mask
-        if not neg.size or not Bn.any() or np.abs(projected_gradient(qp, un, g)[B]).max() <= work.tol:
+        if not neg.size or not Bn.any() or self._face_measure(qp, un, g, B, work.buf) <= work.tol:
             # (2b) optimal on the face u_N = 0: leave the face by a projected-gradient step
             state.counters["face_optimal"] += 1
             self._gradient_projection(qp, state)

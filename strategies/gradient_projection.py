@@ -1,25 +1,54 @@
 """Moré–Toraldo gradient projection with conjugate gradients (GPCG).
 
 Moré & Toraldo, "On the solution of large quadratic programming problems with bound
-constraints", SIAM J. Optim. 1 (1991). Each ``step`` is one outer cycle: a gradient-projection
-phase that identifies the face, then conjugate gradients on that face followed by a projected
-search along the CG step, repeated while the binding set equals the active set.
+constraints", SIAM J. Optim. 1 (1991). An outer **cycle** is a gradient-projection phase that
+identifies the face, then conjugate-gradient phases on that face, each followed by a projected
+search along its step, repeated while the binding set equals the active set.
 
-The feasible set is the box ``lb ≤ x ≤ ub`` (any mix of finite and infinite bounds), optionally
-with **one** equality row ``aᵀx = b`` (the SVM-dual shape): projections then go through
-:func:`qpcore.projection.project_box_equality`, and CG runs on the face restricted to the null
-space of the free part of ``a``. Only ``matvec``, ``diag`` and small principal blocks of the
-operator are used, so it runs on ``DenseQ``, ``KernelQ`` and ``GramQ`` alike.
+The feasible set is the box ``lb ≤ x ≤ ub`` (any mix of finite and infinite bounds, fixed
+variables ``lb_i = ub_i`` included), optionally with **one** equality row ``aᵀx = b`` (the
+SVM-dual shape; zero coefficients ``a_i = 0`` are variables that move alone): projections then
+go through :func:`qpcore.projection.project_box_equality`, and CG runs on the face restricted to
+the null space of the free part of ``a``. Only ``matvec``, ``diag`` and small principal blocks of
+the operator are used, so it runs on ``DenseQ``, ``KernelQ`` and ``GramQ`` alike.
+
+**Bounded steps.** One cycle can cost hundreds of products with Q, so one ``step`` is a bounded
+piece of it, and the cycle resumes in the next step:
+
+- a gradient-projection step: one projected search along the projected gradient (the phase
+  continues in the next step until the active set settles, the decrease falls below ``eta2`` of
+  the phase's best, or ``max_gp`` searches);
+- a CG step: at most ``cg_per_step`` CG iterations on the current face. The CG run (its step,
+  residual and direction) is kept in :class:`GPCGWork` and resumed by the next step; when the run
+  ends, the same step takes the projected search along its step (or a direct face solve).
+
+So ``max_iter`` bounds the work (a step costs at most ``cg_per_step`` products plus one
+projected search and one gradient refresh), and inside a step every product, CG iteration and
+search round checks the run's deadline (``state.deadline``): on a time limit the step returns at
+once with ``x`` and ``g`` from the last accepted move. Products with a ``KernelQ``, which cost one
+kernel row per nonzero of the vector, are split into slices of 1024 rows with a clock check
+between them, so a time limit holds even when one product takes seconds.
+
+**Honest ends.** Convergence is claimed only after the measure (:func:`qpcore.optimality.measure`)
+meets tol at a freshly computed gradient. Negative curvature met in CG or in the
+gradient-projection phase (``pᵀQp < 0`` beyond rounding: Q is not PSD, possible with an
+operator that is not checked on construction) sets ``state.nonconvex``; the method then follows
+that direction to the boundary and goes on to a stationary point, which ``qpcore.solve``
+reports as ``nonconvex``, never ``converged``. A cycle that cannot move x tries a direct face
+solve, then the maximal violating pair (or the most violating single variable); ``stall``
+cycles in a row whose decrease is at rounding level end the run as ``stalled``.
 """
 
 from __future__ import annotations
+
+import time
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.kkt import kkt
-from qpcore.operators import principal_block
+from qpcore.operators import KernelQ, principal_block
+from qpcore.optimality import maximal_violating_pair, measure, projected_gradient, scores_of
 from qpcore.problem import QP, ProblemError
 from qpcore.projection import project_box_equality
 from qpcore.state import State, Status, bound_status
@@ -27,29 +56,41 @@ from qpcore.state import State, Status, bound_status
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 
-__all__ = ["GPCG", "SearchResult", "projected_gradient", "projected_search"]
+__all__ = ["GPCG", "GPCGWork", "SearchResult", "projected_search"]
+
+#: nonzeros per slice of a time-sliced product with a KernelQ (one kernel row each)
+_SLICE = 1024
 
 
-def projected_gradient(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray:
-    """The projected gradient onto the tangent cone of the box at ``x``.
+class _Deadline(Exception):
+    """The run's deadline passed inside a product (caught where the state is consistent)."""
 
-    Parameters
-    ----------
-    qp : QP
-        The problem (its bounds are used; equality rows are ignored here).
-    x, g : ndarray
-        The point and a gradient (or reduced gradient) there.
 
-    Returns
-    -------
-    ndarray
-        ``g`` on free variables, only its inward-pointing part on variables at a bound.
+def _product(qp: QP, v: FloatArray, deadline: float = np.inf) -> FloatArray:
+    """Q v, checking the deadline first and, for a KernelQ, between slices of ``_SLICE`` rows.
+
+    Raises ``_Deadline`` when the deadline has passed; nothing is mutated before that.
     """
-    at_lb, at_ub = x <= qp.lb, x >= qp.ub
-    pg = g.copy()
-    pg[at_lb] = np.minimum(g[at_lb], 0.0)
-    pg[at_ub] = np.maximum(g[at_ub], 0.0)
-    return pg
+    Q = qp.Q
+    if deadline == np.inf:
+        return Q.matvec(v)
+    if time.perf_counter() >= deadline:
+        raise _Deadline
+    if not isinstance(Q, KernelQ):
+        return Q.matvec(v)
+    nz = np.flatnonzero(v)
+    if nz.size <= _SLICE:
+        return Q.matvec(v)
+    out = np.zeros(v.size)
+    part = np.zeros(v.size)
+    for k in range(0, nz.size, _SLICE):
+        if k and time.perf_counter() >= deadline:
+            raise _Deadline
+        idx = nz[k:k + _SLICE]
+        part[idx] = v[idx]
+        out += Q.matvec(part)
+        part[idx] = 0.0
+    return out
 
 
 @attrs.frozen
@@ -97,7 +138,7 @@ def _hit_times(qp: QP, x: FloatArray, d: FloatArray) -> FloatArray:
 
 
 def _box_path_round(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: int,
-                    Qd: FloatArray | None = None) -> tuple[FloatArray, float, bool, bool]:
+                    Qd: FloatArray | None, deadline: float) -> tuple[FloatArray, float, bool, bool]:
     """Exact minimizer of q along P[x + αd] over the first ``segments`` breakpoints.
 
     On the k-th segment, with the first k breakpoint coordinates clipped, the path is
@@ -107,12 +148,14 @@ def _box_path_round(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segment
     """
     t = _hit_times(qp, x, d)
     blocked = t <= 0.0
-    if blocked.any():                      # at a bound and pointing out: never moves
+    if blocked.any():                      # at a bound and pointing out (or fixed): never moves
         d = np.where(blocked, 0.0, d)
         t[blocked] = np.inf
         Qd = None
+    if not d.any():
+        return d, 0.0, True, False
     if Qd is None:
-        Qd = qp.Q.matvec(d)
+        Qd = _product(qp, d, deadline)
     gd, dQd = float(g @ d), float(d @ Qd)
     if not gd < 0.0:
         return d, 0.0, True, False
@@ -152,28 +195,31 @@ def _box_point(qp: QP, x: FloatArray, d: FloatArray, alpha: float) -> FloatArray
 
 
 def _box_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, segments: int,
-                rounds: int, Qd: FloatArray | None) -> SearchResult:
+                rounds: int, Qd: FloatArray | None, deadline: float) -> SearchResult:
     x0, total, alpha_total = x, 0.0, 0.0
     Qs_total = None
-    for _ in range(rounds):
-        d, alpha, found, unbounded = _box_path_round(qp, x, g, d, segments, Qd)
-        Qd = None                         # later rounds start from a clipped direction
-        if unbounded:
-            return SearchResult(x0, np.inf, np.inf, None)
-        if alpha <= 0.0:
-            break
-        xn = _box_point(qp, x, d, alpha)
-        s = xn - x
-        Qs = qp.Q.matvec(s)
-        dq = float(g @ s) + 0.5 * float(s @ Qs)
-        if not dq < 0.0:                  # rounding on a flat path: keep what we have
-            break
-        total -= dq
-        alpha_total += alpha
-        Qs_total = Qs if Qs_total is None else Qs_total + Qs
-        x, g = xn, g + Qs
-        if found:
-            break
+    try:
+        for _ in range(rounds):
+            d, alpha, found, unbounded = _box_path_round(qp, x, g, d, segments, Qd, deadline)
+            Qd = None                         # later rounds start from a clipped direction
+            if unbounded:
+                return SearchResult(x0, np.inf, np.inf, None)
+            if alpha <= 0.0:
+                break
+            xn = _box_point(qp, x, d, alpha)
+            s = xn - x
+            Qs = _product(qp, s, deadline)
+            dq = float(g @ s) + 0.5 * float(s @ Qs)
+            if not dq < 0.0:                  # rounding on a flat path: keep what we have
+                break
+            total -= dq
+            alpha_total += alpha
+            Qs_total = Qs if Qs_total is None else Qs_total + Qs
+            x, g = xn, g + Qs
+            if found:
+                break
+    except _Deadline:
+        pass                                  # the rounds taken so far are each a decrease
     if Qs_total is None:
         return _no_move(x0)
     return SearchResult(x, alpha_total, total, Qs_total)
@@ -199,94 +245,103 @@ def _eq_point(qp: QP, v: FloatArray) -> FloatArray:
 
 
 def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha: float, mu: float,
-                     max_backtracks: int) -> SearchResult:
+                     max_backtracks: int, deadline: float) -> SearchResult:
     """Projected search along P_Ω[x + αd], Ω = {box, aᵀx = b}.
 
-    When d keeps aᵀx fixed (a CG step on the face), the path is the ray x + αd up to its first
-    breakpoint: its minimum there is exact; past the breakpoint only the projected trial step
-    P_Ω[x + αd] is compared (one projection, not a backtracking sequence: the face step is what
-    CG computed, and the next cycle's gradient projection handles the rest). Other directions:
-    safeguarded backtracking from α with the test q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x).
+    When d keeps aᵀx fixed and x + αd stays in the box for small α (a CG step on the face, a
+    pair direction), the path is the ray x + αd up to its first breakpoint: its minimum there is
+    exact; past the breakpoint only the projected trial step P_Ω[x + αd] is compared (one
+    projection, not a backtracking sequence: the face step is what CG computed, and the next
+    cycle's gradient projection handles the rest). Other directions, and a ray blocked at once by
+    a bound: safeguarded backtracking from α with the test q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x).
     """
     a = qp.A[0]
     best: SearchResult | None = None
     ad = float(a @ d)
     ray = abs(ad) <= 1e-8 * float(np.abs(a) @ np.abs(d))
-    if ray and ad != 0.0:
-        # a face step off the null space by rounding only: put it back there exactly, on its support
-        on = (d != 0) & (a != 0)
-        d = d.copy()
-        d[on] -= ad / float(a[on] @ a[on]) * a[on]
-    if ray:
-        lb, ub = qp.lb, qp.ub
-        t = _hit_times(qp, x, d)
-        t0 = float(t.min(initial=np.inf))
-        Qd = qp.Q.matvec(d)
-        gd, dQd = float(g @ d), float(d @ Qd)
-        if not (gd < 0.0 and t0 > 0.0):
-            return _no_move(x)
-        a_ray = -gd / dQd if dQd > 0 else np.inf
-        if not np.isfinite(min(a_ray, t0)):
-            return SearchResult(x, np.inf, np.inf, None)
-        a0 = min(a_ray, t0)
-        xs = x + a0 * d
-        hit = t <= a0
-        xs[hit] = np.where(d > 0, ub, lb)[hit]
-        xs = np.clip(xs, lb, ub)
-        s = xs - x
-        Qs = qp.Q.matvec(s)
-        dq = float(g @ s) + 0.5 * float(s @ Qs)
-        if dq < 0.0:
-            best = SearchResult(xs, a0, -dq, Qs)
-        if a_ray <= t0 or alpha <= t0:    # the ray's minimum, or the trial step, lies before any bound
-            return best if best is not None else _no_move(x)
-        max_backtracks = 1
-    xscale = max(1.0, float(np.abs(x).max(initial=0.0)))
-    tiny = 4.0 * np.finfo(np.float64).eps * xscale
-    dmax = float(np.abs(d).max())
-    # a Cauchy step over a nearly flat direction can be astronomically long; the projection of such
-    # a trial point loses the equality to cancellation, so start at most 1e8·|x| away
-    alpha = min(alpha, 1e8 * xscale / dmax)
-    for _ in range(max_backtracks):
-        if alpha * dmax <= tiny:
-            break
-        v = x + alpha * d
-        if not np.isfinite(v).all():      # a huge trial step: shrink it, the path is what matters
-            alpha *= 1e-3
-            continue
-        xa = _eq_point(qp, v)
-        # a trial point far outside the box loses aᵀx = b to cancellation (|v| ≫ |x|): reject it
-        if abs(float(a @ xa) - float(qp.b[0])) > 1e-10 * (float(np.abs(a) @ np.abs(xa)) + abs(float(qp.b[0])) + 1e-300):
-            alpha *= 0.1
-            continue
-        s = xa - x
-        gs = float(g @ s)
-        if not gs < 0.0:
-            alpha *= 0.5
-            continue
-        Qs = qp.Q.matvec(s)
-        sQs = float(s @ Qs)
-        dq = gs + 0.5 * sQs
-        if dq <= mu * gs:
-            if best is None or -dq > best.decrease:
-                best = SearchResult(xa, alpha, -dq, Qs)
-            break
-        theta = -gs / sQs if sQs > 0 else 0.5  # the minimizer along s, safeguarded
-        alpha *= min(0.5, max(0.1, theta))
+    try:
+        if ray:
+            if ad != 0.0:
+                # a face step off the null space by rounding only: put it back there exactly, on its support
+                on = (d != 0) & (a != 0)
+                d = d.copy()
+                d[on] -= ad / float(a[on] @ a[on]) * a[on]
+            t = _hit_times(qp, x, d)
+            t0 = float(t.min(initial=np.inf))
+            # a ray that a bound blocks at once (a coordinate at its bound pointing out, e.g. −g
+            # happening to lie in the null space of a) bends at α = 0: only backtracking sees that
+            ray = t0 > 0.0
+        if ray:
+            lb, ub = qp.lb, qp.ub
+            Qd = _product(qp, d, deadline)
+            gd, dQd = float(g @ d), float(d @ Qd)
+            if not gd < 0.0:
+                return _no_move(x)
+            a_ray = -gd / dQd if dQd > 0 else np.inf
+            if not np.isfinite(min(a_ray, t0)):
+                return SearchResult(x, np.inf, np.inf, None)
+            a0 = min(a_ray, t0)
+            xs = x + a0 * d
+            hit = t <= a0
+            xs[hit] = np.where(d > 0, ub, lb)[hit]
+            xs = np.clip(xs, lb, ub)
+            s = xs - x
+            Qs = _product(qp, s, deadline)
+            dq = float(g @ s) + 0.5 * float(s @ Qs)
+            if dq < 0.0:
+                best = SearchResult(xs, a0, -dq, Qs)
+            if a_ray <= t0 or alpha <= t0:    # the ray's minimum, or the trial step, lies before any bound
+                return best if best is not None else _no_move(x)
+            max_backtracks = 1
+        xscale = max(1.0, float(np.abs(x).max(initial=0.0)))
+        tiny = 4.0 * np.finfo(np.float64).eps * xscale
+        dmax = float(np.abs(d).max())
+        # a Cauchy step over a nearly flat direction can be astronomically long; the projection of such
+        # a trial point loses the equality to cancellation, so start at most 1e8·|x| away
+        alpha = min(alpha, 1e8 * xscale / dmax)
+        for _ in range(max_backtracks):
+            if alpha * dmax <= tiny:
+                break
+            v = x + alpha * d
+            if not np.isfinite(v).all():      # a huge trial step: shrink it, the path is what matters
+                alpha *= 1e-3
+                continue
+            xa = _eq_point(qp, v)
+            # a trial point far outside the box loses aᵀx = b to cancellation (|v| ≫ |x|): reject it
+            if abs(float(a @ xa) - float(qp.b[0])) > 1e-10 * (float(np.abs(a) @ np.abs(xa)) + abs(float(qp.b[0])) + 1e-300):
+                alpha *= 0.1
+                continue
+            s = xa - x
+            gs = float(g @ s)
+            if not gs < 0.0:
+                alpha *= 0.5
+                continue
+            Qs = _product(qp, s, deadline)
+            sQs = float(s @ Qs)
+            dq = gs + 0.5 * sQs
+            if dq <= mu * gs:
+                if best is None or -dq > best.decrease:
+                    best = SearchResult(xa, alpha, -dq, Qs)
+                break
+            theta = -gs / sQs if sQs > 0 else 0.5  # the minimizer along s, safeguarded
+            alpha *= min(0.5, max(0.1, theta))
+    except _Deadline:
+        pass                                  # the best accepted trial so far (if any) stands
     return best if best is not None else _no_move(x)
 
 
 def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha: float = 1.0, *,
                      mu: float = 0.01, max_backtracks: int = 60, segments: int = 64,
-                     rounds: int = 8, Qd: FloatArray | None = None) -> SearchResult:
+                     rounds: int = 8, Qd: FloatArray | None = None, deadline: float = np.inf) -> SearchResult:
     """Search along the projected path P[x + αd] onto the feasible set of ``qp``.
 
     Box constraints: the first local minimizer of the piecewise quadratic along the path (the
-    path objective need not be unimodal), found exactly segment by segment (``segments`` breakpoints per round, one product with Q and one
-    principal block per round, at most ``rounds`` rounds; each round's point is a decrease).
-    With one equality row: the ray up to the first breakpoint is minimized exactly when d keeps
-    aᵀx fixed, and otherwise safeguarded backtracking from ``alpha`` with the Moré–Toraldo
-    sufficient-decrease test ``q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x)``.
+    path objective need not be unimodal), found exactly segment by segment (``segments``
+    breakpoints per round, one product with Q and one principal block per round, at most
+    ``rounds`` rounds; each round's point is a decrease). With one equality row: the ray up to
+    the first breakpoint is minimized exactly when d keeps aᵀx fixed, and otherwise safeguarded
+    backtracking from ``alpha`` with the Moré–Toraldo sufficient-decrease test
+    ``q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x)``.
 
     Parameters
     ----------
@@ -308,6 +363,9 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
         Breakpoints examined per round and rounds (box case).
     Qd : ndarray, optional
         Q d when the caller has it (box case: saves the first round's product).
+    deadline : float
+        A ``time.perf_counter()`` value (``State.deadline``): once it has passed, the search
+        takes no further product and returns the best point accepted so far (x itself if none).
 
     Returns
     -------
@@ -320,26 +378,104 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
     if not d.any():
         return _no_move(x)
     if qp.m == 0:
-        return _box_search(qp, x, g, d, max(1, segments), max(1, rounds), Qd)
-    return _equality_search(qp, x, g, d, alpha, mu, max_backtracks)
+        return _box_search(qp, x, g, d, max(1, segments), max(1, rounds), Qd, deadline)
+    return _equality_search(qp, x, g, d, alpha, mu, max_backtracks, deadline)
+
+
+@attrs.define(slots=True, eq=False)
+class _CGRun:
+    """A CG phase in progress on one face, resumed across steps (x does not move while it runs)."""
+
+    x: FloatArray                 # the point whose face this is (the state's x when the run began)
+    free: BoolArray               # the face's free variables
+    af: FloatArray | None         # a on the free set, normalized (None: no equality or a_F = 0)
+    unit: FloatArray | None       # |a_i| (1 where a_i = 0): residuals in the units of the measure
+    d: FloatArray                 # the CG step so far
+    r: FloatArray                 # the face residual −P_F(g + Q d)
+    p: FloatArray                 # the CG direction
+    rr: float                     # r·r
+    limit: int                    # iterations allowed (dim(face) + 1, capped by max_cg)
+    best: float = 0.0             # the largest decrease of one iteration
+    iters: int = 0
+
+    def proj(self, v: FloatArray) -> FloatArray:
+        """v onto the face: zero off the free set, and orthogonal to a there."""
+        w: FloatArray = v * self.free
+        if self.af is not None:
+            w -= float(self.af @ w) * self.af
+        return w
 
 
 @attrs.define(slots=True, eq=False)
 class GPCGWork:
-    """GPCG's slot in ``State.extra``: the requested tolerance."""
+    """GPCG's slot in ``State.extra``: the tolerance and where the current cycle stands.
+
+    Attributes
+    ----------
+    tol : float
+        The requested tolerance.
+    phase : {"gp", "cg"}
+        What the next step does: a gradient-projection search, or CG on the current face.
+    gp_searches, gp_best : int, float
+        Searches and largest decrease of the current gradient-projection phase (no searches
+        yet with ``phase == "gp"``: the next step begins a cycle).
+    cg : object or None
+        The CG run in progress (resumed by the next step), None between runs.
+    cg_phases, spent : int
+        CG phases in this cycle; CG iterations since the last face solve in this cycle.
+    face, face_spent : ndarray of bool or None, int
+        The free set of the last CG run, and CG iterations spent on that very face (across
+        cycles) since the last face solve.
+    direct : bool
+        Whether this cycle's CG phases have been replaced by steps of the primal active-set
+        method (see :meth:`GPCG.step`).
+    cycle_x : ndarray or None
+        ``x`` when the cycle began (the very object: x has not moved while ``state.x is cycle_x``).
+    cycle_decrease : float
+        The objective's decrease in this cycle.
+    flat : int
+        Cycles in a row with a decrease at rounding level and no halving of the measure.
+    best_measure : float
+        The smallest measure seen at the end of a cycle.
+    qscale : float
+        max |diag Q|, the scale of the negative-curvature test (nan until needed).
+    """
 
     tol: float
+    phase: str = "gp"
+    gp_searches: int = 0
+    gp_best: float = 0.0
+    cg: _CGRun | None = None
+    cg_phases: int = 0
+    spent: int = 0
+    face: BoolArray | None = None
+    face_spent: int = 0
+    direct: bool = False
+    cycle_x: FloatArray | None = None
+    cycle_decrease: float = 0.0
+    flat: int = 0
+    best_measure: float = float("inf")
+    qscale: float = float("nan")
+
+
+def _measure(qp: QP, x: FloatArray, g: FloatArray) -> float:
+    """The stopping measure at (x, g): :func:`qpcore.optimality.measure`, what the certificate reports."""
+    return measure(scores_of(qp, x, g))
 
 
 @attrs.frozen
 class GPCG:
-    """Gradient projection + conjugate gradients (Moré–Toraldo 1991).
+    """Gradient projection + conjugate gradients (Moré–Toraldo 1991), in bounded steps.
 
-    For box constraints and at most one equality row. Counters in ``Result.stats``:
+    For box constraints (fixed variables included) and at most one equality row (zero
+    coefficients included). One ``step`` is one gradient-projection search or at most
+    ``cg_per_step`` CG iterations (see the module docstring). Counters in ``Result.stats``:
     ``gp_steps`` (projected-gradient searches), ``cg_steps`` (CG iterations), ``cg_searches``
-    (projected searches along CG steps), ``boundary_moves`` (zero-curvature moves) and
-    ``face_solves`` (direct face minimizations, the fallback when a cycle is stuck) and ``settled``
-    (snaps of variables stuck a rounding error inside a bound).
+    (projected searches along CG steps), ``boundary_moves`` (moves along a direction of zero or
+    negative curvature), ``face_solves`` (direct face minimizations, the fallback when CG is
+    stuck), ``settled`` (snaps of variables stuck a rounding error inside a bound),
+    ``pair_steps`` (searches along the maximal violating pair when a whole cycle could not move)
+    and ``negative_curvature`` (directions with pᵀQp < 0 met).
 
     Parameters
     ----------
@@ -350,15 +486,22 @@ class GPCG:
     eta2 : float
         Gradient projection stops when a step's decrease falls below eta2 of the largest one.
     max_gp : int
-        Cap on the gradient-projection steps of one phase.
+        Cap on the gradient-projection searches of one phase.
     max_cg : int
         Cap on the CG iterations of one CG phase (and on CG phases per cycle).
     segments : int
         Breakpoints examined per round of the exact projected search (box case).
     max_face_solve : int
-        When a whole cycle cannot move x (CG stuck on an ill-conditioned or singular face), the
-        face problem is solved directly through its principal block if it has at most this many
-        variables; otherwise, and if that fails too, the run ends as ``stalled``.
+        When CG keeps running into bounds on one face, or a whole cycle cannot move x, the face
+        problem is solved directly through its principal block if it has at most this many
+        variables.
+    cg_per_step : int
+        CG iterations per step; a longer CG phase resumes in the next step. With the single
+        search of a gradient-projection step, this bounds the products of one step, so
+        ``max_iter`` bounds the work.
+    stall : int
+        Cycles in a row whose decrease is at rounding level (≤ 1e-12 of Σ|x_i|(|g_i| + |c_i|))
+        without halving the measure, after which the run ends as ``stalled``.
     """
 
     mu: float = 0.01
@@ -368,60 +511,233 @@ class GPCG:
     max_cg: int = 500
     segments: int = 64
     max_face_solve: int = 2000
+    cg_per_step: int = 10
+    stall: int = 50
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
-        """Check the problem shape and start from the projection of x0 (or 0) onto the feasible set."""
+        """Check the problem shape and start from the projection of x0 (or 0) onto the feasible set.
+
+        Parameters
+        ----------
+        qp : QP
+            The problem (box constraints, at most one equality row).
+        x0 : ndarray, optional
+            A start (``qpcore.solve`` hands over a feasible one); 0 when None.
+        tol : float
+            The tolerance on the measure.
+
+        Returns
+        -------
+        State
+        """
         if qp.m > 1:
             raise ProblemError(f"A: GPCG handles box constraints and at most one equality row, got {qp.m} rows")
+        if self.cg_per_step < 1 or self.max_cg < 1 or self.max_gp < 1:
+            raise ProblemError("GPCG: cg_per_step, max_cg and max_gp must be ≥ 1")
         v = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=np.float64)
         x = _eq_point(qp, v) if qp.m else np.clip(v, qp.lb, qp.ub)
         g = qp.gradient(x)
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), extra=GPCGWork(tol=tol))
-        state.counters.update(gp_steps=0, cg_steps=0, cg_searches=0, boundary_moves=0, face_solves=0, settled=0)
+        state.exact = (x, g)
+        state.counters.update(gp_steps=0, cg_steps=0, cg_searches=0, boundary_moves=0, face_solves=0, settled=0,
+                              pair_steps=0, negative_curvature=0)
         return state
 
     def converged(self, qp: QP, state: State, tol: float) -> bool:
-        """The KKT measure at the strategy's gradient is ≤ tol (projected gradient for a box)."""
-        if qp.m == 0:
-            return float(np.abs(projected_gradient(qp, state.x, state.g)).max(initial=0.0)) <= tol
-        return kkt(qp, state.x, state.g).measure <= tol
+        """Whether the measure meets tol at an exact gradient.
+
+        The strategy's running gradient is checked first (O(n)); when it meets tol and was not
+        computed afresh at this very x, one product confirms it (and becomes ``state.g``).
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+        state : State
+            The run's state (its gradient may be refreshed).
+        tol : float
+            The tolerance on :func:`qpcore.optimality.measure`.
+
+        Returns
+        -------
+        bool
+        """
+        if _measure(qp, state.x, state.g) > tol:
+            return False
+        ex = state.exact
+        if ex is not None and ex[0] is state.x and ex[1] is state.g:
+            return True
+        try:
+            self._refresh(qp, state)
+        except _Deadline:
+            return False
+        return _measure(qp, state.x, state.g) <= tol
 
     def step(self, qp: QP, state: State) -> None:
-        """One cycle: gradient projection, then CG phases while the binding set is the active set.
+        """One bounded piece of a cycle: a gradient-projection search, or up to ``cg_per_step``
+        CG iterations (with the projected search that ends a CG phase).
 
-        A cycle that cannot move x at all (no descent left to rounding) ends the run as stalled.
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+        state : State
+            Mutated in place; on the deadline it is left at the last accepted move.
         """
-        x_start = state.x
-        self._gradient_projection(qp, state)
-        spent = 0   # CG iterations since the last face solve, this cycle
-        for _ in range(self.max_cg):
-            if state.stop is not None:
-                break
-            nfree = int(np.count_nonzero((state.x > qp.lb) & (state.x < qp.ub)))
-            before = state.counters["cg_steps"]
-            # CG phases that keep running into bounds on one face have spent more products than
-            # the face's dimension: a direct face solve (|F|³ flops ≤ |F| products with Q) is cheaper
-            if spent > nfree and nfree <= self.max_face_solve:
-                moved, spent = self._face_solve(qp, state), 0
+        work = state.extra
+        assert isinstance(work, GPCGWork)
+        try:
+            if work.phase == "gp":
+                self._gp_step(qp, state, work)
             else:
-                moved = self._conjugate_gradient(qp, state)
-                spent += state.counters["cg_steps"] - before
-            if not moved:
-                break
-            if not self._binding_is_active(qp, state) or self.converged(qp, state, state.extra.tol):
-                break
-        # one fresh product per cycle (a cycle costs several): the gradient cannot drift
-        state.g = qp.gradient(state.x)
+                self._cg_step(qp, state, work)
+        except _Deadline:
+            pass        # x and g are those of the last accepted move; the loop ends on the time limit
+
+    # -- the two kinds of step ------------------------------------------------------------------
+
+    def _gp_step(self, qp: QP, state: State, work: GPCGWork) -> None:
+        """One projected search along the projected gradient (Moré–Toraldo's first phase)."""
+        if work.gp_searches == 0:          # a new cycle
+            work.cycle_x, work.cycle_decrease, work.cg_phases, work.spent = state.x, 0.0, 0, 0
+        x, g = state.x, state.g
+        free = (x > qp.lb) & (x < qp.ub)
+        lam = self._face_multiplier(qp, free, g)
+        pg = projected_gradient(x, g - lam * qp.A[0] if qp.m else g, qp.lb, qp.ub)
+        if not pg.any():
+            self._end_gp(work)
+            return
+        Qpg = _product(qp, pg, state.deadline)
+        curv = float(pg @ Qpg)
+        if curv < 0.0 and curv < -self._curvature_tol(qp, work, pg, Qpg):
+            self._negative(state)
+        alpha = float(pg @ pg) / curv if curv > 0 else 1.0   # the Cauchy step
+        active = bound_status(x, qp.lb, qp.ub)
+        res = projected_search(qp, x, g, -pg if qp.m == 0 else -g, alpha, mu=self.mu, segments=self.segments,
+                               Qd=-Qpg if qp.m == 0 else None, deadline=state.deadline)
+        state.counters["gp_steps"] += 1
+        work.gp_searches += 1
+        if res.decrease == np.inf:
+            state.stop = Status.UNBOUNDED
+            return
+        if res.decrease <= 0.0:
+            self._end_gp(work)
+            return
+        self._apply(qp, state, res)
+        work.gp_best = max(work.gp_best, res.decrease)
+        if (np.array_equal(active, bound_status(state.x, qp.lb, qp.ub)) or res.decrease <= self.eta2 * work.gp_best
+                or work.gp_searches >= self.max_gp):
+            self._end_gp(work)
+
+    def _cg_step(self, qp: QP, state: State, work: GPCGWork) -> None:
+        """Start or resume a CG run on the current face; end it with its projected search."""
+        run = work.cg
+        if run is not None and run.x is not state.x:
+            run = work.cg = None            # defensive: a run belongs to the point it started from
+        if run is None:
+            if work.cg_phases >= self.max_cg:
+                self._end_cycle(qp, state, work)
+                return
+            free = (state.x > qp.lb) & (state.x < qp.ub)
+            nfree = int(np.count_nonzero(free))
+            if work.face is None or not np.array_equal(free, work.face):
+                work.face, work.face_spent = free, 0
+            # CG phases that keep running into bounds (this cycle), or that keep returning to
+            # one face cycle after cycle (CG cut short by eta1 on an ill-conditioned face), have
+            # spent more products than the face's dimension: a direct face solve (|F|³ flops ≤
+            # |F| products with Q) is cheaper
+            if work.direct or (0 < nfree <= self.max_face_solve and max(work.spent, work.face_spent) > nfree):
+                # … and once in this cycle, the primal active-set method takes over: face solve,
+                # cut at the first bound, face solve on the smaller face, until a face's minimizer
+                work.cg_phases += 1
+                work.spent = work.face_spent = 0
+                direct = self._direct_step(qp, state)
+                work.direct = direct == "blocked"
+                if not work.direct:
+                    self._after_phase(qp, state, work, direct == "min")
+                return
+            run = self._start_cg(qp, state)
+            if run is None:
+                self._end_cycle(qp, state, work)
+                return
+            work.cg = run
+        outcome = self._iterate(qp, state, work, run)
+        if outcome is None:
+            return                          # the step's budget is spent: the run resumes next step
+        work.cg = None
+        work.cg_phases += 1
+        work.spent += run.iters
+        work.face_spent += run.iters
+        moved = self._finish_cg(qp, state, run, outcome)
+        if state.stop is None:
+            self._after_phase(qp, state, work, moved)
+
+    # -- phases and cycles ----------------------------------------------------------------------
+
+    @staticmethod
+    def _end_gp(work: GPCGWork) -> None:
+        work.phase, work.gp_searches, work.gp_best, work.cg = "cg", 0, 0.0, None
+
+    def _after_phase(self, qp: QP, state: State, work: GPCGWork, moved: bool) -> None:
+        """Another CG phase while x moved and the binding set is the active set; else the cycle ends."""
+        if state.stop is not None:
+            return
+        if (moved and work.cg_phases < self.max_cg and self._binding_is_active(qp, state)
+                and _measure(qp, state.x, state.g) > work.tol):
+            return                          # phase stays "cg": the next step starts a run on the new face
+        self._end_cycle(qp, state, work)
+
+    def _end_cycle(self, qp: QP, state: State, work: GPCGWork) -> None:
+        """Refresh g (one product per cycle: the gradient cannot drift); a cycle that could not move
+        x gets the fallbacks; rounding-level cycles are counted for the stall test."""
+        work.phase, work.gp_searches, work.gp_best, work.cg, work.direct = "gp", 0, 0.0, None, False
+        self._refresh(qp, state)
+        m = _measure(qp, state.x, state.g)
+        if m <= work.tol:
+            work.flat = 0
+            return
+        size = float(np.abs(state.x) @ (np.abs(state.g) + np.abs(qp.c)))
+        stuck = state.x is work.cycle_x
+        if stuck or work.cycle_decrease <= 1e-12 * size:
+            # the cycle could not move x, or moved it by rounding only: gradient projection and CG
+            # are stuck on an ill-conditioned or singular face, or on variables a rounding error
+            # inside a bound (b at the edge of its range leaves them 1e-13 of room). Those
+            # variables go onto their bound; else one direct minimization on the face, while it
+            # is small enough to factor; else one search along the maximal violating pair, which
+            # descends whenever the measure is positive
+            if self._settle(qp, state) or self._face_solve(qp, state) or self._pair_step(qp, state):
+                self._refresh(qp, state)
+                m = _measure(qp, state.x, state.g)
+                if m <= work.tol:
+                    work.flat = 0
+                    return
+            elif stuck:
+                if state.stop is None:
+                    state.stop = Status.STALLED   # nothing moves x: the point is the best found
+                return
+        if work.cycle_decrease <= 1e-12 * size and not m <= 0.5 * work.best_measure:
+            work.flat += 1
+            if work.flat >= self.stall:
+                state.stop = Status.STALLED   # creeping at rounding level: the point is the best found
+        else:
+            work.flat = 0
+        work.best_measure = min(work.best_measure, m)
+
+    def _refresh(self, qp: QP, state: State) -> None:
+        """g = Qx + c afresh (deadline-aware), recorded as exact; the bound status with it."""
+        g = _product(qp, state.x, state.deadline)
+        g += qp.c
+        state.g = g
+        state.exact = (state.x, g)
         state.status = bound_status(state.x, qp.lb, qp.ub)
-        if state.stop is None and state.x is x_start and not self.converged(qp, state, state.extra.tol):
-            # CG and gradient projection are both stuck to rounding (an ill-conditioned or singular
-            # face): one direct minimization on the face, while the face is small enough to factor;
-            # failing that, variables stuck a rounding error inside a bound (b at the edge of its
-            # range leaves them 1e-13 of room) go onto it, which is what the certificate needs
-            if not self._face_solve(qp, state) and not self._settle(qp, state):
-                state.stop = Status.STALLED
-            state.g = qp.gradient(state.x)
-            state.status = bound_status(state.x, qp.lb, qp.ub)
+
+    def _apply(self, qp: QP, state: State, res: SearchResult) -> None:
+        assert res.Qs is not None
+        state.g = state.g + res.Qs   # the snap below moves x by ulps: g is refreshed every cycle
+        state.x = _snap(qp, res.x.copy())
+        work = state.extra
+        assert isinstance(work, GPCGWork)
+        work.cycle_decrease += res.decrease
 
     # -- pieces ---------------------------------------------------------------------------------
 
@@ -435,112 +751,111 @@ class GPCG:
         return float(af @ g[free]) / aa if aa > 0 else 0.0
 
     def _binding_is_active(self, qp: QP, state: State) -> bool:
-        """Whether every variable at a bound is held there by the reduced gradient (Moré–Toraldo's switch)."""
+        """Whether every variable at a bound is held there by the reduced gradient (Moré–Toraldo's
+        switch); fixed variables are held whatever their gradient."""
         x, g = state.x, state.g
+        movable = qp.lb < qp.ub
         at_lb, at_ub = x <= qp.lb, x >= qp.ub
         lam = self._face_multiplier(qp, ~(at_lb | at_ub), g)
         r = g - lam * qp.A[0] if qp.m else g
-        return bool(np.all(r[at_lb] >= 0) and np.all(r[at_ub] <= 0))
+        return bool(np.all(r[at_lb & movable] >= 0) and np.all(r[at_ub & movable] <= 0))
 
-    def _apply(self, qp: QP, state: State, res: SearchResult) -> None:
-        assert res.Qs is not None
-        state.g = state.g + res.Qs   # the snap below moves x by ulps: g is refreshed every cycle
-        state.x = _snap(qp, res.x.copy())
+    @staticmethod
+    def _curvature_tol(qp: QP, work: GPCGWork, p: FloatArray, Qp: FloatArray) -> float:
+        """How negative pᵀQp may be by rounding alone: 1e-8 · ‖Q‖ (estimated) · ‖p‖²."""
+        if np.isnan(work.qscale):
+            work.qscale = float(np.abs(qp.Q.diag()).max(initial=0.0))
+        pmax = float(np.abs(p).max(initial=0.0))
+        est = float(np.abs(Qp).max(initial=0.0)) / pmax if pmax > 0 else 0.0
+        return 1e-8 * max(work.qscale, est) * float(p @ p)
 
-    def _gradient_projection(self, qp: QP, state: State) -> None:
-        best = 0.0
-        for _ in range(self.max_gp):
-            x, g = state.x, state.g
-            free = (x > qp.lb) & (x < qp.ub)
-            lam = self._face_multiplier(qp, free, g)
-            pg = projected_gradient(qp, x, g - lam * qp.A[0] if qp.m else g)
-            if not pg.any():
-                return
-            Qpg = qp.Q.matvec(pg)
-            curv = float(pg @ Qpg)
-            alpha = float(pg @ pg) / curv if curv > 0 else 1.0   # the Cauchy step
-            active = bound_status(x, qp.lb, qp.ub)
-            res = projected_search(qp, x, g, -pg if qp.m == 0 else -g, alpha, mu=self.mu,
-                                   segments=self.segments, Qd=-Qpg if qp.m == 0 else None)
-            state.counters["gp_steps"] += 1
-            if res.decrease == np.inf:
-                state.stop = Status.UNBOUNDED
-                return
-            if res.decrease <= 0.0:
-                return
-            self._apply(qp, state, res)
-            best = max(best, res.decrease)
-            if np.array_equal(active, bound_status(state.x, qp.lb, qp.ub)) or res.decrease <= self.eta2 * best:
-                return
+    @staticmethod
+    def _negative(state: State) -> None:
+        """Negative curvature met: Q is not PSD, so no stationary point is certified a minimizer."""
+        state.nonconvex = True
+        state.counters["negative_curvature"] += 1
 
-    def _conjugate_gradient(self, qp: QP, state: State) -> bool:
-        """CG on the current face and a projected search along its step; True if x moved."""
+    def _start_cg(self, qp: QP, state: State) -> _CGRun | None:
+        """A CG run on the face of the current x (None when the face has no free variable)."""
         x, g = state.x, state.g
         free = (x > qp.lb) & (x < qp.ub)
-        if not free.any():
-            return False
+        nfree = int(np.count_nonzero(free))
+        if nfree == 0:
+            return None
         af: FloatArray | None = None
+        unit: FloatArray | None = None
         if qp.m:
             a = qp.A[0] * free
             aa = float(a @ a)
             af = a / np.sqrt(aa) if aa > 0 else None
-
-        def proj(v: FloatArray) -> FloatArray:
-            # onto the face: zero off the free set, and orthogonal to a there
-            w = v * free
-            if af is not None:
-                w -= float(af @ w) * af
-            return w
-
-        tol = float(state.extra.tol)
-        # face optimality in the units of the KKT measure: with an equality row the measure is
-        # in g/a, so a residual r_i = a_i(g_i/a_i − λ) must be read divided by |a_i|
-        unit = np.where(qp.A[0] != 0, np.abs(qp.A[0]), 1.0) if qp.m else None
-
-        def face_done(res: FloatArray, rr: float) -> bool:
-            if unit is None:
-                return bool(np.sqrt(rr) <= 0.1 * tol)
-            return float(np.abs(res / unit).max(initial=0.0)) <= 0.1 * tol
-
-        r = -proj(g)
-        p = r.copy()
-        d = np.zeros(x.size)
-        rr = float(r @ r)
-        best = 0.0
+            # face optimality in the units of the measure: with an equality row it is in g/a, so
+            # a residual r_i = a_i(g_i/a_i − λ) is read divided by |a_i|
+            unit = np.where(qp.A[0] != 0, np.abs(qp.A[0]), 1.0)
+        z = np.zeros(x.size)
         # in exact arithmetic CG ends within dim(face) iterations; running past that means
         # rounding on an ill-conditioned face, where a direct face solve is the better step
-        limit = min(self.max_cg, int(free.sum()) - (af is not None) + 1)
-        finished = False
-        for _ in range(limit):
-            if face_done(r, rr):            # the face is optimal well within tol
-                finished = True
-                break
-            Qp = proj(qp.Q.matvec(p))
-            pQp = float(p @ Qp)
+        run = _CGRun(x=x, free=free, af=af, unit=unit, d=z, r=z, p=z, rr=0.0,
+                     limit=min(self.max_cg, nfree - (af is not None) + 1))
+        run.r = -run.proj(g)
+        run.p = run.r.copy()
+        run.rr = float(run.r @ run.r)
+        return run
+
+    def _iterate(self, qp: QP, state: State, work: GPCGWork, run: _CGRun) -> str | None:
+        """Up to ``cg_per_step`` CG iterations; the outcome ("done", "limit", "curvature"), or
+        None when the run goes on in the next step."""
+        tol = work.tol
+        for _ in range(self.cg_per_step):
+            if run.iters >= run.limit:
+                return "limit"
+            if run.unit is None:
+                if np.sqrt(run.rr) <= 0.1 * tol:      # the face is optimal well within tol
+                    return "done"
+            elif float(np.abs(run.r / run.unit).max(initial=0.0)) <= 0.1 * tol:
+                return "done"
+            if state.out_of_time():
+                return None
+            Qp = run.proj(_product(qp, run.p, state.deadline))
+            pQp = float(run.p @ Qp)
             state.counters["cg_steps"] += 1
-            if pQp <= 1e-14 * rr:
-                # zero (or, by rounding, negative) curvature: a flat or descending ray
-                state.counters["boundary_moves"] += 1
-                if not self._to_boundary(qp, state, d, p):
-                    state.stop = Status.UNBOUNDED
-                    return False
-                return not np.array_equal(state.x, x)
-            step = rr / pQp
-            d += step * p
-            dec = 0.5 * step * rr           # the face quadratic's decrease in this iteration
-            best = max(best, dec)
-            r -= step * Qp
-            rr_new = float(r @ r)
-            p = r + (rr_new / rr) * p
-            rr = rr_new
-            if dec <= self.eta1 * best:
-                finished = True
-                break
-        if not finished and limit < self.max_cg and self._face_solve(qp, state):
+            run.iters += 1
+            if pQp <= 1e-14 * run.rr:
+                # zero (or, by rounding, negative) curvature: a flat or descending ray; below
+                # rounding, negative curvature: Q is not PSD
+                if pQp < 0.0 and pQp < -self._curvature_tol(qp, work, run.p, Qp):
+                    self._negative(state)
+                return "curvature"
+            step = run.rr / pQp
+            run.d += step * run.p
+            dec = 0.5 * step * run.rr           # the face quadratic's decrease in this iteration
+            run.best = max(run.best, dec)
+            run.r -= step * Qp
+            rr_new = float(run.r @ run.r)
+            run.p *= rr_new / run.rr
+            run.p += run.r
+            if run.af is not None:
+                # keep p on the face: rounding drift along a would corrupt pᵀQp (Q p is projected)
+                run.p -= float(run.af @ run.p) * run.af
+            run.rr = rr_new
+            if dec <= self.eta1 * run.best:
+                return "done"
+        return None
+
+    def _finish_cg(self, qp: QP, state: State, run: _CGRun, outcome: str) -> bool:
+        """The projected search along the CG step (or a face solve, or a boundary move); True if x moved."""
+        if outcome == "curvature":
+            state.counters["boundary_moves"] += 1
+            before = state.x
+            if not self._to_boundary(qp, state, run.d, run.p):
+                state.stop = Status.UNBOUNDED
+                return False
+            return state.x is not before
+        if outcome == "limit" and run.limit < self.max_cg and self._face_solve(qp, state):
             return True
-        if not d.any():
+        if not run.d.any():
             return False
-        res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments)
+        res = projected_search(qp, state.x, state.g, run.d, 1.0, mu=self.mu, segments=self.segments,
+                               deadline=state.deadline)
         state.counters["cg_searches"] += 1
         if res.decrease == np.inf:
             state.stop = Status.UNBOUNDED
@@ -562,54 +877,131 @@ class GPCG:
             a, b = qp.A[0], float(qp.b[0])
             if abs(float(a @ xn) - b) > rel * (float(np.abs(a) @ np.abs(xn)) + abs(b)):
                 return False
-        if qp.objective(xn) > qp.objective(x) + 1e-14 * max(1.0, abs(qp.objective(x))):
+        s = xn - x
+        Qs = _product(qp, s, state.deadline)
+        dq = float(state.g @ s) + 0.5 * float(s @ Qs)
+        f = float(0.5 * x @ (state.g + qp.c))
+        if dq > 1e-14 * max(1.0, abs(f)):
             return False
         state.x = xn
+        state.g = state.g + Qs
         state.counters["settled"] += 1
         return True
 
-    def _face_solve(self, qp: QP, state: State) -> bool:
-        """Minimize on the current face through its principal block (least squares, so singular
-        faces are fine), then a projected search along that step; True if x moved."""
+    def _face_direction(self, qp: QP, state: State) -> FloatArray | None:
+        """The step to the minimizer of the current face through its principal block (least
+        squares, so singular faces are fine); None when the face is empty or too large."""
         x, g = state.x, state.g
         F = np.flatnonzero((x > qp.lb) & (x < qp.ub))
         if F.size == 0 or F.size > self.max_face_solve:
-            return False
+            return None
+        if 2e-9 * float(F.size) ** 3 > state.time_left():
+            return None                     # a dense solve that would overrun the time limit
         B = principal_block(qp.Q, F)
         rhs = -g[F]
         if qp.m:
             aF = qp.A[0][F]
             K = np.block([[B, aF[:, None]], [aF[None, :], np.zeros((1, 1))]])
             sol = np.linalg.lstsq(K, np.concatenate([rhs, [0.0]]), rcond=None)[0][:-1]
+            aa = float(aF @ aF)
+            if aa > 0:                      # on the null space of a_F exactly, not to rounding
+                sol -= (float(aF @ sol) / aa) * aF
         else:
             sol = np.linalg.lstsq(B, rhs, rcond=None)[0]
+        state.counters["face_solves"] += 1
         d = np.zeros(x.size)
         d[F] = sol
-        state.counters["face_solves"] += 1
-        res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments)
+        return d
+
+    def _face_solve(self, qp: QP, state: State) -> bool:
+        """The face's minimizing step followed by a projected search along it; True if x moved."""
+        d = self._face_direction(qp, state)
+        if d is None or not d.any():
+            return False
+        res = projected_search(qp, state.x, state.g, d, 1.0, mu=self.mu, segments=self.segments,
+                               deadline=state.deadline)
         if not 0.0 < res.decrease < np.inf:
             return False
         self._apply(qp, state, res)
         return True
 
+    def _direct_step(self, qp: QP, state: State) -> str:
+        """One step of the primal active-set method on the face: its minimizing step, cut at the
+        first bound it meets. Returns "min" (the face's minimizer reached), "blocked" (a bound
+        met: the face shrank) or "none" (no move)."""
+        d = self._face_direction(qp, state)
+        if d is None or not d.any():
+            return "none"
+        x, g = state.x, state.g
+        t = _hit_times(qp, x, d)
+        alpha = min(1.0, float(t.min(initial=np.inf)))
+        if not alpha > 0.0:
+            return "none"
+        xn = x + alpha * d
+        hit = t <= alpha
+        xn[hit] = np.where(d > 0, qp.ub, qp.lb)[hit]
+        np.clip(xn, qp.lb, qp.ub, out=xn)
+        s = xn - x
+        Qs = _product(qp, s, state.deadline)
+        dq = float(g @ s) + 0.5 * float(s @ Qs)
+        if not dq < 0.0:
+            return "none"
+        self._apply(qp, state, SearchResult(xn, alpha, -dq, Qs))
+        return "min" if alpha >= 1.0 else "blocked"
+
+    def _pair_step(self, qp: QP, state: State) -> bool:
+        """A search along the maximal violating pair ``e_i/a_i − e_j/a_j`` or along the most
+        violating single variable, whichever descends faster per unit step; True if x moved."""
+        x, g = state.x, state.g
+        s = scores_of(qp, x, g)
+        d = np.zeros(qp.n)
+        rate = 0.0
+        ij = maximal_violating_pair(s) if s.paired else None
+        if ij is not None and ij[0] != ij[1] and s.v[ij[0]] > s.v[ij[1]]:
+            i, j = ij
+            a = qp.A[0]
+            d[i] += 1.0 / a[i]
+            d[j] -= 1.0 / a[j]
+            rate = float(s.v[i] - s.v[j]) * min(abs(float(a[i])), abs(float(a[j])))
+        su, sl = s.single_masks()
+        viol = np.maximum(np.where(su, s.v, 0.0), np.where(sl, -s.v, 0.0))
+        if viol.size and float(viol.max()) > rate:
+            k = int(np.argmax(viol))
+            d[:] = 0.0
+            d[k] = 1.0 if (su[k] and s.v[k] > 0) else -1.0
+        if not d.any():
+            return False
+        res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments, deadline=state.deadline)
+        if res.decrease == np.inf:
+            state.stop = Status.UNBOUNDED
+            return False
+        if not res.decrease > 0.0:
+            return False
+        state.counters["pair_steps"] += 1
+        self._apply(qp, state, res)
+        return True
+
     def _to_boundary(self, qp: QP, state: State, d: FloatArray, p: FloatArray) -> bool:
-        """Take the CG step so far, then follow ±p (no curvature) to the first bound.
+        """Take the CG step so far, then follow ±p (zero or negative curvature) to the first bound.
 
         Returns False when that ray descends without ever meeting a bound (unbounded below).
         """
         x, g = state.x, state.g
         if d.any():
-            res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments)
+            res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments, deadline=state.deadline)
             if res.decrease == np.inf:
                 return False
             if res.decrease > 0.0:
                 self._apply(qp, state, res)
                 x, g = state.x, state.g
         direction = p if float(g @ p) <= 0 else -p
+        if float(_hit_times(qp, x, direction).min(initial=np.inf)) <= 0.0:
+            return True                    # the step along d put a coordinate of p on its bound: a new face
         slope = -float(g @ direction)
         if slope <= 1e-12 * float(np.abs(g).max(initial=0.0)) * float(np.abs(direction).max(initial=0.0)):
-            return True                    # flat to rounding: nothing to gain along this ray
-        res = projected_search(qp, x, g, direction, 1.0, mu=self.mu, segments=self.segments)
+            if not state.nonconvex:
+                return True                # flat to rounding: nothing to gain along this ray
+        res = projected_search(qp, x, g, direction, 1.0, mu=self.mu, segments=self.segments, deadline=state.deadline)
         if res.decrease == np.inf:
             return False
         if res.decrease > 0.0:

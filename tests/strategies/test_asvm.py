@@ -125,6 +125,15 @@ def test_limits_are_honest() -> None:
     assert res.objective == pytest.approx(qp.objective(res.x), rel=1e-12)
 
 
+def test_time_limit_is_honored() -> None:
+    # one step is a few passes over 200,000 rows; the run needs about 25 of them
+    qp = random_lowrank_qp(200_000, 30, seed=0, nu=1e4)
+    res = qpcore.solve(qp, ASVM(), tol=1e-12, time_limit=0.3)
+    assert res.status is qpcore.Status.TIME_LIMIT
+    assert res.stats["seconds"] <= 0.3 * 1.1 + 0.1
+    assert (res.x >= 0).all() and res.kkt.measure > 1e-12
+
+
 # --- the problem's checks ----------------------------------------------------------------------
 
 def test_bad_problem_shapes() -> None:
