@@ -19,8 +19,8 @@ parameters are drawn through hypothesis, so a failing example shrinks to a small
 one where it can. The problems come from :mod:`qpcore.generators` (numpy and scipy only: this
 module imports nothing from ``problems`` or ``strategies``).
 
-Two harder features are opt-in for now (their default is off): ``fixed=`` (variables with
-lb = ub, fixed at a feasible point's value) on every QP strategy but :func:`lowrank_qps`, and
+Two harder features are drawn by default (pass False to leave them out): ``fixed=`` (variables
+with lb = ub, fixed at a feasible point's value) on every QP strategy but :func:`lowrank_qps`, and
 ``zero_coefficients=`` (a_i = 0 in the equality row) on :func:`box_equality_qps` and :func:`qps`.
 :func:`warm_starts` draws start points for a problem: feasible, outside the bounds, off the
 equality, or both.
@@ -99,7 +99,7 @@ def _option_fraction(draw: st.DrawFn, value: float | bool, name: str, choices: t
 @st.composite
 def box_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, min_cond: float = 1.0, max_cond: float = 1e8,
             rank_deficient: bool = True, one_sided: bool = True, degenerate: bool = True,
-            min_width: float = 1e-3, max_width: float = 1e3, fixed: float | bool = False) -> QP:
+            min_width: float = 1e-3, max_width: float = 1e3, fixed: float | bool = True) -> QP:
     """Box-constrained QPs ``min ½xᵀQx + cᵀx, lb ≤ x ≤ ub`` (no equality).
 
     Parameters
@@ -119,7 +119,7 @@ def box_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, min_cond: float
         Range of the box size: the box is [0, w] or [−w, w].
     fixed : float or bool
         Fixed variables (lb = ub, at a value inside the original box; at the planted optimum where
-        there is one): off by default; True draws the fraction of fixed variables from {0, 0.1, 0.2,
+        there is one): on by default; True draws the fraction of fixed variables from {0, 0.1, 0.2,
         0.3, 0.5, 1} (shrinking to 0); a number is that fraction (``max(1, round(fixed·n))``
         variables).
 
@@ -151,7 +151,7 @@ def box_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, min_cond: float
 
 @st.composite
 def box_equality_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, max_cond: float = 1e8,
-                     fixed: float | bool = False, zero_coefficients: float | bool = False) -> QP:
+                     fixed: float | bool = True, zero_coefficients: float | bool = True) -> QP:
     """Box QPs with **one** general equality row ``aᵀx = b`` (mixed signs, scales; zeros on request).
 
     The box and Q come from :func:`box_qps` (finite, one-sided and degenerate boxes; any
@@ -167,11 +167,11 @@ def box_equality_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, max_co
         Largest condition number of Q.
     fixed : float or bool
         Fixed variables (lb = ub, at a value inside the original box: at x̂, so the equality stays
-        feasible): off by default; True draws the fraction of fixed variables from {0, 0.1, 0.2,
+        feasible): on by default; True draws the fraction of fixed variables from {0, 0.1, 0.2,
         0.3, 0.5, 1} (shrinking to 0); a number is that fraction (``max(1, round(fixed·n))``
         variables).
     zero_coefficients : float or bool
-        Zero coefficients a_i = 0 (variables outside the equality): off by default; True draws
+        Zero coefficients a_i = 0 (variables outside the equality): on by default; True draws
         their fraction from {0, 0.2, 0.5, 1} (shrinking to 0); a number is that fraction
         (``max(1, round(fraction·n))`` zeros). At least one a_i stays nonzero.
 
@@ -204,7 +204,7 @@ def box_equality_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, max_co
 @st.composite
 def svm_duals(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, min_C: float = 1e-3, max_C: float = 1e3,
               max_cond: float = 1e8, duplicates: bool = True, kernels: tuple[Literal["rbf", "linear"], ...] = ("rbf", "linear"),
-              degenerate: bool = True, fixed: float | bool = False) -> QP:
+              degenerate: bool = True, fixed: float | bool = True) -> QP:
     """SVM-shaped QPs: ``0 ≤ x ≤ C`` and one equality ``yᵀx = 0`` with ±1 labels (both present).
 
     Mostly true C-SVC duals (c = −1, Q = yyᵀ ∘ K from random points, :func:`qpcore.generators.random_svm_dual`);
@@ -228,7 +228,7 @@ def svm_duals(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, min_C: float 
     fixed : float or bool
         Fixed variables (lb = ub, at a value inside the original box [0, C], at a point with yᵀx = 0
         (the planted optimum where there is one), so the equality stays feasible; the labels stay
-        ±1): off by default; True draws the fraction of fixed variables from {0, 0.1, 0.2, 0.3, 0.5,
+        ±1): on by default; True draws the fraction of fixed variables from {0, 0.1, 0.2, 0.3, 0.5,
         1} (shrinking to 0); a number is that fraction (``max(1, round(fixed·n))`` variables).
 
     Returns
@@ -256,7 +256,7 @@ def svm_duals(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, min_C: float 
 
 @st.composite
 def nonneg_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, min_cond: float = 1.0, max_cond: float = 1e8,
-               rank_deficient: bool = True, degenerate: bool = True, fixed: float | bool = False) -> QP:
+               rank_deficient: bool = True, degenerate: bool = True, fixed: float | bool = True) -> QP:
     """Nonnegative QPs ``min ½xᵀQx + cᵀx, x ≥ 0`` (lb = 0, ub = inf), NNLS-shaped, optimum planted.
 
     Parameters
@@ -271,7 +271,7 @@ def nonneg_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, min_cond: fl
         Also draw zero gradients at variables that sit at 0.
     fixed : float or bool
         Fixed variables (lb = ub, at a value inside the original box [0, inf), at the planted
-        optimum): off by default; True draws the fraction of fixed variables from {0, 0.1, 0.2, 0.3,
+        optimum): on by default; True draws the fraction of fixed variables from {0, 0.1, 0.2, 0.3,
         0.5, 1} (shrinking to 0); a number is that fraction (``max(1, round(fixed·n))`` variables).
 
     Returns
@@ -317,7 +317,7 @@ def lowrank_qps(draw: st.DrawFn, *, min_m: int = 2, max_m: int = 60, max_k: int 
 
 @st.composite
 def planted_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, max_cond: float = 1e8,
-                svm_form: bool | None = None, fixed: float | bool = False) -> tuple[QP, FloatArray]:
+                svm_form: bool | None = None, fixed: float | bool = True) -> tuple[QP, FloatArray]:
     """Pairs ``(qp, x_star)`` with a known optimal point (box [−1, 1], one-sided, or SVM form).
 
     Parameters
@@ -330,7 +330,7 @@ def planted_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, max_cond: f
         Force (True) or exclude (False) the SVM equality; drawn when None.
     fixed : float or bool
         Fixed variables (lb = ub, at a value inside the original box, at x*, which stays optimal):
-        off by default; True draws the fraction of fixed variables from {0, 0.1, 0.2, 0.3, 0.5, 1}
+        on by default; True draws the fraction of fixed variables from {0, 0.1, 0.2, 0.3, 0.5, 1}
         (shrinking to 0); a number is that fraction (``max(1, round(fixed·n))`` variables).
 
     Returns
@@ -352,8 +352,8 @@ def planted_qps(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 40, max_cond: f
     return planted_qp(n, seed=seed, cond=cond, rank=rank, lb=lb, ub=ub, degenerate=deg, fixed=fix)
 
 
-def qps(*, min_n: int = 2, max_n: int = 40, max_cond: float = 1e8, fixed: float | bool = False,
-        zero_coefficients: float | bool = False) -> st.SearchStrategy[QP]:
+def qps(*, min_n: int = 2, max_n: int = 40, max_cond: float = 1e8, fixed: float | bool = True,
+        zero_coefficients: float | bool = True) -> st.SearchStrategy[QP]:
     """Any of :func:`box_qps`, :func:`box_equality_qps`, :func:`svm_duals`, :func:`nonneg_qps`
     (all their shape options on; ``fixed`` and ``zero_coefficients`` as given).
 
@@ -364,10 +364,10 @@ def qps(*, min_n: int = 2, max_n: int = 40, max_cond: float = 1e8, fixed: float 
     max_cond : float
         Largest condition number of Q.
     fixed : float or bool
-        Fixed variables (lb = ub), passed to all four (see :func:`box_qps`); off by default.
+        Fixed variables (lb = ub), passed to all four (see :func:`box_qps`); on by default.
     zero_coefficients : float or bool
         Zero equality coefficients, passed to :func:`box_equality_qps` (the SVM duals keep their
-        ±1 labels); off by default.
+        ±1 labels); on by default.
 
     Returns
     -------

@@ -156,7 +156,8 @@ class SteepestFeasible:
             free = (x[prev] > lb[prev]) & (x[prev] < ub[prev])
             # free variables first (they are the ones that keep moving), then by violation
             order = np.lexsort((-np.abs(s.v[prev]), ~free))
-            keep = prev[order[: int(self.reuse * q)]]
+            # at least two new places, so the maximal violating pair always gets in
+            keep = prev[order[: min(int(self.reuse * q), q - 2)]]
         exclude = np.zeros(n, dtype=bool)
         exclude[keep] = True
         k = q - keep.size
@@ -504,6 +505,8 @@ class Decomposition:
         res = solve(sub, self.inner, x0=xB, tol=inner_tol, max_iter=100_000, certify=False,
                     time_limit=max(left, 1e-6) if np.isfinite(left) else None)
         state.counters["inner_iterations"] += res.iterations
+        if res.state.nonconvex or res.status is Status.NONCONVEX:
+            state.nonconvex = True          # negative curvature inside B is negative curvature of Q
         if res.status is not Status.CONVERGED:
             state.counters["stalled_subproblems"] += 1
         dx = res.x - xB

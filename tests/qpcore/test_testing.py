@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from hypothesis import find, given
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 import problems.random
@@ -82,7 +82,7 @@ def test_generated_problems_are_valid_and_bounded(qp: QP) -> None:
     assert k.primal <= 1e-9 * max(1.0, float(np.abs(x).max()))
 
 
-@given(svm_duals())
+@given(svm_duals(fixed=False))
 def test_svm_duals_have_svm_form(qp: QP) -> None:
     check_valid(qp)
     assert qp.m == 1 and qp.n >= 2
@@ -94,7 +94,7 @@ def test_svm_duals_have_svm_form(qp: QP) -> None:
     assert np.all(qp.ub == C) and 1e-3 * (1 - 1e-12) <= C <= 1e3 * (1 + 1e-12)
 
 
-@given(nonneg_qps())
+@given(nonneg_qps(fixed=False))
 def test_nonneg_qps_shape(qp: QP) -> None:
     check_valid(qp)
     assert qp.m == 0 and np.all(qp.lb == 0.0) and np.all(qp.ub == np.inf)
@@ -225,10 +225,19 @@ def test_box_equality_zero_coefficients_and_fixed(qp: QP) -> None:
     assert float(np.abs(qp.A @ x0 - qp.b).max()) <= 1e-12 * eq_scale(qp, x0)
 
 
-@given(box_equality_qps(max_n=12))
-def test_box_equality_coefficients_nonzero_by_default(qp: QP) -> None:
-    # zero_coefficients is off by default (for now): every variable is in the row
+@given(box_equality_qps(max_n=12, zero_coefficients=False))
+def test_box_equality_coefficients_nonzero_when_off(qp: QP) -> None:
+    # zero_coefficients=False: every variable is in the row
     assert np.all(qp.A[0] != 0)
+
+
+def test_harder_features_are_drawn_by_default() -> None:
+    # fixed variables and zero coefficients are on by default: hypothesis finds a problem with both
+    qp = find(box_equality_qps(max_n=12), lambda q: bool(np.any(q.lb == q.ub)) and bool(np.any(q.A[0] == 0)),
+              settings=settings(database=None, max_examples=200))
+    assert np.any(qp.lb == qp.ub) and np.any(qp.A[0] == 0)
+    qp2 = find(svm_duals(max_n=12), lambda q: bool(np.any(q.lb == q.ub)), settings=settings(database=None))
+    assert np.any(qp2.lb == qp2.ub)
 
 
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
