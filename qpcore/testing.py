@@ -43,6 +43,7 @@ from qpcore.generators import (feasible_point, fix_variables, planted_qp, random
                                random_degenerate_qp, random_lowrank_qp, random_nonneg_qp, random_one_sided_qp,
                                random_svm_dual)
 from qpcore.kkt import kkt
+from qpcore.optimality import maximal_violating_pair, projected_gradient, scores_of, single_violation
 from qpcore.problem import QP
 from qpcore.state import Result, Status
 
@@ -528,22 +529,22 @@ def warm_starts(draw: st.DrawFn, qp: QP, feasible: bool | None = None, *,
 
 
 def _worst(qp: QP, x: FloatArray, g: FloatArray, lam: FloatArray) -> str:
-    """Name the variables behind the KKT measure, for the failure message."""
-    up, down = x < qp.ub, x > qp.lb
+    """Name the variables behind the KKT measure, for the failure message (qpcore.optimality's terms)."""
     if qp.m == 1:
-        a = qp.A[0]
-        nz = a != 0
-        ratio = np.divide(g, a, out=np.full_like(g, np.nan), where=nz)
-        upper = nz & (((a > 0) & up) | ((a < 0) & down))
-        lower = nz & (((a > 0) & down) | ((a < 0) & up))
-        if upper.any() and lower.any():
-            i = int(np.flatnonzero(lower)[np.argmax(ratio[lower])])
-            j = int(np.flatnonzero(upper)[np.argmin(ratio[upper])])
-            return (f"maximal violating pair i={i} (x={x[i]:.6g}, g/a={ratio[i]:.6g}), "
-                    f"j={j} (x={x[j]:.6g}, g/a={ratio[j]:.6g})")
-        return "no violating pair"
+        sc = scores_of(qp, x, g)
+        pair = maximal_violating_pair(sc)
+        parts = []
+        if pair is not None:
+            i, j = pair
+            parts.append(f"maximal violating pair i={i} (x={x[i]:.6g}, v=−g/a={sc.v[i]:.6g}), "
+                         f"j={j} (x={x[j]:.6g}, v={sc.v[j]:.6g})")
+        if sc.single is not None and single_violation(sc) > 0:
+            pg = projected_gradient(x, g, qp.lb, qp.ub)
+            k = int(np.argmax(np.where(sc.single, np.abs(pg), -1.0)))
+            parts.append(f"variable outside the equality i={k}: projected gradient {pg[k]:.3e}")
+        return "; ".join(parts) if parts else "no violating pair"
     r = g - qp.A.T @ lam if qp.m else g
-    pg = np.where(up & down, r, np.where(up, np.minimum(r, 0.0), np.where(down, np.maximum(r, 0.0), 0.0)))
+    pg = projected_gradient(x, r, qp.lb, qp.ub)
     if pg.size == 0:
         return "no variables"
     i = int(np.argmax(np.abs(pg)))
@@ -567,7 +568,8 @@ def assert_kkt(qp: QP, result: Result, tol: float, *, primal_tol: float = 1e-9) 
         Bound on the KKT measure (the maximal-violating-pair gap with one equality row, else the
         projected-gradient norm), allowing a relative slack of 1e-6 for rounding.
     primal_tol : float
-        Bound on the primal infeasibility (bounds and ``A x = b``), relative to max(1, ‖x‖∞).
+        Bound on the primal infeasibility (bounds and ``A x = b``), relative to
+        :func:`qpcore.optimality.feasibility_scale` (as ``KKT.feasible`` and ``qpcore.solve``).
 
     Raises
     ------
@@ -589,8 +591,8 @@ def assert_kkt(qp: QP, result: Result, tol: float, *, primal_tol: float = 1e-9) 
     if not cert.measure <= tol * (1 + 1e-6):
         problems.append(f"KKT measure ({what}) {cert.measure:.3e} > tol {tol:.3e} "
                         f"(×{cert.measure / tol:.3g}); {_worst(qp, x, g, cert.multipliers)}")
-    scale = max(1.0, float(np.abs(x).max(initial=0.0)))
-    if not cert.primal <= primal_tol * scale:
+    scale = cert.primal_scale          # the certificate's own scale, as solve() judges feasibility
+    if not cert.feasible(primal_tol):
         viol = np.maximum(np.maximum(qp.lb - x, x - qp.ub), 0.0)
         i = int(np.argmax(viol)) if viol.size else -1
         where = (f"bound at i={i}: x={x[i]:.6g} outside [{qp.lb[i]:.6g}, {qp.ub[i]:.6g}]"
