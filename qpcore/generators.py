@@ -33,7 +33,7 @@ from qpcore.problem import QP, ProblemError
 FloatArray = NDArray[np.float64]
 Seed = int | np.random.Generator | None
 
-__all__ = ["Seed", "feasible_point", "fix_variables", "planted_qp", "psd_matrix", "random_box_point", "random_box_qp",
+__all__ = ["Seed", "feasible_point", "meet_row", "fix_variables", "planted_qp", "psd_matrix", "random_box_point", "random_box_qp",
            "random_degenerate_qp", "random_lowrank_qp", "random_nonneg_qp", "random_one_sided_qp", "random_svm_dual"]
 
 
@@ -117,11 +117,17 @@ def random_box_point(lb: ArrayLike, ub: ArrayLike, *, seed: Seed, p_bound: float
     return _box_point(lo, hi, np.random.default_rng(seed), _check_fraction(p_bound, "p_bound"))
 
 
-def _meet_row(x0: FloatArray, a: FloatArray, beta: float, lb: FloatArray, ub: FloatArray) -> FloatArray:
-    """The point clip(x0 + λa) with aᵀx = β (λ by bisection: aᵀclip(x0 + λa) is nondecreasing in λ),
-    exact to rounding; ValueError when β is out of the box's reach."""
+def meet_row(x0: FloatArray, a: FloatArray, beta: float, lb: FloatArray, ub: FloatArray,
+             direction: FloatArray | None = None) -> FloatArray:
+    """The point clip(x0 + λd) with aᵀx = β, d = ``direction`` (default a; any d with d_i a_i ≥ 0).
+
+    λ by bisection (aᵀclip(x0 + λd) is nondecreasing in λ), then interpolation between the
+    bracketing points: exact to rounding. Raises ValueError when β is out of reach along d.
+    """
+    d = a if direction is None else direction
+
     def at(lam: float) -> FloatArray:
-        v: FloatArray = np.clip(x0 + lam * a, lb, ub)
+        v: FloatArray = np.clip(x0 + lam * d, lb, ub)
         return v
 
     def phi(lam: float) -> float:
@@ -130,7 +136,7 @@ def _meet_row(x0: FloatArray, a: FloatArray, beta: float, lb: FloatArray, ub: Fl
     f0 = phi(0.0)
     if f0 == 0.0:
         return at(0.0)
-    far = (-1.0 if f0 > 0 else 1.0) * (1.0 + float(np.abs(x0).max(initial=0.0))) / max(float(np.abs(a).max()), 1e-300)
+    far = (-1.0 if f0 > 0 else 1.0) * (1.0 + float(np.abs(x0).max(initial=0.0))) / max(float(np.abs(d).max()), 1e-300)
     for _ in range(200):
         f = phi(far)
         if (f > 0) != (f0 > 0) or f == 0.0:
@@ -188,7 +194,7 @@ def feasible_point(qp: QP, *, seed: Seed, p_bound: float = 0.3) -> FloatArray:
     if qp.m == 0:
         return x
     if qp.m == 1:
-        return _meet_row(x, qp.A[0], float(qp.b[0]), qp.lb, qp.ub)
+        return meet_row(x, qp.A[0], float(qp.b[0]), qp.lb, qp.ub)
     import scipy.optimize
 
     bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)

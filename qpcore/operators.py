@@ -12,8 +12,8 @@ from numpy.typing import ArrayLike, NDArray
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["PSD_CHECK_MAX_N", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "QOperator", "cross_block", "principal_block",
-           "squared_norms"]
+__all__ = ["PSD_CHECK_MAX_N", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "QOperator", "cross_block",
+           "negative_curvature", "principal_block", "squared_norms"]
 IndexArray = NDArray[np.intp]
 
 KernelName = Literal["linear", "rbf", "poly", "sigmoid", "precomputed"]
@@ -119,30 +119,37 @@ def cross_block(Q: QOperator, idx: ArrayLike, cols: ArrayLike | None = None) -> 
 PSD_CHECK_MAX_N = 4000
 
 
-def _check_psd(M: FloatArray) -> bool | None:
-    """True when M is PSD to rounding, None when too large to check; raises when it is not.
+def negative_curvature(M: FloatArray) -> tuple[float, float] | None:
+    """None when the symmetric M is positive semidefinite to rounding, else its (smallest, largest)
+    eigenvalues.
 
     A Cholesky factorization of ``M + δI`` (δ = 1e-9·n·max|M_ij|) succeeds for every PSD matrix;
-    when it fails, the smallest eigenvalue decides, relative to the largest one.
+    only when it fails are the eigenvalues computed, and M counts as indefinite when the smallest
+    is below −1e-8 times the largest magnitude.
     """
-    from qpcore.problem import ProblemError
-
     n = M.shape[0]
-    if n == 0:
-        return True
-    if n > PSD_CHECK_MAX_N:
-        return None
     scale = float(np.abs(M).max(initial=0.0))
-    if scale == 0.0:
-        return True
+    if n == 0 or scale == 0.0:
+        return None
     try:
         np.linalg.cholesky(M + (1e-9 * n * scale) * np.eye(n))
-        return True
+        return None
     except np.linalg.LinAlgError:
         pass
     w = np.linalg.eigvalsh(M)
-    if w[0] < -1e-8 * max(abs(float(w[-1])), abs(float(w[0]))):
-        raise ProblemError(f"Q: not positive semidefinite (smallest eigenvalue {w[0]:.6g}, largest {w[-1]:.6g}); "
+    lo, hi = float(w[0]), float(w[-1])
+    return (lo, hi) if lo < -1e-8 * max(abs(hi), abs(lo)) else None
+
+
+def _check_psd(M: FloatArray) -> bool | None:
+    """True when M is PSD to rounding, None when too large to check; raises when it is not."""
+    from qpcore.problem import ProblemError
+
+    if M.shape[0] > PSD_CHECK_MAX_N:
+        return None
+    bad = negative_curvature(M)
+    if bad is not None:
+        raise ProblemError(f"Q: not positive semidefinite (smallest eigenvalue {bad[0]:.6g}, largest {bad[1]:.6g}); "
                            "the problem is not convex, and a stationary point need not be a minimizer")
     return True
 

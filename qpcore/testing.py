@@ -39,7 +39,7 @@ import scipy.linalg
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from qpcore.generators import (feasible_point, fix_variables, planted_qp, random_box_point, random_box_qp,
+from qpcore.generators import (feasible_point, meet_row, fix_variables, planted_qp, random_box_point, random_box_qp,
                                random_degenerate_qp, random_lowrank_qp, random_nonneg_qp, random_one_sided_qp,
                                random_svm_dual)
 from qpcore.kkt import kkt
@@ -777,45 +777,10 @@ def _feasible(x0: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray, b: 
     if not bottom < beta < top:
         moved = a
 
-    def at(lam: float) -> FloatArray:
-        v: FloatArray = np.clip(x + lam * moved, lb, ub)
-        return v
-
-    def phi(lam: float) -> float:
-        return float(a @ at(lam)) - beta
-
-    f0 = phi(0.0)
-    if f0 == 0.0:
-        return x
-    # bracket the root: φ is nondecreasing, so go down when φ(0) > 0 and up otherwise
-    far = (-1.0 if f0 > 0 else 1.0) * (1.0 + float(np.abs(x).max(initial=0.0)))
-    for _ in range(200):
-        f = phi(far)
-        if (f > 0) != (f0 > 0) or f == 0.0:
-            break
-        v = at(far)
-        if abs(f) <= 1e-12 * (1.0 + abs(beta) + float(np.abs(a) @ np.abs(v))):
-            # β at the edge of aᵀx's range (a vertex; e.g. after fixed variables were eliminated),
-            # missed by rounding: the saturated point is the feasible one
-            return v
-        far *= 2.0
-    else:
+    try:
+        return meet_row(x, a, beta, lb, ub, direction=moved)
+    except ValueError:
         return x  # A x = b is out of the box's reach
-    lo, hi = (far, 0.0) if far < 0 else (0.0, far)
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if not lo < mid < hi:
-            break
-        if phi(mid) > 0:
-            hi = mid
-        else:
-            lo = mid
-    # interpolate between the bracketing points (φ is linear between nearby breakpoints)
-    xl, xh = at(lo), at(hi)
-    fl, fh = float(a @ xl) - beta, float(a @ xh) - beta
-    w = 0.0 if fh == fl else fh / (fh - fl)
-    out: FloatArray = np.clip(w * xl + (1.0 - w) * xh, lb, ub)
-    return out
 
 
 def _to_release(g: FloatArray, A: FloatArray, F: NDArray[np.bool_], wl: NDArray[np.bool_], wu: NDArray[np.bool_],

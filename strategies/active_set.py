@@ -26,7 +26,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.operators import principal_block
+from qpcore.operators import negative_curvature, principal_block
 from qpcore.optimality import Scores, maximal_violating_pair, measure, scores_of
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State, Status, bound_status
@@ -48,22 +48,8 @@ class _Work:
 
 
 def _negative_eigen(Q: FloatArray) -> bool:
-    """Whether the symmetric Q has an eigenvalue below −1e-8 of its largest magnitude.
-
-    A Cholesky factorization of ``Q + δI`` (δ = 1e-9·n·max|Q_ij|) succeeds for every PSD
-    matrix; only when it fails are the eigenvalues computed.
-    """
-    n = Q.shape[0]
-    scale = float(np.abs(Q).max(initial=0.0))
-    if n == 0 or scale == 0.0:
-        return False
-    try:
-        np.linalg.cholesky(Q + (1e-9 * n * scale) * np.eye(n))
-        return False
-    except np.linalg.LinAlgError:
-        pass
-    w = np.linalg.eigvalsh(Q)
-    return bool(w[0] < -1e-8 * max(abs(float(w[-1])), abs(float(w[0]))))
+    """Whether the symmetric Q has an eigenvalue below −1e-8 of its largest magnitude."""
+    return negative_curvature(Q) is not None
 
 
 def _face_negative_direction(Q: FloatArray, a: FloatArray | None, F: IndexArray) -> FloatArray | None:
