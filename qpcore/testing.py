@@ -950,7 +950,8 @@ def check_against_reference(qp: QP, strategy: Any, rel: float = 1e-8, max_iter: 
 
     The objective bound is convexity's: f(x) − f* ≤ Σ z_i (x_i − x*_i) with z = g − λa; the
     certificate bounds each |z_i| by |a_i|·gap (by the gap itself where a_i = 0, by the
-    stationarity for a box). Returns the result for further checks.
+    stationarity for a box), plus the rounding of f (4·n·eps·(½|x*|ᵀ|Q||x*| + |c|ᵀ|x*|)).
+    Returns the result for further checks.
     """
     from qpcore.solve import solve
 
@@ -963,7 +964,12 @@ def check_against_reference(qp: QP, strategy: Any, rel: float = 1e-8, max_iter: 
         weights = np.where(qp.A[0] != 0, np.abs(qp.A[0]) * gap, gap)
     else:
         weights = np.full(qp.n, res.kkt.stationarity)
-    allowed = float(weights @ np.abs(res.x - x_ref)) + 1e-8 * max(1.0, abs(f_ref))
+    # plus the rounding of f itself, evaluated two ways (dense here, through the operator there):
+    # ~n·eps times the size of its terms, which for ill-conditioned Q and large x dwarfs 1e-8·|f|
+    Qd = _dense(qp)
+    terms = 0.5 * float(np.abs(x_ref) @ (np.abs(Qd) @ np.abs(x_ref))) + float(np.abs(qp.c) @ np.abs(x_ref))
+    allowed = (float(weights @ np.abs(res.x - x_ref)) + 1e-8 * max(1.0, abs(f_ref))
+               + 4.0 * qp.n * float(np.finfo(np.float64).eps) * terms)
     assert res.objective <= f_ref + allowed, (res.objective, f_ref, allowed)
     return res
 
