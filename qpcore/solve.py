@@ -159,6 +159,8 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         raise ProblemError(f"time_limit: must be > 0, got {time_limit}")
     if not feas_tol > 0:
         raise ProblemError(f"feas_tol: must be > 0, got {feas_tol}")
+    if x0_policy not in ("project", "raise"):
+        raise ProblemError(f"x0_policy: {x0_policy!r} is not one of 'project', 'raise'")
     t0 = time.perf_counter()
     deadline = t0 + time_limit if time_limit is not None else np.inf
     start = _x0_of(x0, qp.n)
