@@ -45,6 +45,7 @@ class _Work:
     steps_left: int
     zero_steps: int = 0
     nonconvex: bool = False       # Q has a negative eigenvalue beyond rounding
+    released: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))  # by the last step
 
 
 def _negative_eigen(Q: FloatArray) -> bool:
@@ -174,6 +175,7 @@ class DenseActiveSet:
             state.stop = Status.STALLED     # a degenerate cycle: return the best point honestly
             return
         x, g, Q = state.x, state.g, work.Q
+        just_released, work.released = work.released, np.zeros(0, dtype=np.intp)
         F = np.flatnonzero(state.status == 0)
         if work.nonconvex and _negative_curvature_step(qp, state, work, F):
             return
@@ -214,13 +216,15 @@ class DenseActiveSet:
                 alpha = min(float(t[k]), -slope / curv if curv > 0 else np.inf)
             blocked = alpha >= float(t[k])
             if alpha <= 0.0:
-                # degenerate: a variable on its bound blocks at once. It joins the working set as
-                # usual, but singular faces can point a just-released variable straight back
-                # out, and release/block then cycles: a blocked descent ray of zero curvature (a
-                # singular face: it would repeat), or too many zero steps in a row, get a step
+                # degenerate: a variable on its bound blocks at once, and joins the working set as
+                # usual (a free variable can sit on its bound: released earlier, or reached at
+                # the same step as the variable that blocked it; left free, it would block every
+                # later step of the face). But singular faces can point a just-released variable
+                # straight back out, and release/block then cycles: a variable released by the
+                # previous step that blocks at once, or too many zero steps in a row, get a step
                 # along the maximal violating pair instead (which always descends)
                 work.zero_steps += 1
-                if not consistent or work.zero_steps > qp.n:
+                if k in just_released or work.zero_steps > qp.n:
                     work.zero_steps = 0
                     state.counters["pair_steps"] += 1
                     _pair_step(qp, state, Q)
@@ -259,6 +263,7 @@ class DenseActiveSet:
             return
         state.status[release] = 0
         state.counters["releases"] += int(release.size)
+        work.released = release
 
 
 def _measure(qp: QP, x: FloatArray, g: FloatArray) -> float:
