@@ -279,8 +279,9 @@ class Decomposition:
         the working set's own gap (the global gap when the maximal violating pair is in B), so
         early subproblems are solved loosely, the last ones tightly, and any violating set moves.
     stall_rounds : int
-        Consecutive rounds whose objective decrease is at rounding level (≤ 1e-14·|f|, or the
-        subproblem did not move) before the run ends as ``stalled``. The gap is not used: on
+        Consecutive rounds whose objective decrease (computed from the step, −g_Bᵀdx − ½dxᵀQ_BB dx)
+        is within that formula's own rounding, or whose subproblem did not move, before the run
+        ends as ``stalled``. The gap is not used: on
         real data it plateaus for hundreds of rounds while the objective still falls.
     shrinking : bool
         Every ``shrink_every`` rounds, drop from the active set the variables at a bound that
@@ -512,6 +513,10 @@ class Decomposition:
         dx = res.x - xB
         # the objective's change, exactly for the quadratic: g_Bᵀdx + ½ dxᵀQ_BB dx
         decrease = -(float(gB @ dx) + 0.5 * float(dx @ (QBB @ dx)))
+        # the rounding of that formula itself: a decrease above it is real progress, however small
+        # against |f| (ill-conditioned sets end with many rounds of 1e-14·|f| that still converge)
+        adx = np.abs(dx)
+        noise = 8.0 * float(np.finfo(np.float64).eps) * (float(np.abs(gB) @ adx) + 0.5 * float(adx @ (np.abs(QBB) @ adx)))
         if np.any(dx):
             x[B] = res.x
             # g += Q[B, :]ᵀ Δx_B. Float32 rows are summed 16 at a time in float32 (one batched
@@ -546,7 +551,7 @@ class Decomposition:
         state.counters["rounds"] += 1
         state.counters["working_set_total"] += int(B.size)
         work.f -= decrease
-        if decrease > 1e-14 * max(1.0, abs(work.f)):
+        if decrease > noise and np.any(dx):
             work.since_best = 0
         else:
             work.since_best += 1
