@@ -559,6 +559,13 @@ class SMO:
         if t == 0.0:
             return False
         ni, nj = self._snap(xi + yi * t, lb[i], ub[i]), self._snap(xj - yj * t, lb[j], ub[j])
+        # a snap moves one end by up to 1e-12·C; the other end follows it, so y_i x_i + y_j x_j
+        # stays put to an ulp (unfollowed snaps add up to a visible yᵀx drift over many steps)
+        i_at, j_at = ni in (lb[i], ub[i]), nj in (lb[j], ub[j])
+        if i_at and not j_at:
+            nj = min(max(xj - yj * yi * (ni - xi), float(lb[j])), float(ub[j]))
+        elif j_at and not i_at:
+            ni = min(max(xi - yi * yj * (nj - xj), float(lb[i])), float(ub[i]))
         di, dj = ni - xi, nj - xj
         if di == 0.0 and dj == 0.0:
             return False
