@@ -27,9 +27,9 @@ RULES = {
 INNER = {"smo": SMO(shrinking=False), "gpcg": GPCG(), "dense": DenseActiveSet()}
 
 
-def _check(qp: qpcore.QP, strategy: Decomposition) -> None:
+def _check(qp: qpcore.QP, strategy: Decomposition, max_iter: int = 50_000) -> None:
     tol = 1e-6 * max(1.0, float(np.abs(qp.c).max()))
-    res = qpcore.solve(qp, strategy, tol=tol, max_iter=50_000)
+    res = qpcore.solve(qp, strategy, tol=tol, max_iter=max_iter)
     assert_kkt(qp, res, tol)
     _, f_ref = dense_reference(qp)
     assert res.objective <= f_ref + 1e-6 * max(1.0, abs(f_ref)), (res.objective, f_ref)
@@ -70,7 +70,8 @@ class LargestGradientPairs:
 
 @given(qp=svm_duals(max_n=24, max_cond=1e4, max_C=1e2))
 def test_user_rule_plugs_in(qp: qpcore.QP) -> None:
-    _check(qp, Decomposition(rule=LargestGradientPairs(4)))
+    # a deliberately naive rule converges slowly on rank-deficient duals: a larger round budget
+    _check(qp, Decomposition(rule=LargestGradientPairs(4)), max_iter=500_000)
 
 
 def test_box_only_problem() -> None:

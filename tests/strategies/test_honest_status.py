@@ -73,7 +73,8 @@ def test_every_svm_strategy_from_infeasible_warm_start(data: st.DataObject, qp: 
     tol = 1e-6 * max(1.0, float(np.abs(qp.c).max()))
     x_ref, f_ref = dense_reference(qp)
     for strategy in _svm_strategies():
-        res = qpcore.solve(qp, strategy, x0=x0, tol=tol, max_iter=200_000)
+        # the budget of tests/strategies/test_smo.py: rank-deficient duals need ~1e5 steps
+        res = qpcore.solve(qp, strategy, x0=x0, tol=tol, max_iter=1_000_000)
         assert_kkt(qp, res, tol)
         assert res.objective <= f_ref + _objective_slack(qp, res, x_ref, f_ref), type(strategy).__name__
 
