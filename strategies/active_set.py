@@ -48,6 +48,15 @@ class _Work:
     released: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))  # by the last step
 
 
+def _bound_hits(qp: QP, x: FloatArray, p: FloatArray) -> tuple[FloatArray, int]:
+    """Step lengths t_i ≥ 0 at which x + t p reaches each variable's bound (inf where p_i = 0),
+    and the index of the first."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(p < 0, (qp.lb - x) / p, np.where(p > 0, (qp.ub - x) / p, np.inf))
+    t = np.maximum(t, 0.0)
+    return t, int(np.argmin(t))
+
+
 def _negative_eigen(Q: FloatArray) -> bool:
     """Whether the symmetric Q has an eigenvalue below −1e-8 of its largest magnitude."""
     return negative_curvature(Q) is not None
@@ -204,10 +213,7 @@ class DenseActiveSet:
             p = np.zeros(qp.n)
             p[F] = p_F
             # the longest feasible step along p, capped at 1 when the face has a minimizer
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = np.where(p < 0, (qp.lb - x) / p, np.where(p > 0, (qp.ub - x) / p, np.inf))
-            t = np.maximum(t, 0.0)
-            k = int(np.argmin(t))
+            t, k = _bound_hits(qp, x, p)
             if consistent:
                 alpha = min(1.0, float(t[k]))       # the face's minimizer, or the first bound
             else:
@@ -291,10 +297,7 @@ def _negative_curvature_step(qp: QP, state: State, work: _Work, F: IndexArray) -
         p_F = -p_F
     p = np.zeros(qp.n)
     p[F] = p_F
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(p < 0, (qp.lb - x) / p, np.where(p > 0, (qp.ub - x) / p, np.inf))
-    t = np.maximum(t, 0.0)
-    k = int(np.argmin(t))
+    t, k = _bound_hits(qp, x, p)
     alpha = float(t[k])
     if not np.isfinite(alpha):
         state.stop = Status.UNBOUNDED       # negative curvature along a ray that meets no bound
