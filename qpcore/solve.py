@@ -113,7 +113,7 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
           max_iter: int | None = None, time_limit: float | None = None,
           callback: Callable[[Progress], bool | None] | None = None, callback_every: int = 1,
           reporter: Reporter | None = None, certify: bool = True, x0_policy: str = "project",
-          feas_tol: float = DEFAULT_FEAS_TOL) -> Result:
+          feas_tol: float = DEFAULT_FEAS_TOL, resume: Result | None = None) -> Result:
     """Run ``strategy`` on ``qp`` until converged or a limit is hit.
 
     Parameters
@@ -146,6 +146,12 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         Feasibility tolerance, relative to :func:`qpcore.optimality.feasibility_scale`. A run is
         ``converged`` only when its certificate has KKT measure ≤ tol *and* primal violation
         ≤ feas_tol · scale; a strategy that stops at an infeasible point ends ``infeasible``.
+    resume : Result, optional
+        Continue from a previous run on the same problem or on a grown one (its variables first,
+        new variables appended, e.g. new training points). A strategy with a
+        ``resume(qp, state, tol)`` method picks up its own state (INCAS keeps its factor); any
+        other strategy starts from the previous point, new variables at their bound nearest 0.
+        Exclusive with ``x0``.
 
     Returns
     -------
@@ -163,11 +169,24 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         raise ProblemError(f"x0_policy: {x0_policy!r} is not one of 'project', 'raise'")
     t0 = time.perf_counter()
     deadline = t0 + time_limit if time_limit is not None else np.inf
-    start = _x0_of(x0, qp.n)
+    state: State | None = None
+    if resume is not None:
+        if x0 is not None:
+            raise ProblemError("x0 and resume: give one warm start, not both")
+        n_old = int(resume.x.shape[0])
+        if n_old > qp.n:
+            raise ProblemError(f"resume: the previous run has {n_old} variables, more than the problem's {qp.n}")
+        res_fn = getattr(strategy, "resume", None)
+        if res_fn is not None and resume.state is not None:
+            state = res_fn(qp, resume.state, tol)
+        if state is None:
+            x0 = np.concatenate([resume.x, np.clip(np.zeros(qp.n - n_old), qp.lb[n_old:], qp.ub[n_old:])])
     x0_moved = 0.0
-    if start is not None:
-        start, x0_moved = feasible_start(qp, start, x0_policy, feas_tol)
-    state = strategy.init(qp, start, tol)
+    if state is None:
+        start = _x0_of(x0, qp.n)
+        if start is not None:
+            start, x0_moved = feasible_start(qp, start, x0_policy, feas_tol)
+        state = strategy.init(qp, start, tol)
     state.deadline = float(deadline)
     limit_iter = max_iter if max_iter is not None else np.iinfo(np.int64).max
     next_report = t0 + reporter.interval if reporter is not None else np.inf
