@@ -296,3 +296,23 @@ def test_status_messages() -> None:
     for s in Status:
         assert str(s) == s.code and s.message
     assert Status.MAX_ITER.code == "max_iter"
+
+
+def test_resume_on_a_grown_problem_without_a_resume_method() -> None:
+    # a strategy without ``resume`` starts from the old point, new variables at their bound nearest 0
+    rng = np.random.default_rng(5)
+    M = rng.normal(size=(12, 12))
+    Q = M @ M.T + np.eye(12)
+    c = rng.normal(size=12)
+    small = QP(Q[:8, :8], c[:8], -np.ones(8), np.ones(8))
+    grown = QP(Q, c, np.r_[-np.ones(8), 0.5 * np.ones(4)], 2 * np.ones(12))
+    r0 = solve(small, ProjectedGradient(), tol=1e-9, max_iter=100000)
+    assert r0.converged
+    r1 = solve(grown, ProjectedGradient(), resume=r0, tol=1e-9, max_iter=100000)
+    assert r1.converged
+    assert_kkt(grown, r1, 1e-8)
+    np.testing.assert_allclose(r1.objective, dense_reference(grown)[1], rtol=1e-9, atol=1e-12)
+    with pytest.raises(ProblemError, match="resume"):
+        solve(grown, ProjectedGradient(), x0=np.zeros(12), resume=r0)
+    with pytest.raises(ProblemError, match="resume"):
+        solve(small, ProjectedGradient(), resume=r1)
