@@ -120,7 +120,7 @@ def _grow_rows(work: INCASWork) -> None:
     buf[:work.ns] = work.buf[:work.ns]
     work.buf = buf
     vs = np.full(new_cap, -1, dtype=np.intp)
-    vs[:cap] = work.var_of_slot
+    vs[:work.ns] = work.var_of_slot[:work.ns]
     work.var_of_slot = vs
 
 
@@ -332,17 +332,15 @@ class INCAS:
         self._unshrink(st, w)      # every old gradient exact before pricing
         ns = w.ns
         S = w.var_of_slot[:ns]
-        buf = np.empty((max(w.buf.shape[0], 8), n))
+        cap = max(old.buf.shape[0], ns + 8)
+        buf = np.empty((cap, n))
         buf[:ns, :n0] = w.buf[:ns]
         if ns and new.size:
             buf[:ns, n0:] = self._cross64(qp, st, S, new)
         w.buf = buf
-        if w.var_of_slot.size < buf.shape[0]:
-            vs = np.full(buf.shape[0], -1, dtype=np.intp)
-            vs[:w.var_of_slot.size] = w.var_of_slot
-            w.var_of_slot = vs
-        else:
-            w.var_of_slot = w.var_of_slot.copy()
+        vs = np.full(cap, -1, dtype=np.intp)
+        vs[:ns] = S
+        w.var_of_slot = vs
         w.slot = np.concatenate([old.slot, np.full(new.size, -1, dtype=np.intp)])
         w.perm = np.concatenate([old.perm, new])
         w.pos_of = np.concatenate([old.pos_of, new])
@@ -453,7 +451,7 @@ class INCAS:
         if extra is not None:
             row, d = extra
             out += d * row[work.perm[:na]]
-        if work.ident:
+        if work.ident and na == work.perm.size:
             state.g += out
         else:
             state.g[work.perm[:na]] += out
