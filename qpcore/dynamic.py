@@ -129,6 +129,8 @@ class DynamicKernelQ:
         self._slab: FloatArray = np.zeros((0, cap))
         self._slab_free: list[int] = []
         self.stats = DynamicStats()
+        #: appends of at most this many points also compute and cache the new points' rows
+        self.row_append_max = 8
         self._resize_cache(cap)
 
     # -- sizes and views ------------------------------------------------------------------------
@@ -266,14 +268,24 @@ class DynamicKernelQ:
         self._alive[slots] = True
         self.stats.points_appended += k
         if self._cache:
-            # extend every cached row by the new columns: one |cache| × k block
+            # extend every cached row by the new columns (K is symmetric: Q[cached, new] is
+            # Q[new, cached]). A few new points: their full rows are one GEMV each over the
+            # contiguous store, cheaper than gathering the cached points, and are cached too (a
+            # learner asks for them next). Many: one |cache| × k block, nothing else cached.
             cs = np.fromiter(self._cache.keys(), dtype=np.intp, count=len(self._cache))
             pos = np.fromiter(self._cache.values(), dtype=np.intp, count=len(self._cache))
-            blk = self._kernel(cs, slots)
-            blk *= self._s[cs][:, None]
-            blk *= s
-            self._slab[pos[:, None], slots[None, :]] = blk
-            self.stats.entries_extended += int(blk.size)
+            if k <= self.row_append_max:
+                new_rows = self.compute(slots)
+                self._slab[pos[:, None], slots[None, :]] = new_rows[:, cs].T
+                self.stats.entries_extended += int(cs.size * k)
+                for slot, r in zip(slots.tolist(), new_rows):
+                    self._store(slot, r)
+            else:
+                blk = self._kernel(cs, slots)
+                blk *= self._s[cs][:, None]
+                blk *= s
+                self._slab[pos[:, None], slots[None, :]] = blk
+                self.stats.entries_extended += int(blk.size)
         return slots
 
     def remove(self, slot: int) -> None:
