@@ -107,8 +107,8 @@ class Sizes:
 FULL = Sizes()
 QUICK = Sizes(hard_small=300, hard_large=600, weak=300, inc_base=400, inc_add=20, inc_sample=2, loo=100,
               win=150, win_total=600, win_check=150)
-TINY = Sizes(hard_small=80, hard_large=120, weak=80, inc_base=80, inc_add=4, inc_sample=1, loo=40,
-             win=40, win_total=100, win_check=30)
+TINY = Sizes(hard_small=60, hard_large=100, weak=60, inc_base=60, inc_add=4, inc_sample=1, loo=30,
+             win=30, win_total=60, win_check=15)
 
 
 @dataclass(frozen=True)
@@ -1007,6 +1007,8 @@ def _render_batch(L: list[str], name: str, rec: dict[str, Any]) -> None:
                 continue
             rat = _r(s.get("ratio")) if s.get("ratio") is not None else (
                 f"< {_r(s.get('ratio_below'))}" if s.get("ratio_below") is not None else "–")
+            if s.get("status") == "time_limit" and s.get("ratio") is not None:
+                rat = f"> {rat}"          # ours was stopped: the ratio is a lower bound
             rng = f" [{_r(s.get('paired_min'))}–{_r(s.get('paired_max'))}]" if s.get("paired_min") is not None else ""
             loaded = s["loaded"] or a["loaded"]
             row = (f"| {p['spec']['key']} | {solver_label(s['solver'])} | {s['threads']} | {rat}{rng} | "
@@ -1172,6 +1174,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     store_path = args.out_dir / "incas.json"
     store: dict[str, Any] = json.loads(store_path.read_text()) if store_path.is_file() else {}
+    if mode == "full":   # a full run replaces any quick/tiny rows kept there: never mix them on one page
+        store = {k: v for k, v in store.items() if k == "_meta" or v.get("_run", {}).get("mode") == "full"}
     anchor_check = None
     if args.anchor_input == "auto":
         first = next((s for r in args.rows if r in ("hard_small", "hard_large", "weak") for s in batch_specs(r, sz)),
