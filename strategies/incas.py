@@ -111,6 +111,22 @@ class INCASWork:
     unshrunk: bool = False        # the one unshrink near the end (LIBSVM's) has happened
     last_released: int = -1
     ident: bool = True            # perm is the identity (no scatter needed)
+    since_eq: int = 0             # Step 1s since the equality residual was last checked
+
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _hits(x: FloatArray, p: FloatArray, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Step lengths ≥ 0 at which x + t p meets lo and hi (inf where p does not head there)."""
+    tl = np.full(x.size, np.inf)
+    tu = np.full(x.size, np.inf)
+    neg, pos = p < 0, p > 0
+    np.divide(lo - x, p, out=tl, where=neg)
+    np.divide(hi - x, p, out=tu, where=pos)
+    np.maximum(tl, 0.0, out=tl)
+    np.maximum(tu, 0.0, out=tu)
+    return tl, tu
 
 
 def _grow_rows(work: INCASWork) -> None:
@@ -342,8 +358,9 @@ class INCAS:
         vs[:ns] = S
         w.var_of_slot = vs
         w.slot = np.concatenate([old.slot, np.full(new.size, -1, dtype=np.intp)])
-        w.perm = np.concatenate([old.perm, new])
-        w.pos_of = np.concatenate([old.pos_of, new])
+        w.perm = np.arange(n, dtype=np.intp)      # the unshrink above restored the identity
+        w.pos_of = np.arange(n, dtype=np.intp)
+        w.ident = True
         w.nact = n
         x = st.x
         nz = np.flatnonzero(x[:n0])
@@ -353,7 +370,7 @@ class INCAS:
         st.g[n0:] = gn
         # h over the new columns: g − c − Q[S, new]ᵀ x_S
         xs = x[S]
-        w.h = np.concatenate([old.h, gn - qp.c[n0:] - (xs @ buf[:ns, n0:] if ns else 0.0)])
+        w.h = np.concatenate([w.h, gn - qp.c[n0:] - (xs @ buf[:ns, n0:] if ns else 0.0)])
         w.lb, w.ub, w.c, w.a, w.tol = qp.lb.copy(), qp.ub.copy(), qp.c.copy(), a, tol
         w.fresh = False
         w.stuck = w.zero_run = w.since_shrink = 0
@@ -469,22 +486,23 @@ class INCAS:
         bordered = fac.bordered()
         # the equality's residual rides along in the right-hand side, so rounding never piles up
         r_eq = 0.0
-        if bordered and work.a is not None:
+        work.since_eq += 1
+        if bordered and work.a is not None and work.since_eq >= 16:
+            # the residual of aᵀx = b grows by rounding only: an O(n) check now and then suffices
+            work.since_eq = 0
             ax = work.a * x
             r_eq = work.b - float(ax.sum())
-            if abs(r_eq) <= 16 * np.finfo(float).eps * float(np.abs(ax).sum()):
+            if abs(r_eq) <= 16 * _EPS * float(np.abs(ax).sum()):
                 r_eq = 0.0                # its own rounding: correcting it would only jiggle x
         p, mu = fac.solve_kkt(-state.g[order], r_eq)
         if bordered and ns == 1 and work.a is not None:
             p[0] = r_eq / float(work.a[order[0]])    # exact: the row alone fixes the step
         xs, lo, hi = x[order], work.lb[order], work.ub[order]
         # a member sitting on a bound, pushed outward by rounding only, must not block at t = 0
-        tiny = 1e-12 * (hi - lo) + 64 * np.finfo(float).eps * float(np.abs(p).max())
+        tiny = 1e-12 * (hi - lo) + 64 * _EPS * float(np.abs(p).max())
         p[((xs <= lo) & (p < 0) & (p >= -tiny)) | ((xs >= hi) & (p > 0) & (p <= tiny))] = 0.0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tl = np.where(p < 0, (lo - xs) / p, np.inf)
-            tu = np.where(p > 0, (hi - xs) / p, np.inf)
-        tt = np.maximum(np.minimum(tl, tu), 0.0)
+        tl, tu = _hits(xs, p, lo, hi)
+        tt = np.minimum(tl, tu)
         k = int(np.argmin(tt))
         full = not float(tt[k]) < 1.0
         t = 1.0 if full else float(tt[k])
@@ -545,7 +563,11 @@ class INCAS:
         else:
             xa, ga, lba, uba = x[act], g[act], work.lb[act], work.ub[act]
             aa, inS = (None if a is None else a[act]), work.slot[act] >= 0
-        s = scores(xa, ga, lba, uba, aa, unit=work.unit)
+        if aa is not None and work.lam is not None:
+            # scores of z = g − λa: v shifts by λ, so the pair gap (the measure) is the same
+            s = scores(xa, ga - work.lam * aa, lba, uba, aa, unit=work.unit)
+        else:
+            s = scores(xa, ga, lba, uba, aa, unit=work.unit)
         meas = measure(s)
         tol = work.tol
         if meas <= tol:
@@ -589,9 +611,8 @@ class INCAS:
         if aa is None:
             viol = np.abs(projected_gradient(xa, ga, lba, uba))
         elif work.lam is not None:
-            # the reduced gradient z = g − λa, scored in the measure's units (−z_i/a_i)
-            sz = scores(xa, ga - work.lam * aa, lba, uba, aa, unit=work.unit)
-            viol = np.maximum(np.where(sz.up, sz.v, 0.0), np.where(sz.low, -sz.v, 0.0))
+            # s scores the reduced gradient z = g − λa, in the measure's units (−z_i/a_i)
+            viol = np.maximum(np.where(s.up, s.v, 0.0), np.where(s.low, -s.v, 0.0))
         else:
             # λ not determined by S (S = ∅ or a_S = 0): the maximal violating pair's first index
             if s.paired and pair_gap(s) >= single_violation(s):
@@ -653,10 +674,8 @@ class INCAS:
         elif float(state.g[mem] @ v) > 0.0:
             v = -v                                # the objective is linear along v: go downhill
         xs, lo, hi = x[mem], work.lb[mem], work.ub[mem]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tl = np.where(v < 0, (lo - xs) / v, np.inf)
-            tu = np.where(v > 0, (hi - xs) / v, np.inf)
-        tt = np.maximum(np.minimum(tl, tu), 0.0)
+        tl, tu = _hits(xs, v, lo, hi)
+        tt = np.minimum(tl, tu)
         k = int(np.argmin(tt))
         t = float(tt[k])
         upper = bool(tu[k] < tl[k])

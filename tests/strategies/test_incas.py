@@ -113,9 +113,25 @@ def test_incremental_resume_reaches_batch_optimum() -> None:
     assert inc.objective == pytest.approx(batch.objective, rel=1e-9)
     assert inc.stats["refactors"] == 0 and inc.state.extra.fac.counters["refactors"] == 0
     assert inc.iterations < batch.iterations
+    assert inc.stats["cross_entries"] > 0          # resumed (the new columns of S), not restarted
     # only the new variables' rows and the new columns of S were computed, never full old rows
     assert inc.stats["rows_requested"] < batch.stats["rows_requested"]
     np.testing.assert_array_equal(res0.x, x_before)   # the old result is not touched
+
+
+@pytest.mark.parametrize("max_iter", [None, 120])
+def test_incremental_resume_from_shrunk_or_stopped_state(max_iter: int | None) -> None:
+    # shrinking every few steps leaves the old run with permuted buffer columns and stale
+    # gradients of shrunk variables; a stopped run is not at a face optimum
+    qp0, qp = _grown_svm(300, 250, seed=4)
+    strat = INCAS(shrink_every=3)
+    res0 = qpcore.solve(qp0, strat, tol=1e-8, max_iter=max_iter)
+    assert res0.stats["shrink_events"] > 0 or max_iter is not None
+    assert res0.converged == (max_iter is None)
+    inc = qpcore.solve(qp, strat, resume=res0, tol=1e-8)
+    assert_kkt(qp, inc, 1e-8)
+    batch = qpcore.solve(qp, INCAS(), tol=1e-8)
+    assert inc.objective == pytest.approx(batch.objective, rel=1e-8)
 
 
 def test_resume_falls_back_when_not_incas() -> None:
