@@ -351,7 +351,7 @@ class DynamicKernelQ:
             v.flags.writeable = False
             return v
         self.stats.cache_misses += 1
-        r = self.compute([i])[0]
+        r: FloatArray = self.compute([i])[0]
         self._store(i, r)
         r.flags.writeable = False
         return r

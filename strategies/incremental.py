@@ -972,7 +972,8 @@ class IncrementalSVM:
 
     def _set_ids(self, code: int) -> NDArray[np.int64]:
         sl = self._op.slots()
-        return self._id[sl[self._status[sl] == code]].copy()
+        out: NDArray[np.int64] = self._id[sl[self._status[sl] == code]].copy()
+        return out
 
     @property
     def margin_(self) -> NDArray[np.int64]:
@@ -1027,4 +1028,5 @@ class IncrementalSVM:
         """Labels in the user's classes (positive where f > 0)."""
         if self.classes is None:
             raise ProblemError("the model has seen no labels yet")
-        return np.where(self.decision_function(X) > 0, self.classes[1], self.classes[0])
+        out: NDArray[Any] = np.where(self.decision_function(X) > 0, self.classes[1], self.classes[0])
+        return out
