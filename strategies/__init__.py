@@ -10,14 +10,22 @@ protocol), run by ``qpcore.solve``:
 - :class:`~strategies.gradient_projection.GPCG`: Moré–Toraldo gradient projection with
   conjugate gradients;
 - :class:`~strategies.active_set.DenseActiveSet`: a dense primal active-set method;
-- :class:`~strategies.asvm.ASVM`: Mangasarian–Musicant's active-set SVM.
+- :class:`~strategies.asvm.ASVM`: Mangasarian–Musicant's active-set SVM;
+- :class:`~strategies.incas.INCAS`: Scheinberg's active-set method, one variable at a time over a
+  bordered Cholesky factor, with an incremental mode (``qpcore.solve(..., resume=)``).
+
+Not a loop strategy but a model that stays solved: :class:`~strategies.incremental.IncrementalSVM`,
+the exact incremental/decremental SVM of Cauwenberghs and Poggio (learn, unlearn, exact
+leave-one-out, sliding windows, the regularization path in C).
 """
 
 from strategies.active_set import DenseActiveSet
 from strategies.asvm import ASVM
 from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
 from strategies.gradient_projection import GPCG
+from strategies.incas import INCAS
+from strategies.incremental import IncrementalSVM
 from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule
 
-__all__ = ["ASVM", "GPCG", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "MaximalViolatingPair", "OsunaSwap",
-           "PlattHeuristic", "SecondOrderRule", "SteepestFeasible"]
+__all__ = ["ASVM", "GPCG", "INCAS", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM",
+           "MaximalViolatingPair", "OsunaSwap", "PlattHeuristic", "SecondOrderRule", "SteepestFeasible"]
