@@ -114,8 +114,10 @@ class BorderedCholesky:
     """
 
     def __init__(self, a: ArrayLike | None = None, Q: Any = None, *, tau: float | None = None, capacity: int = 64,
-                 singular_tol: float = 1e-11) -> None:
+                 singular_tol: float = 1e-11, equality: bool | None = None) -> None:
         self.a: FloatArray | None = None if a is None else np.asarray(a, dtype=np.float64)
+        # with equality=True and no a, each add passes its a_i (data that grow as the block does)
+        self.equality = (a is not None) if equality is None else bool(equality)
         self.Q = Q
         if tau is not None and not (np.isfinite(tau) and tau > 0):
             raise ProblemError("tau: must be finite and > 0")
@@ -156,13 +158,13 @@ class BorderedCholesky:
 
     def bordered(self) -> bool:
         """Whether the equality row is present and nonzero on S (μ is then determined)."""
-        return self.a is not None and self._n > 0 and float(self._u[:self._n] @ self._u[:self._n]) > 0.0
+        return self.equality and self._n > 0 and float(self._u[:self._n] @ self._u[:self._n]) > 0.0
 
     def block(self) -> FloatArray:
         """Q_SS recovered from the factor (RᵀR − τ a aᵀ), for tests and diagnostics."""
         R = self.R
         M: FloatArray = R.T @ R
-        if self.a is not None and self.tau is not None:
+        if self.equality and self.tau is not None:
             aS = self._aS[:self._n]
             M -= self.tau * np.outer(aS, aS)
         return M
@@ -195,9 +197,13 @@ class BorderedCholesky:
         self._idx = idx
 
     def _a_of(self, i: int, a_i: float | None) -> float:
-        if self.a is None:
+        if not self.equality:
             return 0.0
-        return float(self.a[i]) if a_i is None else float(a_i)
+        if a_i is not None:
+            return float(a_i)
+        if self.a is None:
+            raise ValueError(f"add: variable {i} needs a_i (the factor was built without the row a)")
+        return float(self.a[i])
 
     def add(self, idx: Any, col: ArrayLike | None = None, diag: float | None = None,
             a_i: float | None = None) -> Dependence | None:
@@ -234,7 +240,7 @@ class BorderedCholesky:
         if col_arr.shape != (n,):
             raise ProblemError(f"col: shape mismatch, expected ({n},), got {col_arr.shape}")
         ai = self._a_of(i, a_i)
-        if self.a is not None and self.tau is None and ai != 0.0:
+        if self.equality and self.tau is None and ai != 0.0:
             self.tau = q_ii / (ai * ai) if q_ii > 0 else 1.0
         tau = self.tau if self.tau is not None else 0.0
         aS = self._aS[:n]
@@ -280,8 +286,16 @@ class BorderedCholesky:
         self._R[n - 1, n - 1] = 1.0
         self._n = n - 1
         self.counters["removes"] += 1
-        if self._n and self.a is not None:
+        if self._n and self.equality:
             self._u[:self._n] = self._tri(self._aS[:self._n], True)
+
+    def _aS_of(self, idx: IndexArray) -> FloatArray:
+        """a over ``idx`` from the entries given on ``add`` (members only)."""
+        known = dict(zip(self._idx[:self._n].tolist(), self._aS[:self._n].tolist()))
+        missing = [int(i) for i in idx if int(i) not in known]
+        if missing:
+            raise ValueError(f"refactor: a_i unknown for {missing[:5]} (the factor has no row a)")
+        return np.array([known[int(i)] for i in idx], dtype=np.float64)
 
     def refactor(self, block: ArrayLike, members: ArrayLike | None = None) -> None:
         """Factor Q_SS afresh from ``block`` (for S = ``members``, default: the current S).
@@ -296,8 +310,11 @@ class BorderedCholesky:
             raise ProblemError(f"block: shape mismatch, expected ({n}, {n}), got {B.shape}")
         while n > self._R.shape[0]:
             self._grow()
-        aS = self.a[idx] if self.a is not None else np.zeros(n)
-        if self.a is not None and self.tau is None and n:
+        if self.equality and self.a is None:
+            aS = self._aS_of(idx)
+        else:
+            aS = self.a[idx] if self.a is not None else np.zeros(n)
+        if self.equality and self.tau is None and n:
             nz = np.flatnonzero(aS)
             self.tau = float(B[nz[0], nz[0]] / aS[nz[0]] ** 2) if nz.size and B[nz[0], nz[0]] > 0 else 1.0
         M = B + (self.tau or 0.0) * np.outer(aS, aS)
@@ -307,7 +324,7 @@ class BorderedCholesky:
         self._idx[:n] = idx
         self._aS[:n] = aS
         self._n = n
-        if n and self.a is not None:
+        if n and self.equality:
             self._u[:n] = self._tri(aS, True)
         self.counters["refactors"] += 1
 

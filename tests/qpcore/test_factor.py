@@ -168,3 +168,24 @@ def test_both_factors_satisfy_the_protocol() -> None:
     assert isinstance(BorderedCholesky(None), Factor)
     Qlr = DiagPlusLowRankQ(1.0, np.ones((5, 2)))
     assert isinstance(SMWFactor(Qlr, np.ones(5, dtype=bool)), Factor)
+
+
+def test_equality_row_given_per_variable() -> None:
+    # data that grow with the block: no global row a, each add passes its a_i
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(8, 10))
+    Q = A @ A.T
+    y = np.array([1.0, -1.0] * 4)
+    ref = BorderedCholesky(y)
+    f = BorderedCholesky(equality=True)
+    for i in range(6):
+        assert ref.add(i, Q[ref.members, i], Q[i, i]) is None
+        assert f.add(i, Q[f.members, i], Q[i, i], a_i=y[i]) is None
+    for fac in (f, ref):
+        fac.remove(2)
+    np.testing.assert_allclose(f.solve_kkt(np.ones(5), 0.2)[0], ref.solve_kkt(np.ones(5), 0.2)[0], rtol=1e-10)
+    m = f.members
+    f.refactor(Q[np.ix_(m, m)])
+    np.testing.assert_allclose(f.solve_kkt(np.ones(5), 0.2)[1], ref.solve_kkt(np.ones(5), 0.2)[1], rtol=1e-10)
+    with pytest.raises(ValueError, match="a_i"):
+        f.add(7, Q[f.members, 7], Q[7, 7])
