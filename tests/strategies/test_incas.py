@@ -29,13 +29,13 @@ def test_box_equality_qps_match_reference(qp: qpcore.QP, rel: float) -> None:
     # general a (mixed signs and scales, some a_i = 0), lb, ub, fixed variables; INCAS needs a
     # finite box, so the one-sided draws are left out
     assume(_finite(qp))
-    check_against_reference(qp, INCAS(shrink_every=3), rel)
+    check_against_reference(qp, INCAS(shrinking=True, shrink_every=3), rel)
 
 
 @given(qp=svm_duals(max_n=30), rel=st.sampled_from([1e-6, 1e-8]))
 def test_no_equality_matches_reference(qp: qpcore.QP, rel: float) -> None:
     free = qpcore.QP(qp.Q, qp.c, qp.lb, qp.ub)   # the fixed-threshold SVM: no equality row
-    check_against_reference(free, INCAS(shrink_every=3), rel)
+    check_against_reference(free, INCAS(shrinking=True, shrink_every=3), rel)
 
 
 @given(qp=svm_duals(max_n=24, fixed=False), data=st.data())
@@ -67,7 +67,7 @@ def _singular_svm(rng: np.random.Generator, n: int, d: int, C: float, kernel: st
        logC=st.floats(-3.0, 3.0), kernel=st.sampled_from(["linear", "rbf"]), rel=st.sampled_from([1e-6, 1e-8]))
 def test_singular_free_blocks(seed: int, n: int, d: int, logC: float, kernel: str, rel: float) -> None:
     qp = _singular_svm(np.random.default_rng(seed), n, d, 10.0 ** logC, kernel)
-    res = check_against_reference(qp, INCAS(shrink_every=4), rel)
+    res = check_against_reference(qp, INCAS(shrinking=True, shrink_every=4), rel)
     assert res.stats["refactors"] <= res.stats["released"]
 
 
@@ -124,7 +124,7 @@ def test_incremental_resume_from_shrunk_or_stopped_state(max_iter: int | None) -
     # shrinking every few steps leaves the old run with permuted buffer columns and stale
     # gradients of shrunk variables; a stopped run is not at a face optimum
     qp0, qp = _grown_svm(300, 250, seed=4)
-    strat = INCAS(shrink_every=3)
+    strat = INCAS(shrinking=True, shrink_every=3)
     res0 = qpcore.solve(qp0, strat, tol=1e-8, max_iter=max_iter)
     assert res0.stats["shrink_events"] > 0 or max_iter is not None
     assert res0.converged == (max_iter is None)
@@ -165,8 +165,8 @@ def test_limits_return_feasible_best_point_with_honest_status() -> None:
 def test_bad_input_raises_before_work() -> None:
     Q = qpcore.DenseQ(np.eye(3))
     with pytest.raises(qpcore.ProblemError, match="finite bounds"):
-        qpcore.solve(qpcore.QP(Q, -np.ones(3), 0.0, np.inf), INCAS())
-    two = qpcore.QP(Q, -np.ones(3), 0.0, 1.0, np.array([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0]]), np.zeros(2))
+        qpcore.solve(qpcore.QP(Q, -np.ones(3), np.zeros(3), np.full(3, np.inf)), INCAS())
+    two = qpcore.QP(Q, -np.ones(3), np.zeros(3), np.ones(3), np.array([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0]]), np.zeros(2))
     with pytest.raises(qpcore.ProblemError, match="one equality row"):
         qpcore.solve(two, INCAS())
     assert Q.stats.cache_hits == 0   # no row was asked for
