@@ -91,7 +91,11 @@ def test_incremental_loo_window_rows(tiny_run: tuple[dict[str, Any], str]) -> No
 
 def test_stopped_child_and_errors_are_reported() -> None:
     t0 = time.perf_counter()
-    out = incas.in_child(lambda: (time.sleep(30), {})[1], timeout=0.3)
+    def slow() -> dict[str, Any]:
+        time.sleep(30)
+        return {}
+
+    out = incas.in_child(slow, timeout=0.3)
     assert out.get("timeout") is True and time.perf_counter() - t0 < 5
     assert incas.in_child(lambda: {"v": 1}, timeout=10) == {"v": 1}
     assert "ZeroDivisionError" in incas.in_child(lambda: {"v": 1 / 0}, timeout=10)["error"]
@@ -111,3 +115,18 @@ def test_quick_sizes_fit_the_data() -> None:
     for sz in (incas.QUICK, incas.FULL):
         assert sz.inc_base + sz.inc_add <= 32561 and sz.win_total <= 32561 and sz.hard_large <= 32561
     assert Path(incas.__file__).name == "incas.py"
+
+
+def test_stopped_anchor_gives_a_ratio_bound(tmp_path: Path) -> None:
+    # every LIBSVM fit "exceeds" a 1e-9 s limit: reported stopped, our ratio a bound ours / limit
+    rc = incas.main(["--tiny", "--data", "synthetic", "--rows", "weak", "--threads", "1", "--solvers", "decomp:512",
+                     "--anchor-timeout", "1e-9", "--anchor-input", "dense", "--out-dir", str(tmp_path)])
+    assert rc == 0
+    store = json.loads((tmp_path / "incas.json").read_text())
+    page = (tmp_path / "incas.md").read_text()
+    for prob in store["weak"]["problems"]:
+        a = prob["results"]["libsvm"]
+        assert a["status"].startswith("> 1e-09 s") and a["objective"] is None
+        r = prob["results"]["decomp:512@1"]
+        assert r["ratio"] is None and r["ratio_below"] == pytest.approx(r["seconds"] / 1e-9)
+        assert f"< {incas._r(r['ratio_below'])}" in page
