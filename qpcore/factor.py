@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 import numpy as np
 import scipy.linalg as sla
+from scipy.linalg import blas as _blas
 from numpy.typing import ArrayLike, NDArray
 
 from qpcore.problem import ProblemError
@@ -36,6 +37,8 @@ FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 
 __all__ = ["BorderedCholesky", "Dependence", "Factor"]
+
+_dtrsv: Any = _blas.dtrsv
 
 
 @runtime_checkable
@@ -178,12 +181,16 @@ class BorderedCholesky:
         else:
             w = np.zeros(cap)
             w[:n] = v
-        out = sla.solve_triangular(self._R, w, trans="T" if trans else "N", lower=False, check_finite=False)
+        # BLAS trsv straight on the F-ordered buffer: solve_triangular's argument checks cost
+        # more than the solve itself below a few hundred members
+        out = _dtrsv(self._R, np.asarray(w, dtype=np.float64), lower=0, trans=1 if trans else 0)
         res: FloatArray = np.asarray(out[:n])
         return res
 
-    def _grow(self) -> None:
-        cap = max(self._R.shape[0] + 4, (3 * self._R.shape[0]) // 2)
+    def _grow(self, cap: int | None = None) -> None:
+        """Move to a buffer of ``cap`` (default 1.5× larger); also used to shrink it."""
+        if cap is None:
+            cap = max(self._R.shape[0] + 4, (3 * self._R.shape[0]) // 2)
         R = np.asfortranarray(np.eye(cap))
         R[:self._n, :self._n] = self.R
         self._R = R
@@ -286,6 +293,9 @@ class BorderedCholesky:
         self._R[n - 1, n - 1] = 1.0
         self._n = n - 1
         self.counters["removes"] += 1
+        if self._R.shape[0] > 64 and 3 * self._n < self._R.shape[0]:
+            # solves run over the whole padded buffer: keep it within 3× of |S|
+            self._grow(max(64, (3 * self._n) // 2))
         if self._n and self.equality:
             self._u[:self._n] = self._tri(self._aS[:self._n], True)
 
