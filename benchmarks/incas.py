@@ -1203,6 +1203,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--anchor-timeout", type=float, default=600.0, help="LIBSVM runs longer are stopped (s)")
     p.add_argument("--anchor-input", default="auto", choices=("auto", "dense", "sparse"),
                    help="LIBSVM's input; auto: time both once on the first problem, use the faster (ours gets the same)")
+    p.add_argument("--settle", type=float, default=None,
+                   help="before the first timed run wait up to this many seconds for the load rule to pass "
+                        "(load1 ≤ 0.3 + own share; the 1-minute average remembers a minute of earlier work); "
+                        "default 120, quick/tiny 0")
     p.add_argument("--out-dir", type=Path, default=None,
                    help="where incas.json / incas.md go (default docs/benchmarks; quick/tiny benchmarks/results/quick)")
     a = p.parse_args(argv)
@@ -1218,6 +1222,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         a.repeat = 1 if (a.quick or a.tiny) else 3
     if a.repeat < 1:
         p.error("--repeat must be ≥ 1")
+    if a.settle is None:
+        a.settle = 0.0 if (a.tiny or a.quick) else 120.0
     if a.time_limit is None:
         a.time_limit = 1.0 if (a.tiny or a.quick) else 600.0
     if a.out_dir is None:
@@ -1244,6 +1250,16 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     src = load_source(args.data, args.seed)
     log(f"{args.data}: {src.X.shape[0]} × {src.X.shape[1]} (read in {time.perf_counter() - t0:.1f} s, not timed)")
+    settle_info: dict[str, Any] = {"waited_s": 0.0, **ctx.meter.reading()}
+    if args.settle > 0:
+        t_s = time.perf_counter()
+        rd = ctx.meter.reading()
+        while rd["loaded"] and time.perf_counter() - t_s < args.settle:
+            time.sleep(5.0)
+            rd = ctx.meter.reading()
+        log(f"load {rd['load1']} (own {rd['own']}) after waiting {time.perf_counter() - t_s:.0f} s "
+            f"(--settle {args.settle:g})" + ("; still LOADED: other work is running" if rd["loaded"] else ""))
+        settle_info = {"waited_s": round(time.perf_counter() - t_s, 1), **rd}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     store_path = args.out_dir / "incas.json"
     store: dict[str, Any] = json.loads(store_path.read_text()) if store_path.is_file() else {}
@@ -1261,7 +1277,8 @@ def main(argv: list[str] | None = None) -> int:
         run_meta = {"command": command, "time": now_iso(), "mode": mode, "data": args.data, "seed": args.seed,
                     "threads": args.threads, "cache_mb": args.cache_mb, "dtype": args.dtype, "repeat": args.repeat,
                     "long": args.long, "anchor_input": ctx.anchor_input, "anchor_check": anchor_check,
-                    "sizes": sz.__dict__, "load_rule": f"load1 > {LOAD_MARGIN} + own"}
+                    "sizes": sz.__dict__, "load_rule": f"load1 > {LOAD_MARGIN} + own", "load_at_start": settle_info,
+                    "time_limit": args.time_limit, "anchor_timeout": args.anchor_timeout}
         if row in ("hard_small", "hard_large", "weak"):
             rec: dict[str, Any] = {"problems": [bench_batch(src, s, args.solvers, ctx) for s in batch_specs(row, sz)]}
         elif row == "incremental":
