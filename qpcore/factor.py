@@ -39,6 +39,7 @@ IndexArray = NDArray[np.intp]
 __all__ = ["BorderedCholesky", "Dependence", "Factor"]
 
 _dtrsv: Any = _blas.dtrsv
+_dtrmv: Any = _blas.dtrmv
 
 
 @runtime_checkable
@@ -369,6 +370,27 @@ class BorderedCholesky:
         z = self._tri(rv + (self.tau * t) * aS, True)
         mu = (float(u @ z) - t) / float(u @ u)
         return self._tri(z - mu * u, False), mu
+
+    def matvec(self, d: ArrayLike) -> FloatArray:
+        """Q_SS d for d over S in factor order, from the factor (Rᵀ(Rd) − τ a_S(a_Sᵀd)), O(|S|²).
+
+        Lets a strategy keep the gradient of the free block current without touching Q's rows.
+        """
+        n, cap = self._n, self._R.shape[0]
+        dv = np.asarray(d, dtype=np.float64).ravel()
+        if dv.shape != (n,):
+            raise ProblemError(f"d: shape mismatch, expected ({n},), got {dv.shape}")
+        if n == 0:
+            return np.zeros(0)
+        w = np.zeros(cap)
+        w[:n] = dv
+        # the identity padding maps zeros to zeros, so the whole buffer can be used
+        out = _dtrmv(self._R, _dtrmv(self._R, w, lower=0, trans=0), lower=0, trans=1)
+        res: FloatArray = np.array(out[:n])
+        if self.equality and self.tau is not None:
+            aS = self._aS[:n]
+            res -= (self.tau * float(aS @ dv)) * aS
+        return res
 
     def solve(self, r: Any) -> FloatArray:
         """x of :meth:`solve_kkt` with t = 0 (the Factor protocol's solve)."""

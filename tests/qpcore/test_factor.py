@@ -189,3 +189,16 @@ def test_equality_row_given_per_variable() -> None:
     np.testing.assert_allclose(f.solve_kkt(np.ones(5), 0.2)[1], ref.solve_kkt(np.ones(5), 0.2)[1], rtol=1e-10)
     with pytest.raises(ValueError, match="a_i"):
         f.add(7, Q[f.members, 7], Q[7, 7])
+
+
+def test_matvec_is_the_block_product() -> None:
+    Q, y = _kernel_problem("rbf", 40, 4)
+    f = BorderedCholesky(y, capacity=8)
+    for i in range(25):
+        assert f.add(i, Q[f.members, i], Q[i, i]) is None
+    for i in (3, 17, 0):
+        f.remove(i)
+    m = f.members
+    d = np.random.default_rng(0).normal(size=m.size)
+    np.testing.assert_allclose(f.matvec(d), Q[np.ix_(m, m)] @ d, atol=1e-12)
+    assert BorderedCholesky(None).matvec(np.zeros(0)).size == 0
