@@ -114,6 +114,8 @@ class INCASWork:
     since_eq: int = 0             # Step 1s since the equality residual was last checked
     stale: bool = False           # g off S is out of date (Step 1 keeps only g_S current)
     pos_cache: tuple[FloatArray, BoolArray] | None = None   # a and lb == ub in position order
+    check_face: bool = False      # a full Step 1 awaits the residual check on the true gradient
+    face_misses: int = 0          # consecutive face checks that failed (then: refactor)
 
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -553,9 +555,10 @@ class INCAS:
         d = new - xs
         if np.any(d != 0.0):
             x[order] = new
-            # only g_S is needed until the next pricing: Q_SS d from the factor (O(|S|²))
-            # instead of a GEMV over all n columns; pricing rebuilds the rest from h
-            state.g[order] += fac.matvec(d)
+            # only g_S is needed until the next pricing, which rebuilds all of g from h: a
+            # blocked step updates g_S by Q_SS d from the factor (O(|S|²)), a full step not at all
+            if not full:
+                state.g[order] += fac.matvec(d)
             work.stale = True
             work.fresh = False
             work.zero_run = 0
@@ -569,12 +572,29 @@ class INCAS:
         state.counters["step1_full"] += 1
         work.need_solve = False
         work.lam = -mu if bordered else None
-        # the face optimum has g_S = λ a_S: its residual measures the factor's accuracy
+        work.check_face = True
+
+    def _face_ok(self, state: State, work: INCASWork) -> bool:
+        """After a full Step 1, on the rebuilt gradient: is g_S = λ a_S to refresh_tol·tol?
+
+        A miss re-solves the face from the true gradient; two in a row refactor Q_SS (the
+        factor, not the gradient, has drifted).
+        """
+        work.check_face = False
+        order = work.fac.members
+        if order.size == 0:
+            return True
         gs = state.g[order]
         res = gs - work.lam * work.a[order] if work.lam is not None and work.a is not None else gs
-        if float(np.abs(res).max()) > self.refresh_tol * work.tol and not work.fresh:
-            if self._refactor(state, work):
-                work.need_solve = True
+        if not float(np.abs(res).max()) > self.refresh_tol * work.tol:
+            work.face_misses = 0
+            return True
+        work.face_misses += 1
+        if work.face_misses >= 2:
+            work.face_misses = 0
+            self._refactor(state, work)
+        work.need_solve = True
+        return False
 
     def _refactor(self, state: State, work: INCASWork) -> bool:
         """Factor Q_SS afresh from the buffer; False when it is singular (the factor is kept)."""
@@ -597,6 +617,8 @@ class INCAS:
         n = qp.n
         if work.stale:
             self._price_gradient(state, work)
+        if work.check_face and not self._face_ok(state, work):
+            return
         full_set = work.nact == n
         act = None if full_set else work.perm[:work.nact]
         if work.a is not None and work.lam is not None and work.unit and work.fac.bordered():
