@@ -106,8 +106,8 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(hard_small=300, hard_large=600, weak=300, inc_base=400, inc_add=20, inc_sample=2, loo=100,
-              win=150, win_total=600, win_check=150)
+QUICK = Sizes(hard_small=200, hard_large=400, weak=200, inc_base=300, inc_add=20, inc_sample=2, loo=100,
+              win=150, win_total=450, win_check=150)
 TINY = Sizes(hard_small=60, hard_large=100, weak=60, inc_base=60, inc_add=4, inc_sample=1, loo=30,
              win=30, win_total=60, win_check=15)
 
