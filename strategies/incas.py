@@ -155,10 +155,12 @@ class INCAS:
         Selective pricing: every ``shrink_every`` steps, bound variables that cannot form a
         violating pair with anything (LIBSVM's test on the scores) leave the priced set, and the
         gradient update runs over the priced columns only; their gradient is rebuilt exactly
-        before convergence is declared. Off by default: each shrink event permutes the buffer's
-        columns (a copy of |S|·n), which on Adult cost more than it saved (5,000 rows, RBF
-        γ = 0.01, C = 10, tol 1e-6: 1.3–1.5 s with it, 0.8 s without; the pricing and the GEMV
-        are not where the time goes at that size).
+        before convergence is declared. A shrink event moves only the newly shrunk columns of
+        the buffer (pairwise swaps to the end of the priced region). On by default: in the
+        hard regime (large C) most bound variables settle early and the pricing GEMV shrinks
+        with them (Adult, RBF γ = 0.01, C = 100, tol 1e-6, one thread: 3,185 rows 1.04 s → 0.54 s,
+        16,101 rows 13.2 s → 9.5 s); at C ≤ 10 it cost about 10% (5,000 rows, C = 10: 0.86 s
+        against 0.95 s).
     shrink_every : int
         Steps between shrinking checks.
     refresh_tol : float
@@ -185,7 +187,7 @@ class INCAS:
     (g = Qx + c recomputed from the problem) and ``zero_steps`` (pivots that did not move x).
     """
 
-    shrinking: bool = False
+    shrinking: bool = True
     shrink_every: int = 200
     refresh_tol: float = 0.05
     singular_tol: float = 1e-11
@@ -814,10 +816,32 @@ class INCAS:
         gone &= work.slot[act] < 0
         if not gone.any():
             return
-        newperm = np.concatenate([act[~gone], act[gone], work.perm[na:]])
-        self._permute(work, newperm)
-        work.nact = int(na - np.count_nonzero(gone))
+        k = int(np.count_nonzero(gone))
+        keep = na - k
+        # the gone columns go to the end of the active region by pairwise swaps with the kept
+        # columns there: 2·(moved) columns copied, not the whole buffer
+        head = np.flatnonzero(gone[:keep])
+        tail = keep + np.flatnonzero(~gone[keep:])
+        if head.size:
+            self._swap_columns(work, head, tail)
+        work.nact = keep
         state.counters["shrink_events"] += 1
+
+    @staticmethod
+    def _swap_columns(work: INCASWork, p1: IndexArray, p2: IndexArray) -> None:
+        """Exchange the buffer columns (and h, perm) at positions p1 and p2 (same length)."""
+        ns = work.ns
+        both = np.concatenate([p1, p2])
+        swapped = np.concatenate([p2, p1])
+        if ns:
+            work.buf[:ns, both] = work.buf[:ns, swapped]
+        work.h[both] = work.h[swapped]
+        work.perm[both] = work.perm[swapped]
+        work.pos_of[work.perm[both]] = both
+        if work.pos_cache is not None:
+            for arr in work.pos_cache:
+                arr[both] = arr[swapped]
+        work.ident = False
 
     @staticmethod
     def _permute(work: INCASWork, newperm: IndexArray) -> None:
