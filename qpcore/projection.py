@@ -14,7 +14,7 @@ from qpcore.problem import QP, FloatArray, ProblemError, as_float_vector
 
 BoolArray = NDArray[np.bool_]
 
-__all__ = ["breakpoints_box", "feasible_start", "project_box", "project_box_equality"]
+__all__ = ["bound_start", "breakpoints_box", "feasible_start", "project_box", "project_box_equality"]
 
 
 def project_box(x: ArrayLike, lb: ArrayLike, ub: ArrayLike) -> FloatArray:
@@ -294,3 +294,43 @@ def feasible_start(qp: QP, x0: FloatArray, policy: str = "project", feas_tol: fl
     else:
         x = np.clip(x0, qp.lb, qp.ub)
     return x, float(np.abs(x - x0).max(initial=0.0))
+
+
+def bound_start(qp: QP) -> FloatArray:
+    """A feasible start with every variable but one on a bound (dual basic feasible, for SVMs).
+
+    0 clipped to the box; then, for one equality row aᵀx = b, variables in index order move to
+    the bound that reduces the residual, the last one part of the way (the start of SMO and
+    INCAS; α = 0 for an SVM dual, where the residual is 0 already). Variables moved all the way
+    land exactly on their bound.
+
+    Parameters
+    ----------
+    qp : QP
+        Finite bounds wherever the residual needs room; at most one equality row.
+
+    Returns
+    -------
+    ndarray
+    """
+    x = np.clip(np.zeros(qp.n), qp.lb, qp.ub)
+    if qp.m == 0:
+        return x
+    a = qp.A[0]
+    r = float(qp.b[0] - a @ x)
+    if r == 0.0:
+        return x
+    sgn = np.sign(a) * np.sign(r)
+    room = np.where(sgn > 0, qp.ub - x, np.where(sgn < 0, x - qp.lb, 0.0)) * np.abs(a)
+    cum = np.cumsum(room)
+    k = int(np.searchsorted(cum, abs(r)))
+    take = room.copy()
+    take[k + 1:] = 0.0
+    if k < take.size:
+        take[k] = abs(r) - (cum[k - 1] if k > 0 else 0.0)
+    nz = a != 0
+    step = np.zeros(qp.n)
+    step[nz] = sgn[nz] * take[nz] / np.abs(a[nz])
+    full = np.arange(qp.n) < k
+    out: FloatArray = np.where(full & (sgn > 0), qp.ub, np.where(full & (sgn < 0), qp.lb, x + step))
+    return np.clip(out, qp.lb, qp.ub)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from qpcore import __version__
 from qpcore_cli.common import PROG, CLIError, Parser, nonnegative_int, positive_float
-from qpcore_cli.qp import GPCG_STRATEGY, NNLS_PROBLEM, QP_PROBLEM
+from qpcore_cli.qp import GPCG_STRATEGY, INCAS_STRATEGY, NNLS_PROBLEM, QP_PROBLEM
 from qpcore_cli.registry import PROBLEMS, STRATEGIES, register_problem, register_strategy
 from qpcore_cli.svm import SMO_STRATEGY, SVM_PROBLEM, run_demo
 
@@ -30,6 +30,7 @@ __all__ = ["build_parser", "main"]
 register_strategy("smo", SMO_STRATEGY)
 register_problem("svm", SVM_PROBLEM)
 register_strategy("gpcg", GPCG_STRATEGY)
+register_strategy("incas", INCAS_STRATEGY)
 register_problem("qp", QP_PROBLEM)
 register_problem("nnls", NNLS_PROBLEM)
 

@@ -18,11 +18,12 @@ from qpcore.state import Result, Status
 from qpcore_cli.common import CLIError, check_writable, make_reporter, write_json
 from qpcore_cli.registry import STRATEGIES, ProblemKind, StrategySpec
 from strategies.gradient_projection import GPCG
+from strategies.incas import INCAS
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["GPCG_STRATEGY", "NNLS_PROBLEM", "QP_PROBLEM", "read_npz", "run_nnls", "run_qp", "solve_report"]
+__all__ = ["GPCG_STRATEGY", "INCAS_STRATEGY", "NNLS_PROBLEM", "QP_PROBLEM", "read_npz", "run_nnls", "run_qp", "solve_report"]
 
 
 def _gpcg_factory(args: argparse.Namespace) -> Strategy:
@@ -34,6 +35,18 @@ def _gpcg_factory(args: argparse.Namespace) -> Strategy:
 GPCG_STRATEGY = StrategySpec(
     factory=_gpcg_factory, help="Moré–Toraldo gradient projection + conjugate gradients (box, ≤ 1 equality)",
     problems=frozenset({"qp", "nnls", "svm"}))
+
+
+def _incas_factory(args: argparse.Namespace) -> Strategy:
+    strategy: Strategy = INCAS()
+    return strategy
+
+
+#: ``--strategy incas``: :class:`strategies.incas.INCAS` (finite bounds; for ``svm`` and ``qp``).
+INCAS_STRATEGY = StrategySpec(
+    factory=_incas_factory, help="Scheinberg's active set, one variable at a time (finite box, ≤ 1 equality); "
+                                 "at its best at tight tolerances and large C",
+    problems=frozenset({"qp", "svm"}))
 
 
 def read_npz(path: str, required: Sequence[str], optional: Sequence[str] = ()) -> dict[str, NDArray[Any]]:

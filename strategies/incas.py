@@ -65,6 +65,7 @@ from qpcore.factor import BorderedCholesky, Dependence
 from qpcore.operators import KernelQ, cross_block
 from qpcore.optimality import maximal_violating_pair, measure, pair_gap, projected_gradient, scores, single_violation
 from qpcore.problem import QP, ProblemError
+from qpcore.projection import bound_start
 from qpcore.state import State, Status, bound_status
 
 FloatArray = NDArray[np.float64]
@@ -210,32 +211,6 @@ class INCAS:
         if qp.m > 1:
             raise ProblemError(f"A: INCAS handles at most one equality row, got {qp.m}; use decomposition")
 
-    @staticmethod
-    def _start(qp: QP, a: FloatArray | None) -> FloatArray:
-        """SMO's start, for a general row: clip(0) to the box, then variables in index order move
-        to the bound that reduces the residual of aᵀx = b, the last one part of the way."""
-        x = np.clip(np.zeros(qp.n), qp.lb, qp.ub)
-        if a is None:
-            return x
-        r = float(qp.b[0] - a @ x)
-        if r == 0.0:
-            return x
-        sgn = np.sign(a) * np.sign(r)
-        room = np.where(sgn > 0, qp.ub - x, np.where(sgn < 0, x - qp.lb, 0.0)) * np.abs(a)
-        cum = np.cumsum(room)
-        k = int(np.searchsorted(cum, abs(r)))
-        take = room.copy()
-        take[k + 1:] = 0.0
-        if k < take.size:
-            take[k] = abs(r) - (cum[k - 1] if k > 0 else 0.0)
-        nz = a != 0
-        step = np.zeros(qp.n)
-        step[nz] = sgn[nz] * take[nz] / np.abs(a[nz])
-        full = np.arange(qp.n) < k
-        # the variables moved all the way land exactly on their bound
-        x = np.where(full & (sgn > 0), qp.ub, np.where(full & (sgn < 0), qp.lb, x + step))
-        return np.clip(x, qp.lb, qp.ub)
-
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the shape, start from x0 (or SMO's start), enter its interior variables into S.
 
@@ -259,7 +234,7 @@ class INCAS:
         """
         self._check(qp)
         a = qp.A[0].copy() if qp.m else None
-        x = self._start(qp, a) if x0 is None else np.clip(np.asarray(x0, dtype=np.float64), qp.lb, qp.ub)
+        x = bound_start(qp) if x0 is None else np.clip(np.asarray(x0, dtype=np.float64), qp.lb, qp.ub)
         g = qp.gradient(x) if x.any() else qp.c.copy()
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub))
         state.counters.update({k: 0 for k in _COUNTERS})

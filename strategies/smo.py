@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from qpcore.operators import KernelQ
 from qpcore.problem import QP, ProblemError
+from qpcore.projection import bound_start
 from qpcore.optimality import Scores, direction_masks, maximal_violating_pair, measure, projected_gradient
 from qpcore.rules import RuleView, check_rule, rule_kind
 from qpcore.state import State, Status, bound_status
@@ -366,7 +367,7 @@ class SMO:
             y = y.copy()
         else:
             y = np.ones(qp.n)
-        x = self._start(qp, y, x0)
+        x = self._start(qp, x0)
         g = qp.gradient(x) if x.any() else qp.c.copy()
         QD = np.asarray(qp.Q.diag(), dtype=np.float64)
         up, low = direction_masks(x, qp.lb, qp.ub, y)
@@ -391,25 +392,10 @@ class SMO:
         return self.weight_update
 
     @staticmethod
-    def _start(qp: QP, y: FloatArray, x0: FloatArray | None) -> FloatArray:
+    def _start(qp: QP, x0: FloatArray | None) -> FloatArray:
         if x0 is not None:
             return np.clip(x0, qp.lb, qp.ub)   # qpcore.solve made it feasible (feasible_start)
-        x = np.clip(np.zeros(qp.n), qp.lb, qp.ub)
-        if qp.m == 0:
-            return x
-        # move variables toward the bound that reduces the residual, in index order, vectorized
-        r = float(qp.b[0] - y @ x)
-        if r != 0.0:
-            room = np.where(y * np.sign(r) > 0, qp.ub - x, x - qp.lb)  # |change of yᵀx| available
-            cum = np.cumsum(room)
-            k = int(np.searchsorted(cum, abs(r)))
-            take = room.copy()
-            take[k + 1:] = 0.0
-            if k < take.size:
-                take[k] = abs(r) - (cum[k - 1] if k > 0 else 0.0)
-            x = x + np.sign(r) * y * take
-            x = np.clip(x, qp.lb, qp.ub)
-        return x
+        return bound_start(qp)
 
     # -- iteration ------------------------------------------------------------------------------
     def converged(self, qp: QP, state: State, tol: float) -> bool:

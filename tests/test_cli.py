@@ -565,3 +565,18 @@ def test_gpcg_serves_svm(capsys: pytest.CaptureFixture[str], svm_files: tuple[Pa
         assert code == 0, err
     g, s = read_json(out_g), read_json(out_s)
     assert g["status"] == "converged" and g["objective"] == pytest.approx(s["objective"], rel=1e-6)
+
+
+def test_incas_serves_svm_and_refuses_infinite_bounds(capsys: pytest.CaptureFixture[str], svm_files: tuple[Path, Path],
+                                                      tmp_path: Path) -> None:
+    out_i, out_s = tmp_path / "i.json", tmp_path / "s.json"
+    for strategy, out in (("incas", out_i), ("smo", out_s)):
+        code, _, err = run_main(capsys, "solve", "svm", "--data", str(svm_files[0]), "--strategy", strategy,
+                                "--tol", "1e-6", "--json", str(out), "-q")
+        assert code == 0, err
+    i, s = read_json(out_i), read_json(out_s)
+    assert i["status"] == "converged" and i["objective"] <= s["objective"] + 1e-6 * abs(s["objective"])
+    npz = tmp_path / "open_box.npz"
+    np.savez(npz, Q=np.eye(3), c=-np.ones(3), lb=np.zeros(3), ub=np.full(3, np.inf))
+    code, _, err = run_main(capsys, "solve", "qp", "--npz", str(npz), "--strategy", "incas", "-q")
+    assert code == 2 and "finite" in err and err.count("\n") == 1
