@@ -21,7 +21,12 @@ __all__ = ["PrintReporter", "Progress", "Reporter", "Strategy", "solve"]
 
 @runtime_checkable
 class Strategy(Protocol):
-    """A solution strategy: frozen configuration; all run data lives in ``State``."""
+    """A solution strategy: frozen configuration; all run data lives in ``State``.
+
+    Optional methods the loop uses when present: ``resume(qp, state, tol) -> State | None``
+    (continue a previous run, see ``solve(resume=)``) and ``sync_gradient(qp, state)`` (bring
+    ``state.g`` up to date before a progress snapshot, for strategies that update it lazily).
+    """
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Validate the problem for this strategy and build the initial state."""
@@ -193,6 +198,9 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     status = Status.CONVERGED
     perf = time.perf_counter
     last_finite = state.x.copy()
+    # a strategy that keeps only part of g current between steps (INCAS: g_S only, until its next
+    # pricing) brings it up to date before anyone reads a progress snapshot
+    sync = getattr(strategy, "sync_gradient", None)
     while True:
         if state.iteration % 64 == 0 or state.iteration < 8:
             # a cheap periodic check keeps the last finite point to return if NaN/inf appears
@@ -216,11 +224,15 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
             break
         if now >= next_report:
             assert reporter is not None
+            if sync is not None:
+                sync(qp, state)
             reporter.update(Progress(qp, state, now - t0))
             next_report = now + reporter.interval
         strategy.step(qp, state)
         state.iteration += 1
         if callback is not None and state.iteration % callback_every == 0:
+            if sync is not None:
+                sync(qp, state)
             if callback(Progress(qp, state, perf() - t0)):
                 status = Status.STOPPED
                 break

@@ -290,6 +290,13 @@ class INCAS:
                 self._shrink(qp, state, work)
         self._step2(qp, state, work)
 
+    def sync_gradient(self, qp: QP, state: State) -> None:
+        """Bring g up to date on the priced variables (``qpcore.solve`` calls it before a progress
+        snapshot): Step 1 keeps only g_S current until the next pricing."""
+        work = state.extra
+        if isinstance(work, INCASWork) and work.stale:
+            self._price_gradient(state, work)
+
     def resume(self, qp: QP, state: State, tol: float) -> State | None:
         """Continue a finished (or stopped) INCAS run on a grown problem.
 

@@ -192,3 +192,17 @@ def test_adult_against_libsvm() -> None:
         # INCAS is exact on its final face: never worse than LIBSVM's point beyond 1e-8 relative
         assert res.objective <= f_svc + 1e-8 * abs(f_svc)
         assert res.objective == pytest.approx(f_svc, rel=1e-6)
+
+
+def test_progress_snapshots_see_an_up_to_date_gradient() -> None:
+    # Step 1 keeps only g_S current; the loop's sync_gradient must refresh it for reporters
+    _, qp = _grown_svm(200, 100, seed=4, C=10.0)
+    gaps: list[float] = []
+
+    def cb(p: qpcore.Progress) -> None:
+        assert np.allclose(p.state.g[p.state.extra.perm[:p.state.extra.nact]],
+                           qp.gradient(p.state.x)[p.state.extra.perm[:p.state.extra.nact]], atol=1e-8)
+        gaps.append(p.gap)
+
+    res = qpcore.solve(qp, INCAS(), tol=1e-6, callback=cb)
+    assert res.converged and len(gaps) == res.iterations
