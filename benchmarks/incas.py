@@ -474,7 +474,9 @@ def timed(ctx: Ctx, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         out = {"seconds": float("nan"), "status": f"error: {type(e).__name__}: {e}"[:200], "error": True}
     b1, c1, w1 = _busy_seconds(), LoadMeter._cpu(), time.monotonic()
     if b0 is not None and b1 is not None and w1 > w0:
-        others = max(0.0, ((b1 - b0) - (c1 - c0)) / (w1 - w0))
+        # both clocks tick in 1/CLK_TCK s (10 ms): allow three ticks of quantization, or a 0.1 s
+        # run would be flagged for 10 ms of rounding
+        others = max(0.0, ((b1 - b0) - (c1 - c0) - 3.0 / os.sysconf("SC_CLK_TCK")) / (w1 - w0))
         load = dict(load, others=round(others, 3), loaded=bool(others > OTHERS_MARGIN))
     out["load"] = load
     return out
@@ -1083,7 +1085,8 @@ def render(store: dict[str, Any], page: Path) -> None:
         "process in it (its CPU time, anchor children included, averaged like the kernel's load, τ = 60 s) / "
         "**others**: the CPU (in cores) that other processes used *during* the run, measured as the machine's busy "
         "time (/proc/stat) minus our own (this process and its reaped LIBSVM child). "
-        f"A run is **loaded** when others > {OTHERS_MARGIN} of a core, and its times are suspect. (The load "
+        f"A run is **loaded** when others > {OTHERS_MARGIN} of a core (after three 10 ms clock ticks of "
+        "quantization), and its times are suspect. (The load "
         "average alone cannot decide it here: it lags by a minute and idles at 0.3–0.5 on this VM with nothing "
         "running; it is recorded as asked.)\n"
         "- Our solvers get the CSR matrix (`csvc` densifies it for row blocks and keeps the sparse copy for single "
