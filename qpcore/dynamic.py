@@ -196,7 +196,9 @@ class DynamicKernelQ:
     # -- growth ---------------------------------------------------------------------------------
     def _resize_cache(self, cap: int) -> None:
         """(Re)allocate the slab for ``cap`` columns, keeping the most recently used rows."""
-        max_rows = max(1, self.cache_bytes // (8 * cap)) if self.cache_bytes else 0
+        # never more rows than points: a larger slab is never used, and mapping it is not free
+        # (1 GB budget: 0.05 s per resize, and its pages touched at random cost more)
+        max_rows = min(cap, max(1, self.cache_bytes // (8 * cap))) if self.cache_bytes else 0
         old_slab, old = self._slab, list(self._cache.items())
         keep = old[len(old) - max_rows:] if max_rows else []
         slab = np.zeros((max_rows, cap))
