@@ -874,15 +874,20 @@ class IncrementalSVM:
             lam, event, who = abs(C1 - C), "end", -1
             btol = 1e-13 * (1.0 + float(np.abs(dx).max(initial=0.0)))
             am, wm = alpha[mem], w[mem]
-            lm = np.full(mem.size, np.inf)
+            # a margin α can head for 0 and for the moving ceiling w_k·C at once (C falling faster
+            # than α): both limits count, the nearer one wins
+            l_dn = np.full(mem.size, np.inf)
             dn = dx < -btol
-            lm[dn] = am[dn] / -dx[dn]
+            l_dn[dn] = am[dn] / -dx[dn]
+            l_up = np.full(mem.size, np.inf)
             upr = dx - s * wm                      # d(α_k − w_k C)/dλ
             up = upr > btol
-            lm[up] = (wm[up] * C - am[up]) / upr[up]
+            l_up[up] = (wm[up] * C - am[up]) / upr[up]
+            lm = np.minimum(l_dn, l_up)
             k = int(np.argmin(lm))
             if lm[k] < lam:
-                lam, event, who = max(float(lm[k]), 0.0), ("margin->error" if up[k] else "margin->reserve"), int(mem[k])
+                lam, who = max(float(lm[k]), 0.0), int(mem[k])
+                event = "margin->error" if l_up[k] < l_dn[k] else "margin->reserve"
             tol_g = 1e-12 * (self._qmax * (1.0 + float(np.abs(x).sum()) + float(np.abs(wE).sum())) + abs(mu))
             cmask = (stE & (sg > tol_g)) | (stR & (sg < -tol_g))
             if blocked:
@@ -930,6 +935,11 @@ class IncrementalSVM:
         e = np.flatnonzero(st[:hw] == ERROR)
         alpha[e] = self._Cv[e]
         self.refresh()
+        cert = self.certificate()
+        if not (cert.feasible() and cert.measure <= max(1e3 * self.tol, 1e-8) * (1.0 + C1)):
+            # never hand back a model that looks solved and is not
+            raise RuntimeError(f"c_path: the path lost optimality (KKT gap {cert.measure:.3g}, "
+                               f"primal {cert.primal:.3g}); refit with fit(X, y) at C = {C1}")
         mark("end", -1)
         return out
 

@@ -188,3 +188,17 @@ def test_special_cases() -> None:
             assert_batch_optimum(lin)
     with pytest.raises(KeyError):
         lin.unlearn(999)
+
+
+@pytest.mark.parametrize("C0, C1", [(10.0, 1.0), (1.0, 10.0), (10.0, 0.05)])
+def test_c_path_margin_vector_heading_for_both_bounds(C0: float, C1: float) -> None:
+    # C falling faster than a margin α falls: that α nears 0 and the ceiling w·C at once; the
+    # nearer limit must win (the path once took the ceiling's and clipped α at 0, breaking yᵀα)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 4))
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=100) > 0.3, 1.0, -1.0)
+    m = IncrementalSVM(Kernel("rbf", gamma=0.5), C0)
+    m.learn_many(X, y)
+    bps = m.c_path(C1)
+    assert m.C == C1 and len(bps) > 5
+    assert_batch_optimum(m)
