@@ -116,6 +116,7 @@ class INCASWork:
     stale: bool = False           # g off S is out of date (Step 1 keeps only g_S current)
     pos_cache: tuple[FloatArray, BoolArray] | None = None   # a and lb == ub in position order
     check_face: bool = False      # a full Step 1 awaits the residual check on the true gradient
+    eq_fixed: bool = False        # the pre-convergence equality correction has been made
     face_misses: int = 0          # consecutive face checks that failed (then: refactor)
 
 
@@ -647,6 +648,15 @@ class INCAS:
             if not full_set:
                 self._unshrink(state, work)
                 return
+            if a is not None and work.fac.bordered() and not work.eq_fixed:
+                ax = a * x
+                if abs(work.b - float(ax.sum())) > 16 * _EPS * float(np.abs(ax).sum()):
+                    # aᵀx = b drifted (rays, rounding): one Step 1 with the residual in its
+                    # right-hand side puts it back before convergence is declared
+                    work.eq_fixed = True
+                    work.since_eq = 16
+                    work.need_solve = True
+                    return
             if not work.fresh:
                 # the incremental gradient has drifted by rounding: judge with Qx + c itself
                 self._fresh_gradient(qp, state, work)
@@ -709,6 +719,8 @@ class INCAS:
         increase the objective.
         """
         fac = work.fac
+        if release:
+            work.eq_fixed = False         # a new phase: the equality check before the stop is due again
         row = self._row(qp, state, i)
         a_i = float(work.a[i]) if work.a is not None else 0.0
         x = state.x
@@ -740,6 +752,14 @@ class INCAS:
         x = state.x
         mem = dep.members
         v = dep.direction.copy()
+        if work.a is not None:
+            # a near-dependence (pivot ≤ singular_tol) leaves aᵀv ≈ ρ/√τ, not 0; a long ray step
+            # would carry that into aᵀx = b, so v is projected onto aᵀv = 0 (Q v stays ≈ 0 and
+            # the gradient update uses the real products anyway)
+            am = work.a[mem]
+            aa = float(am @ am)
+            if aa > 0.0:
+                v -= (float(am @ v) / aa) * am
         lb_i, ub_i = work.lb[i], work.ub[i]
         if release and (x[i] <= lb_i or x[i] >= ub_i):
             if x[i] >= ub_i:
