@@ -343,13 +343,17 @@ class DynamicKernelQ:
         self._cache[i] = pos
 
     def row(self, i: int) -> FloatArray:
-        """Q[i, :] over the slots, from the cache when present (read-only)."""
+        """Q[i, :] over the slots, from the cache when present (a read-only copy).
+
+        A copy, not a view of the cache: a caller holding more rows than the cache keeps would
+        otherwise see an evicted slot refilled with another row (found by the thorough profile).
+        """
         i = int(i)
         pos = self._cache.get(i)
         if pos is not None:
             self._cache.move_to_end(i)
             self.stats.cache_hits += 1
-            v = self._slab[pos, :self._hw].view()
+            v: FloatArray = np.array(self._slab[pos, :self._hw])
             v.flags.writeable = False
             return v
         self.stats.cache_misses += 1
