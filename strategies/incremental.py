@@ -108,6 +108,24 @@ class Breakpoint:
     n_reserve: int
 
 
+def _entry_event(g: FloatArray, sg: FloatArray, stE: NDArray[np.bool_], stR: NDArray[np.bool_], blocked: set[int],
+                 tol_g: float) -> tuple[float, int] | None:
+    """The first error or reserve point whose margin value g reaches 0 at rate sg: (step, slot).
+
+    An error point (g ≤ 0) joins M when g rises, a reserve point (g ≥ 0) when it falls; rates
+    within ``tol_g`` of 0 are rounding, and ``blocked`` points (just left M at a zero step) wait.
+    """
+    cand = (stE & (sg > tol_g)) | (stR & (sg < -tol_g))
+    if blocked:
+        cand[list(blocked)] = False
+    idx = np.flatnonzero(cand)
+    if idx.size == 0:
+        return None
+    li = -g[idx] / sg[idx]
+    k = int(np.argmin(li))
+    return float(li[k]), int(idx[k])
+
+
 @attrs.frozen
 class WindowReport:
     """What :meth:`IncrementalSVM.window` did.
@@ -363,15 +381,9 @@ class IncrementalSVM:
                     k = int(np.argmin(lm))
                     if lm[k] < lam:
                         lam, event, who = max(float(lm[k]), 0.0), ("m->E" if up[k] else "m->R"), int(mem[k])
-            cand = (stE & (sg > tol_g)) | (stR & (sg < -tol_g))
-            if blocked:
-                cand[list(blocked)] = False
-            idx = np.flatnonzero(cand)
-            if idx.size:
-                li = -g[idx] / sg[idx]
-                k = int(np.argmin(li))
-                if li[k] < lam:
-                    lam, event, who = max(float(li[k]), 0.0), "join", int(idx[k])
+            hit = _entry_event(g, sg, stE, stR, blocked, tol_g)
+            if hit is not None and hit[0] < lam:
+                lam, event, who = max(hit[0], 0.0), "join", hit[1]
             if not np.isfinite(lam):
                 if abs(alpha[c] - target) <= 1e-9 * Cv[c]:
                     # nothing can compensate α_c in yᵀα = 0: what is left of it is rounding residue
@@ -889,16 +901,10 @@ class IncrementalSVM:
                 lam, who = max(float(lm[k]), 0.0), int(mem[k])
                 event = "margin->error" if l_up[k] < l_dn[k] else "margin->reserve"
             tol_g = 1e-12 * (self._qmax * (1.0 + float(np.abs(x).sum()) + float(np.abs(wE).sum())) + abs(mu))
-            cmask = (stE & (sg > tol_g)) | (stR & (sg < -tol_g))
-            if blocked:
-                cmask[list(blocked)] = False
-            idx = np.flatnonzero(cmask)
-            if idx.size:
-                li = -g[idx] / sg[idx]
-                j = int(np.argmin(li))
-                if li[j] < lam:
-                    lam, who = max(float(li[j]), 0.0), int(idx[j])
-                    event = "error->margin" if stE[who] else "reserve->margin"
+            hit = _entry_event(g, sg, stE, stR, blocked, tol_g)
+            if hit is not None and hit[0] < lam:
+                lam, who = max(hit[0], 0.0), hit[1]
+                event = "error->margin" if stE[who] else "reserve->margin"
             C = C1 if event == "end" else C + s * lam
             alpha[mem] = np.clip(am + lam * dx, 0.0, wm * C)
             e = np.flatnonzero(stE)
