@@ -202,11 +202,10 @@ class DynamicKernelQ:
         old_slab, old = self._slab, list(self._cache.items())
         keep = old[len(old) - max_rows:] if max_rows else []
         slab = np.zeros((max_rows, cap))
-        self._cache = OrderedDict()
         w = min(old_slab.shape[1], cap)
-        for r, (slot, pos) in enumerate(keep):
-            slab[r, :w] = old_slab[pos, :w]
-            self._cache[slot] = r
+        if keep:
+            slab[:len(keep), :w] = old_slab[np.fromiter((pos for _, pos in keep), dtype=np.intp), :w]
+        self._cache = OrderedDict((slot, r) for r, (slot, _) in enumerate(keep))
         self._slab = slab
         self._slab_free = list(range(max_rows - 1, len(keep) - 1, -1))
 

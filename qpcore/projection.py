@@ -14,7 +14,7 @@ from qpcore.problem import QP, FloatArray, ProblemError, as_float_vector
 
 BoolArray = NDArray[np.bool_]
 
-__all__ = ["bound_start", "breakpoints_box", "feasible_start", "project_box", "project_box_equality"]
+__all__ = ["bound_start", "bound_steps", "breakpoints_box", "feasible_start", "project_box", "project_box_equality"]
 
 
 def project_box(x: ArrayLike, lb: ArrayLike, ub: ArrayLike) -> FloatArray:
@@ -203,6 +203,32 @@ def _next_breakpoint(t_lo: FloatArray, t_hi: FloatArray, t: float, *, below: boo
         return float(c.max()) if c.size else -np.inf
     c = np.concatenate([t_lo[t_lo > t], t_hi[t_hi > t]])
     return float(c.min()) if c.size else np.inf
+
+
+def bound_steps(x: FloatArray, p: FloatArray, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Step lengths t ≥ 0 at which x + t p meets lo and hi, coordinate by coordinate.
+
+    The ratio test of active-set methods (INCAS, the dense active set, the incremental SVM):
+    ``tl[i]`` where p_i < 0 heads for lo_i, ``tu[i]`` where p_i > 0 heads for hi_i, inf elsewhere
+    (also for an infinite bound). A start already past its bound gives 0, never a negative step.
+
+    Parameters
+    ----------
+    x, p, lo, hi : ndarray
+        Point, direction and bounds, all of one length.
+
+    Returns
+    -------
+    (tl, tu)
+    """
+    tl = np.full(x.shape, np.inf)
+    tu = np.full(x.shape, np.inf)
+    with np.errstate(over="ignore"):      # a subnormal p_i: no limit, inf is right
+        np.divide(lo - x, p, out=tl, where=p < 0)
+        np.divide(hi - x, p, out=tu, where=p > 0)
+    np.maximum(tl, 0.0, out=tl)
+    np.maximum(tu, 0.0, out=tu)
+    return tl, tu
 
 
 def breakpoints_box(x: ArrayLike, d: ArrayLike, lb: ArrayLike, ub: ArrayLike) -> FloatArray:

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from qpcore.operators import negative_curvature, principal_block
 from qpcore.optimality import Scores, maximal_violating_pair, measure, scores_of
 from qpcore.problem import QP, ProblemError
+from qpcore.projection import bound_steps
 from qpcore.state import State, Status, bound_status
 
 FloatArray = NDArray[np.float64]
@@ -51,9 +52,7 @@ class _Work:
 def _bound_hits(qp: QP, x: FloatArray, p: FloatArray) -> tuple[FloatArray, int]:
     """Step lengths t_i ≥ 0 at which x + t p reaches each variable's bound (inf where p_i = 0),
     and the index of the first."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(p < 0, (qp.lb - x) / p, np.where(p > 0, (qp.ub - x) / p, np.inf))
-    t = np.maximum(t, 0.0)
+    t = np.minimum(*bound_steps(x, p, qp.lb, qp.ub))
     return t, int(np.argmin(t))
 
 

@@ -65,7 +65,7 @@ from qpcore.factor import BorderedCholesky, Dependence
 from qpcore.operators import KernelQ, cross_block
 from qpcore.optimality import maximal_violating_pair, measure, pair_gap, projected_gradient, scores, single_violation
 from qpcore.problem import QP, ProblemError
-from qpcore.projection import bound_start
+from qpcore.projection import bound_start, bound_steps
 from qpcore.state import State, Status, bound_status
 
 FloatArray = NDArray[np.float64]
@@ -121,19 +121,6 @@ class INCASWork:
 
 
 _EPS = float(np.finfo(np.float64).eps)
-
-
-def _hits(x: FloatArray, p: FloatArray, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Step lengths ≥ 0 at which x + t p meets lo and hi (inf where p does not head there)."""
-    tl = np.full(x.size, np.inf)
-    tu = np.full(x.size, np.inf)
-    neg, pos = p < 0, p > 0
-    with np.errstate(over="ignore"):      # a subnormal p_i: no limit, inf is right
-        np.divide(lo - x, p, out=tl, where=neg)
-        np.divide(hi - x, p, out=tu, where=pos)
-    np.maximum(tl, 0.0, out=tl)
-    np.maximum(tu, 0.0, out=tu)
-    return tl, tu
 
 
 def _grow_rows(work: INCASWork) -> None:
@@ -528,7 +515,7 @@ class INCAS:
         # a member sitting on a bound, pushed outward by rounding only, must not block at t = 0
         tiny = 1e-12 * (hi - lo) + 64 * _EPS * float(np.abs(p).max())
         p[((xs <= lo) & (p < 0) & (p >= -tiny)) | ((xs >= hi) & (p > 0) & (p <= tiny))] = 0.0
-        tl, tu = _hits(xs, p, lo, hi)
+        tl, tu = bound_steps(xs, p, lo, hi)
         tt = np.minimum(tl, tu)
         k = int(np.argmin(tt))
         full = not float(tt[k]) < 1.0
@@ -767,7 +754,7 @@ class INCAS:
         elif float(state.g[mem] @ v) > 0.0:
             v = -v                                # the objective is linear along v: go downhill
         xs, lo, hi = x[mem], work.lb[mem], work.ub[mem]
-        tl, tu = _hits(xs, v, lo, hi)
+        tl, tu = bound_steps(xs, v, lo, hi)
         tt = np.minimum(tl, tu)
         k = int(np.argmin(tt))
         t = float(tt[k])

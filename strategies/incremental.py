@@ -38,6 +38,7 @@ from qpcore.factor import BorderedCholesky, Dependence
 from qpcore.kkt import KKT, kkt
 from qpcore.operators import Kernel
 from qpcore.problem import QP, ProblemError
+from qpcore.projection import bound_steps
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -628,9 +629,7 @@ class IncrementalSVM:
             a, Cm = self._alpha[mem], self._Cv[mem]
             best = (np.inf, -1, 0.0)
             for sgn in (1.0, -1.0):
-                d = sgn * v
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    t = np.where(d > 0, (Cm - a) / d, np.where(d < 0, a / -d, np.inf))
+                t = np.minimum(*bound_steps(a, sgn * v, np.zeros_like(a), Cm))
                 k = int(np.argmin(t))
                 if t[k] < best[0]:
                     best = (float(t[k]), k, sgn)

@@ -226,3 +226,15 @@ def test_breakpoints_box_matches_direct(rows: tuple[tuple[float, float, float, b
     for ti in t:
         y = project_box(x + ti * d, lb, ub)
         assert np.any(np.isclose(y, lb) & (d < 0) | np.isclose(y, ub) & (d > 0))
+
+
+def test_bound_steps_ratio_test() -> None:
+    from qpcore.projection import bound_steps
+
+    x = np.array([0.0, 1.0, 0.5, 2.0, 0.2])
+    p = np.array([-1.0, 2.0, 0.0, 1.0, -0.1])
+    lo = np.array([-1.0, -np.inf, 0.0, 0.0, 0.0])
+    hi = np.array([1.0, 3.0, 1.0, 1.5, 1.0])     # x[3] already past hi: a zero step, never negative
+    tl, tu = bound_steps(x, p, lo, hi)
+    np.testing.assert_allclose(tl, [1.0, np.inf, np.inf, np.inf, 2.0])
+    np.testing.assert_allclose(tu, [np.inf, 1.0, np.inf, 0.0, np.inf])
