@@ -42,6 +42,13 @@ class KKT:
     primal_scale : float
         The scale the feasibility tolerance is relative to
         (:func:`qpcore.optimality.feasibility_scale`: max(1, ‖x‖∞, ‖b‖∞, max_k Σ|A_ki x_i|)).
+    lower_bound : float
+        A lower bound on the optimal value, from a primal point the strategy proposed
+        (:func:`qpcore.optimality.lagrangian_bound`); NaN when there is none. For the hinge-loss
+        SVM dual it is −F(w), minus the primal objective at w.
+    duality_gap : float
+        f(x) − ``lower_bound`` ≥ 0: how far x, and the primal point, are from optimal at most
+        (the cutting planes' stopping measure); NaN when there is no bound.
     """
 
     primal: float
@@ -51,6 +58,12 @@ class KKT:
     multipliers: FloatArray
     z: FloatArray
     primal_scale: float = 1.0
+    lower_bound: float = float("nan")
+    duality_gap: float = float("nan")
+
+    def relative_gap(self) -> float:
+        """``duality_gap / max(|lower_bound|, tiny)``: libocas's TolRel measure (NaN without a bound)."""
+        return float(self.duality_gap / max(abs(self.lower_bound), np.finfo(float).tiny))
 
     @property
     def measure(self) -> float:

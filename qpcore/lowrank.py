@@ -141,6 +141,26 @@ class DiagPlusLowRankQ:
         out += self.d * x
         return out
 
+    def subset(self, idx: ArrayLike) -> DiagPlusLowRankQ:
+        """The operator of the rows ``idx`` alone: diag(d_idx) + H_idx H_idxᵀ, its data copied once.
+
+        For methods that pass over a small active part of the data many times (the active-set
+        cutting plane): products with the copy touch only those rows.
+        """
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        F = self.F[i]
+        if not self._sparse:
+            F = np.ascontiguousarray(F)
+        out = DiagPlusLowRankQ.__new__(DiagPlusLowRankQ)
+        out.F, out._sparse = F, self._sparse
+        out._m, out._p = int(i.size), self._p
+        out.d = self.d[i]
+        out.s = None if self.s is None else self.s[i]
+        out.bias, out.k = self.bias, self.k
+        out.stats = OperatorStats()
+        out._block_rows = self._block_rows
+        return out
+
     def rmatvec_rows(self, idx: ArrayLike, v: ArrayLike) -> FloatArray:
         """H[idx]ᵀ v = Σ_j v_j h_idx_j (k-vector), gathering at most 8 MB of rows at a time.
 

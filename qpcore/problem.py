@@ -165,6 +165,20 @@ class QP:
         if res.status == 2:
             raise ProblemError("A x = b is infeasible for the bounds (LP feasibility check); change b or the bounds")
 
+    @classmethod
+    def trusted(cls, Q: QOperator, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray,
+                b: FloatArray) -> QP:
+        """A QP from arrays the caller built valid (float64, right shapes, finite, lb ≤ ub, the
+        equality feasible), unchecked.
+
+        For inner loops that build a small subproblem every round by construction (the cutting
+        planes' reduced problem), where the checks would cost more than the solve.
+        """
+        obj = cls.__new__(cls)
+        for name, value in (("Q", Q), ("c", c), ("lb", lb), ("ub", ub), ("A", A), ("b", b)):
+            object.__setattr__(obj, name, value)
+        return obj
+
     @property
     def n(self) -> int:
         """Number of variables."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Protocol, runtime_checkable
 
+import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from qpcore.kkt import KKT, kkt
-from qpcore.optimality import DEFAULT_FEAS_TOL
+from qpcore.optimality import DEFAULT_FEAS_TOL, lagrangian_bound
 from qpcore.projection import feasible_start
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result, State, Status
@@ -24,8 +25,15 @@ class Strategy(Protocol):
     """A solution strategy: frozen configuration; all run data lives in ``State``.
 
     Optional methods the loop uses when present: ``resume(qp, state, tol) -> State | None``
-    (continue a previous run, see ``solve(resume=)``) and ``sync_gradient(qp, state)`` (bring
-    ``state.g`` up to date before a progress snapshot, for strategies that update it lazily).
+    (continue a previous run, see ``solve(resume=)``), ``sync_gradient(qp, state)`` (bring
+    ``state.g`` up to date before a progress snapshot, for strategies that update it lazily) and
+    ``finish(qp, state)`` (bring ``state.x`` up to date before the certificate, for strategies
+    that keep their point in another form, as the cutting planes keep cut weights).
+
+    Optional attributes: ``criterion`` — ``"kkt"`` (the default: ``tol`` bounds the KKT measure)
+    or ``"relative_gap"`` (``tol`` bounds the duality gap of ``state.primal`` relative to the
+    primal objective, libocas's TolRel; ``tol_abs``, when the strategy has it, bounds the gap
+    itself).
     """
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
@@ -236,6 +244,9 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
             if callback(Progress(qp, state, perf() - t0)):
                 status = Status.STOPPED
                 break
+    finish = getattr(strategy, "finish", None)
+    if finish is not None:
+        finish(qp, state)
     solve_seconds = perf() - t0
     if not np.isfinite(state.x).all() or not np.isfinite(state.g).all():
         status = Status.NONFINITE
@@ -248,10 +259,19 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         g = qp.gradient(x) if certify else state.g
     cert = kkt(qp, x, g)
     objective = float(0.5 * x @ (g + qp.c))
+    if state.primal is not None:
+        # the strategy's primal point, judged by the problem alone: a lower bound and the gap
+        lower = lagrangian_bound(qp, state.primal)
+        cert = attrs.evolve(cert, lower_bound=lower, duality_gap=objective - lower)
+    if getattr(strategy, "criterion", "kkt") == "relative_gap":
+        gap_met = (cert.duality_gap <= tol * abs(cert.lower_bound) * (1 + 1e-9) + 1e-12
+                   or cert.duality_gap <= float(getattr(strategy, "tol_abs", 0.0)))
+    else:
+        gap_met = cert.measure <= tol * (1 + 1e-9) + 1e-12
     if status is Status.CONVERGED:
         if not cert.feasible(feas_tol):
             status = Status.INFEASIBLE       # optimal-looking but off the feasible set: never a solution
-        elif not cert.measure <= tol * (1 + 1e-9) + 1e-12:
+        elif not gap_met:
             # the strategy's incremental gradient drifted; say so rather than claim convergence
             status = Status.STALLED
         elif state.nonconvex:

@@ -29,6 +29,7 @@ class Status(enum.Enum):
     UNBOUNDED = ("unbounded", "the objective is unbounded below along a feasible direction")
     NONCONVEX = ("nonconvex", "negative curvature met: Q is not positive semidefinite, so the point "
                  "(the best found) is not certified a minimizer")
+    TARGET = ("target", "the target objective was reached; the point is not certified optimal to tol")
     INFEASIBLE = ("infeasible", "the point violates the constraints beyond the feasibility tolerance; "
                   "not a solution")
 
@@ -72,6 +73,10 @@ class State:
     nonconvex : bool
         Set by a strategy that met a direction of negative curvature (Q not PSD); ``solve`` then
         never reports ``converged``.
+    primal : ndarray or None
+        A point w of the primal problem, for operators Q = diag(d) + HHᵀ (the cutting planes'
+        best point w_b): ``solve`` turns it into a lower bound and a duality gap in the
+        certificate (:func:`qpcore.optimality.lagrangian_bound`), computed from the problem.
     """
 
     x: FloatArray
@@ -85,6 +90,7 @@ class State:
     exact: tuple[FloatArray, FloatArray] | None = None
     deadline: float = float("inf")
     nonconvex: bool = False
+    primal: FloatArray | None = None
 
     def out_of_time(self) -> bool:
         """Whether the run's deadline has passed (cheap: one clock read)."""

@@ -1,0 +1,759 @@
+"""Cutting planes for the regularized hinge risk: BMRM, OCAS and the active-set OCAS of Xiao and Zhou.
+
+They solve the fixed-threshold SVM dual ``min ½αᵀHHᵀα + cᵀα, 0 ≤ α ≤ u`` (a
+:class:`qpcore.lowrank.DiagPlusLowRankQ` with d = 0, no equality) through its primal
+
+    min_w F(w) = ½‖w‖² + R(w),   R(w) = Σ_i u_i max(0, ρ_i − h_iᵀw),   ρ = −c,
+
+which for the hinge-loss linear SVM (h_i = y_i[x_i, bias], ρ = 1, u = C) is
+½‖w‖² + Σ C_i max(0, 1 − y_i wᵀx̃_i). Each iteration touches the data only through two passes,
+H w (margins) and Hᵀv (a subgradient); everything else is small:
+
+- a **cut** at w is R(w') ≥ b − aᵀw' with a = Σ_{i∈V} u_i h_i, b = Σ_{i∈V} u_i ρ_i over the
+  examples V violating at w;
+- the **reduced problem** over cuts t = 1..k is the qpcore ``QP``
+  ``min ½βᵀGβ − bᵀβ, β ≥ 0, s ≥ 0, Σβ + s = 1`` (G = the cuts' Gram matrix, one new row per
+  iteration; the slack s makes Σβ ≤ 1 one all-ones equality row), solved by **any strategy**
+  (``inner``) warm-started from the previous β; its solution gives w_t = Σβ_t a_t and the dual
+  value D = Σβ_t b_t − ½‖w_t‖²;
+- every β is a dual-feasible α: α_i = u_i Σ_t β_t [i ∈ V_t], with Hᵀα = w_t and D(α) = D, so
+  F(w_b) − D is a duality gap that ``qpcore.solve`` re-checks from the problem alone
+  (``state.primal = w_b``, :func:`qpcore.optimality.lagrangian_bound`).
+
+:class:`BMRM` (libocas's method 0, SVMperf) cuts at w_t. :class:`OCAS` (Franc and Sonnenburg
+2008/2009) keeps the best point w_b, moves it by an exact line search along w_b → w_t over the
+sorted breakpoints of the piecewise-linear risk, and cuts at w_c = (1 − μ)w_b + μ w_t.
+:class:`ActiveSetOCAS` (Xiao and Zhou 2013) runs OCAS's evaluation, line search and cuts over the
+examples that can cross the margin only (the rest enter through an aggregated linear model), with
+a periodic exact refresh.
+
+``tol`` of ``qpcore.solve`` is libocas's TolRel: stop when F(w_b) − D ≤ tol·|F(w_b)|.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from qpcore.operators import DenseQ
+from qpcore.problem import QP, ProblemError
+from qpcore.solve import Strategy
+from qpcore.state import State, Status
+from strategies.active_set import DenseActiveSet
+
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+IndexArray = NDArray[np.intp]
+
+__all__ = ["ActiveSetOCAS", "BMRM", "OCAS", "line_search"]
+
+_SELECT_BELOW = 512      # the line search sorts at most this many breakpoints (selection above)
+
+
+# --------------------------------------------------------------------------------------------- line search
+def line_search(wd: float, dd: float, r: FloatArray, delta: FloatArray, u: FloatArray, *,
+                slope: float = 0.0, t_max: float = np.inf) -> tuple[float, int]:
+    """The exact minimizer over t ≥ 0 of φ(t) = t·wd + ½t²·dd + t·slope + Σ_i u_i max(0, r_i − t δ_i).
+
+    φ is F(w_b + t d) up to a constant for wd = w_bᵀd, dd = ‖d‖², r = ρ − H w_b (residuals),
+    δ = H d. It is convex and piecewise quadratic; its right derivative increases by u_i|δ_i| at
+    each breakpoint t_i = r_i / δ_i > 0. The breakpoints are narrowed by selection (median
+    splits, O(m) in all) until a few thousand remain, which are sorted: no O(m log m) sort of
+    all m of them.
+
+    Parameters
+    ----------
+    wd, dd : float
+        w_bᵀd and ‖d‖² (≥ 0).
+    r, delta, u : ndarray
+        Residuals, their rates and the weights u ≥ 0 (same length).
+    slope : float
+        An extra constant slope (the linear model of examples left out of r, δ).
+    t_max : float
+        Upper end of the search interval.
+
+    Returns
+    -------
+    t : float
+        The minimizer in [0, t_max] (t_max when φ still decreases there).
+    examined : int
+        How many breakpoints the search looked at.
+    """
+    ud = u * delta
+    viol = r > 0
+    s0 = wd + slope - float(ud[viol].sum()) - float(ud[(r == 0) & (delta < 0)].sum())
+    if s0 >= 0 or t_max <= 0:
+        return 0.0, 0
+    # a breakpoint t_i = r_i/δ_i > 0 needs r_i and δ_i of one sign: a violator that stops
+    # violating (δ > 0) or a satisfied example that starts (δ < 0)
+    keep = np.flatnonzero(np.where(viol, delta > 0, (r < 0) & (delta < 0)))
+    ts = r[keep] / delta[keep]
+    jumps = np.abs(ud[keep])
+    examined = int(ts.size)
+    base = 0.0          # the jumps of breakpoints known to lie left of the window
+    # one cheap split at t = 1 (w_t itself), where the minimizer usually lies below
+    if ts.size > _SELECT_BELOW:
+        left = ts <= 1.0
+        jl = float(jumps[left].sum())
+        if s0 + dd + jl >= 0:
+            ts, jumps = ts[left], jumps[left]
+        else:
+            base = jl
+            ts, jumps = ts[~left], jumps[~left]
+    # selection: the right derivative at a pivot p is s0 + p·dd + base + Σ_{t_i ≤ p} jump_i
+    while ts.size > _SELECT_BELOW:
+        k = ts.size // 2
+        p = float(np.partition(ts, k)[k])
+        left = ts <= p
+        jl = float(jumps[left].sum())
+        right_slope = s0 + p * dd + base + jl
+        if right_slope >= 0:
+            if left.all():
+                break        # all ties: sort what remains
+            ts, jumps = ts[left], jumps[left]
+        else:
+            base += jl
+            ts, jumps = ts[~left], jumps[~left]
+    order = np.argsort(ts, kind="stable")
+    ts, jumps = ts[order], jumps[order]
+    cum = base + np.cumsum(jumps)
+    after = s0 + ts * dd + cum                # right derivative at each breakpoint
+    hit = np.flatnonzero(after >= 0)
+    if hit.size:
+        k = int(hit[0])
+        before = base if k == 0 else float(cum[k - 1])
+        # zero of the derivative inside (t_{k−1}, t_k), else the kink t_k itself
+        left_end = s0 + float(ts[k]) * dd + before
+        t = float(ts[k]) if left_end < 0 or dd == 0 else -(s0 + before) / dd
+    else:
+        total = base + (float(cum[-1]) if cum.size else 0.0)
+        if dd <= 0:
+            return float(t_max), examined    # linear and decreasing to the end of the interval
+        t = -(s0 + total) / dd
+    return float(min(max(t, 0.0), t_max)), examined
+
+
+# --------------------------------------------------------------------------------------------- cuts
+@attrs.define(eq=False)
+class Cuts:
+    """The cutting-plane model: cut vectors, offsets, their Gram matrix and weights.
+
+    Attributes
+    ----------
+    A : ndarray
+        (capacity, k) buffer; rows ``:n`` are the cuts a_t.
+    b : ndarray
+        Offsets b_t.
+    G : ndarray
+        (capacity, capacity) buffer of the Gram matrix a_sᵀa_t, one new row per cut.
+    beta : ndarray
+        The reduced problem's weights (length n) and ``slack`` its slack s.
+    members : list
+        For each cut, which examples it sums: packed bits over the m examples, or a float
+        vector of fractions for an aggregated cut.
+    idle : ndarray
+        Iterations each cut has had β_t = 0 in a row.
+    """
+
+    A: FloatArray
+    b: FloatArray
+    G: FloatArray
+    beta: FloatArray
+    slack: float
+    members: list[Any]
+    idle: NDArray[np.int64]
+    n: int = 0
+
+    @classmethod
+    def empty(cls, dim: int, capacity: int = 16) -> Cuts:
+        """No cuts yet; buffers for ``capacity`` of them."""
+        return cls(A=np.zeros((capacity, dim)), b=np.zeros(capacity), G=np.zeros((capacity, capacity)),
+                   beta=np.zeros(0), slack=1.0, members=[], idle=np.zeros(capacity, dtype=np.int64))
+
+    def _grow(self) -> None:
+        cap = 2 * self.A.shape[0]
+        A = np.zeros((cap, self.A.shape[1]))
+        A[:self.n] = self.A[:self.n]
+        G = np.zeros((cap, cap))
+        G[:self.n, :self.n] = self.G[:self.n, :self.n]
+        b = np.zeros(cap)
+        b[:self.n] = self.b[:self.n]
+        idle = np.zeros(cap, dtype=np.int64)
+        idle[:self.n] = self.idle[:self.n]
+        self.A, self.G, self.b, self.idle = A, G, b, idle
+
+    def add(self, a: FloatArray, b: float, member: Any) -> None:
+        """Append a cut with weight 0; its Gram row is one product with the stored cuts."""
+        if self.n == self.A.shape[0]:
+            self._grow()
+        k = self.n
+        self.A[k] = a
+        row = self.A[:k + 1] @ a
+        self.G[k, :k + 1] = row
+        self.G[:k + 1, k] = row
+        self.b[k] = b
+        self.idle[k] = 0
+        self.members.append(member)
+        self.beta = np.append(self.beta, 0.0)
+        self.n = k + 1
+
+    def remove(self, keep: BoolArray) -> None:
+        """Keep only the cuts where ``keep`` (their weights must be 0 elsewhere)."""
+        idx = np.flatnonzero(keep)
+        n = idx.size
+        self.A[:n] = self.A[idx]
+        self.G[:n, :n] = self.G[np.ix_(idx, idx)]
+        self.b[:n] = self.b[idx]
+        self.idle[:n] = self.idle[idx]
+        self.beta = self.beta[idx]
+        self.members = [self.members[i] for i in idx]
+        self.n = n
+
+    def aggregate_oldest(self, m: int) -> None:
+        """Replace the two oldest cuts by their β-weighted mean (w and D stay the same)."""
+        b0, b1 = float(self.beta[0]), float(self.beta[1])
+        tot = b0 + b1
+        f0, f1 = (b0 / tot, b1 / tot) if tot > 0 else (0.5, 0.5)
+        self.A[0] = f0 * self.A[0] + f1 * self.A[1]
+        self.b[0] = f0 * self.b[0] + f1 * self.b[1]
+        self.members[0] = f0 * _member_vector(self.members[0], m) + f1 * _member_vector(self.members[1], m)
+        self.beta[0] = tot
+        keep = np.ones(self.n, dtype=bool)
+        keep[1] = False
+        self.remove(keep)
+        k = self.n
+        row = self.A[:k] @ self.A[0]
+        self.G[0, :k] = row
+        self.G[:k, 0] = row
+        self.idle[0] = 0
+
+    def reduced_qp(self) -> QP:
+        """min ½βᵀGβ − bᵀβ over β, s ≥ 0 with Σβ + s = 1, as a qpcore QP (the slack last)."""
+        k = self.n
+        M = np.zeros((k + 1, k + 1))
+        M[:k, :k] = self.G[:k, :k]
+        Q = DenseQ.trusted(M)
+        Q.psd = True        # a Gram matrix
+        c = np.zeros(k + 1)
+        c[:k] = -self.b[:k]
+        # valid by construction (a Gram matrix, the simplex): built every iteration, not re-checked
+        return QP.trusted(Q, c, np.zeros(k + 1), np.ones(k + 1), np.ones((1, k + 1)), np.ones(1))
+
+
+def _inner_solve(inner: Strategy, qp: QP, x0: FloatArray, tol: float, state: State) -> FloatArray:
+    """The inner strategy's own init/step/converged on the reduced problem, without the outer
+    loop's certificate: the reduced problem is tiny and solved every iteration, and any feasible
+    β is a valid dual point (its value is computed exactly afterwards). Stops at the deadline,
+    at a status the strategy sets, or after 100·(k + 10) steps."""
+    st = inner.init(qp, x0, tol)
+    st.deadline = state.deadline
+    steps = 0
+    limit = 100 * (qp.n + 10)
+    while st.stop is None and not inner.converged(qp, st, tol) and steps < limit:
+        inner.step(qp, st)
+        st.iteration += 1
+        steps += 1
+        if steps % 32 == 0 and st.out_of_time():
+            break
+    state.counters["inner_iterations"] += steps
+    fin = getattr(inner, "finish", None)
+    if fin is not None:
+        fin(qp, st)
+    x: FloatArray = st.x
+    if not np.isfinite(x).all() or np.any(x < -1e-12) or abs(float(x.sum()) - 1.0) > 1e-9:
+        # an inner failure must not break dual feasibility: fall back to the warm start
+        return x0
+    return x
+
+
+def _member_vector(member: Any, m: int) -> FloatArray:
+    if isinstance(member, tuple):          # ("bits", packed)
+        return np.unpackbits(member[1], count=m).astype(np.float64)
+    out: FloatArray = member
+    return out
+
+
+def _pack(mask: BoolArray) -> tuple[str, NDArray[np.uint8]]:
+    return ("bits", np.packbits(mask))
+
+
+# --------------------------------------------------------------------------------------------- the state
+@attrs.define(eq=False)
+class CutState:
+    """What a cutting-plane run keeps (``state.extra``).
+
+    Attributes
+    ----------
+    cuts : Cuts
+        The model.
+    w_b, m_b : ndarray
+        The best point and its margins H w_b (BMRM: the last best iterate).
+    F_b : float
+        F(w_b).
+    w_t, m_t : ndarray
+        The reduced problem's solution and its margins.
+    dual : float
+        The reduced problem's value D, a lower bound on min F.
+    trace : list of dict
+        One entry per iteration: seconds, primal, dual, cuts, touched_eval, touched_search.
+    """
+
+    cuts: Cuts
+    w_b: FloatArray
+    m_b: FloatArray
+    F_b: float
+    w_t: FloatArray
+    m_t: FloatArray | None
+    dual: float
+    rho: FloatArray
+    u: FloatArray
+    tol: float
+    t0: float
+    trace: list[dict[str, Any]] = attrs.Factory(list)
+    eval_seconds: float = 0.0
+    search_seconds: float = 0.0
+    active: Any = None
+
+
+def _check_problem(qp: QP) -> None:
+    Q = qp.Q
+    if not (hasattr(Q, "matvec_lowrank") and hasattr(Q, "rmatvec_lowrank") and hasattr(Q, "d")):
+        raise ProblemError("cutting planes need Q = HHᵀ given as a qpcore.lowrank.DiagPlusLowRankQ "
+                           "(e.g. problems.risk.hinge_svm); this operator has no low-rank factor")
+    if np.any(np.asarray(Q.d) != 0):
+        raise ProblemError("cutting planes need Q = HHᵀ with no diagonal part (d = 0): the hinge loss; "
+                           "for the squared hinge (d > 0) use ASVM")
+    if qp.m:
+        raise ProblemError(f"cutting planes solve the fixed-threshold dual (no equality rows), got {qp.m}; "
+                           "put the bias in as a constant feature (hinge_svm(bias=1))")
+    if np.any(qp.lb != 0) or not np.isfinite(qp.ub).all() or np.any(qp.ub < 0):
+        raise ProblemError("cutting planes need 0 ≤ α ≤ C with finite C ≥ 0 (the hinge risk's weights)")
+
+
+def _risk(m: FloatArray, rho: FloatArray, u: FloatArray) -> float:
+    return float(u @ np.maximum(rho - m, 0.0))
+
+
+@attrs.frozen
+class _CuttingPlane:
+    """Shared configuration and machinery (see the module docstring)."""
+
+    inner: Strategy = attrs.field(factory=DenseActiveSet)
+    inner_tol: float | None = None
+    max_cuts: int | None = None
+    drop_after: int | None = None
+    tol_abs: float = 0.0
+    target: float | None = None
+
+    #: ``qpcore.solve`` judges ``tol`` on the certificate's relative duality gap (TolRel)
+    criterion = "relative_gap"
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_cuts is not None and self.max_cuts < 3:
+            raise ProblemError(f"max_cuts: must be ≥ 3 (two oldest aggregated, one new), got {self.max_cuts}")
+        if self.drop_after is not None and self.drop_after < 1:
+            raise ProblemError(f"drop_after: must be ≥ 1, got {self.drop_after}")
+        if self.inner_tol is not None and not self.inner_tol > 0:
+            raise ProblemError(f"inner_tol: must be > 0, got {self.inner_tol}")
+        if not self.tol_abs >= 0:
+            raise ProblemError(f"tol_abs: must be ≥ 0, got {self.tol_abs}")
+
+    # ------------------------------------------------------------------ Strategy protocol
+    def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
+        """Check the problem, evaluate the start (w = Hᵀx0, or 0) and make its cut.
+
+        Parameters
+        ----------
+        qp : QP
+            The fixed-threshold dual with Q = HHᵀ (d = 0), 0 ≤ α ≤ u, no equality.
+        x0 : ndarray, optional
+            A dual point; the run starts from its primal point w = Hᵀx0.
+        tol : float
+            TolRel.
+
+        Returns
+        -------
+        State
+
+        Raises
+        ------
+        ProblemError
+            When the problem is not of this form.
+        """
+        _check_problem(qp)
+        Q: Any = qp.Q
+        rho, u = -qp.c, qp.ub
+        k = int(Q.k)
+        if x0 is None or not np.any(x0):
+            w = np.zeros(k)
+            m_b = np.zeros(qp.n)
+            passes = 0
+        else:
+            w = np.asarray(Q.rmatvec_lowrank(x0), dtype=np.float64)
+            m_b = np.asarray(Q.matvec_lowrank(w), dtype=np.float64)
+            passes = 2
+        F_b = 0.5 * float(w @ w) + _risk(m_b, rho, u)
+        cs = CutState(cuts=Cuts.empty(k), w_b=w, m_b=m_b, F_b=F_b, w_t=w.copy(), m_t=None, dual=0.0,
+                      rho=rho, u=u, tol=tol, t0=time.perf_counter())
+        x = np.zeros(qp.n)
+        state = State(x=x, g=qp.c.copy(), status=np.full(qp.n, -1, dtype=np.int8), extra=cs)
+        state.primal = w.copy()
+        state.counters.update(passes=passes, cuts=0, cuts_added=0, inner_iterations=0, refreshes=0,
+                              touched_eval=0, touched_search=0, aggregated=0, dropped=0)
+        self._start(qp, state)
+        self._add_cut(qp, state, m_b, None)
+        self._record(state, qp.n, 0)
+        return state
+
+    def converged(self, qp: QP, state: State, tol: float) -> bool:
+        """F(w_b) − D ≤ tol·|F(w_b)| (or ≤ tol_abs); F(w_b) ≤ target ends the run as ``target``."""
+        cs: CutState = state.extra
+        gap = cs.F_b - cs.dual
+        if gap <= tol * abs(cs.F_b) or gap <= self.tol_abs:
+            return True
+        if self.target is not None and cs.F_b <= self.target:
+            state.stop = Status.TARGET
+        return False
+
+    def step(self, qp: QP, state: State) -> None:
+        """One iteration: the reduced problem, one evaluation, the new point and one new cut."""
+        cs: CutState = state.extra
+        self._solve_reduced(state)
+        self._advance(qp, state)
+        self._manage_cuts(state, qp.n)
+        state.primal = cs.w_b
+
+    def finish(self, qp: QP, state: State) -> None:
+        """Write the dual point α_i = u_i Σ_t β_t [i ∈ V_t] (clipped to the box) into ``state.x``."""
+        cs: CutState = state.extra
+        m = qp.n
+        acc = np.zeros(m)
+        for t in np.flatnonzero(cs.cuts.beta > 0):
+            acc += cs.cuts.beta[t] * _member_vector(cs.cuts.members[t], m)
+        state.x = np.clip(cs.u * acc, 0.0, cs.u)
+        # g = H(Hᵀα) + c; Hᵀα = w_t, whose margins the last evaluation computed
+        if cs.m_t is not None and cs.m_t.shape[0] == m:
+            state.g = cs.m_t + qp.c
+        state.primal = cs.w_b
+
+    def sync_gradient(self, qp: QP, state: State) -> None:
+        """A progress snapshot sees the current dual point (one accumulation over the cuts)."""
+        self.finish(qp, state)
+
+    # ------------------------------------------------------------------ pieces
+    def _start(self, qp: QP, state: State) -> None:
+        """Hook for variants that keep more state (the active set)."""
+
+    def _record(self, state: State, touched_eval: int, touched_search: int) -> None:
+        cs: CutState = state.extra
+        state.counters["touched_eval"] += touched_eval
+        state.counters["touched_search"] += touched_search
+        state.counters["cuts"] = cs.cuts.n
+        cs.trace.append({"iteration": state.iteration, "seconds": time.perf_counter() - cs.t0,
+                         "primal": cs.F_b, "dual": cs.dual, "cuts": cs.cuts.n,
+                         "touched_eval": touched_eval, "touched_search": touched_search,
+                         "eval_seconds": cs.eval_seconds, "search_seconds": cs.search_seconds})
+
+    def _cut_at(self, qp: QP, m: FloatArray, rho: FloatArray, u: FloatArray) -> tuple[FloatArray, float, BoolArray]:
+        viol = rho - m > 0
+        v = np.where(viol, u, 0.0)
+        Q: Any = qp.Q
+        a = np.asarray(Q.rmatvec_lowrank(v), dtype=np.float64)
+        return a, float(v @ rho), viol
+
+    def _add_cut(self, qp: QP, state: State, m: FloatArray, _w: FloatArray | None) -> None:
+        cs: CutState = state.extra
+        a, b, viol = self._cut_at(qp, m, cs.rho, cs.u)
+        state.counters["passes"] += 1
+        cs.cuts.add(a, b, _pack(viol))
+        state.counters["cuts_added"] += 1
+
+    def _solve_reduced(self, state: State) -> None:
+        cs: CutState = state.extra
+        cuts = cs.cuts
+        rqp = cuts.reduced_qp()
+        x0 = np.append(cuts.beta, cuts.slack)
+        # the slack absorbs rounding so the warm start is feasible
+        x0[-1] = max(0.0, 1.0 - float(x0[:-1].sum()))
+        scale = max(1.0, abs(cs.F_b))
+        tol = self.inner_tol if self.inner_tol is not None else max(1e-13 * scale, 0.01 * cs.tol * scale)
+        x = _inner_solve(self.inner, rqp, x0, tol, state)
+        beta = np.maximum(x[:-1], 0.0)
+        tot = float(beta.sum())
+        if tot > 1.0:
+            beta /= tot
+        cuts.beta = beta
+        cuts.slack = max(0.0, 1.0 - float(beta.sum()))
+        k = cuts.n
+        cs.w_t = beta @ cuts.A[:k]
+        # D(α) of the dual point these weights stand for (exact, whatever the inner accuracy)
+        cs.dual = float(beta @ cuts.b[:k]) - 0.5 * float(cs.w_t @ cs.w_t)
+
+    def _advance(self, qp: QP, state: State) -> None:
+        raise NotImplementedError
+
+    def _manage_cuts(self, state: State, m: int) -> None:
+        cuts = state.extra.cuts
+        newest = cuts.n - 1
+        cuts.idle[:cuts.n] = np.where(np.append(cuts.beta[:newest] > 0, True), 0, cuts.idle[:cuts.n] + 1)
+        if self.drop_after is not None:
+            keep = cuts.idle[:cuts.n] < self.drop_after
+            keep[newest] = True
+            if not keep.all():
+                state.counters["dropped"] += int((~keep).sum())
+                cuts.remove(keep)
+        if self.max_cuts is not None:
+            while cuts.n > self.max_cuts:
+                cuts.aggregate_oldest(m)
+                state.counters["aggregated"] += 1
+
+
+@attrs.frozen
+class BMRM(_CuttingPlane):
+    """Plain cutting planes (BMRM, SVMperf; libocas's method 0): the cut at the reduced solution.
+
+    Parameters
+    ----------
+    inner : Strategy
+        Solves the reduced QP (any qpcore strategy: DenseActiveSet, SMO, GPCG).
+    inner_tol : float, optional
+        Its tolerance (default: 1 % of the outer absolute target, tol·|F|).
+    max_cuts : int, optional
+        At most this many cuts: the two oldest are aggregated (their β-weighted mean).
+    drop_after : int, optional
+        Remove a cut whose weight has been 0 for this many iterations.
+    tol_abs : float
+        Stop when F(w_b) − D ≤ tol_abs (libocas's TolAbs).
+    target : float, optional
+        Stop with status ``target`` once F(w_b) ≤ target (libocas's QPValue).
+    """
+
+    def _advance(self, qp: QP, state: State) -> None:
+        cs: CutState = state.extra
+        Q: Any = qp.Q
+        t = time.perf_counter()
+        m_t = np.asarray(Q.matvec_lowrank(cs.w_t), dtype=np.float64)
+        F_t = 0.5 * float(cs.w_t @ cs.w_t) + _risk(m_t, cs.rho, cs.u)
+        cs.eval_seconds += time.perf_counter() - t
+        state.counters["passes"] += 1
+        cs.m_t = m_t
+        if F_t < cs.F_b:
+            cs.w_b, cs.m_b, cs.F_b = cs.w_t.copy(), m_t, F_t
+        self._add_cut(qp, state, m_t, cs.w_t)
+        self._record(state, qp.n, 0)
+
+
+@attrs.frozen
+class OCAS(_CuttingPlane):
+    """The optimized cutting plane algorithm (Franc and Sonnenburg 2008/2009; libocas's method 1).
+
+    Keeps the best point w_b; each iteration evaluates the reduced solution w_t (one pass),
+    moves w_b to the exact minimizer of F on the ray w_b → w_t (the breakpoints of the risk,
+    :func:`line_search`), and cuts at w_c = (1 − μ)w_b + μ w_t (one pass).
+
+    Parameters
+    ----------
+    mu : float
+        In (0, 1]: where between w_b and w_t the cut is made (libocas: 0.1; the seed paper 0.05).
+    inner, inner_tol, max_cuts, drop_after, tol_abs, target
+        As for :class:`BMRM`.
+    """
+
+    mu: float = 0.1
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if not 0 < self.mu <= 1:
+            raise ProblemError(f"mu: must be in (0, 1], got {self.mu}")
+
+    def _advance(self, qp: QP, state: State) -> None:
+        cs: CutState = state.extra
+        Q: Any = qp.Q
+        t0 = time.perf_counter()
+        m_t = np.asarray(Q.matvec_lowrank(cs.w_t), dtype=np.float64)
+        t1 = time.perf_counter()
+        state.counters["passes"] += 1
+        cs.m_t = m_t
+        d = cs.w_t - cs.w_b
+        delta = m_t - cs.m_b
+        step, examined = line_search(float(cs.w_b @ d), float(d @ d), cs.rho - cs.m_b, delta, cs.u)
+        cs.w_b = cs.w_b + step * d
+        cs.m_b = cs.m_b + step * delta
+        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
+        t2 = time.perf_counter()
+        cs.eval_seconds += t1 - t0
+        cs.search_seconds += t2 - t1
+        m_c = (1.0 - self.mu) * cs.m_b + self.mu * m_t
+        self._add_cut(qp, state, m_c, None)
+        self._record(state, qp.n, qp.n)
+
+
+@attrs.frozen
+class ActiveSetOCAS(OCAS):
+    """OCAS over an active set of examples (Xiao and Zhou 2013).
+
+    At an exact refresh (a full pass at w_b) each example gets its distance estimate
+    D_i = |ρ_i − h_iᵀw_b| / ‖h_i‖: no point within distance D_i of w_b puts it on the other side of
+    its margin. Given a step bound Λ, the examples with D_i ≤ Λ form the active set X^a; the
+    others keep their side while ‖w − w_ref‖ ≤ Λ, so they enter F as one linear model: the
+    violators among them contribute B_0 − a_Xᵀw (a_X = Σ u_i h_i, their summed subgradient,
+    B_0 = Σ u_i ρ_i). Evaluation at w_t, the line search (restricted to the ball) and the cut
+    then touch X^a only. When w_t or the cut point leaves the ball, or every ``refresh_every``
+    iterations, an exact OCAS iteration over all examples runs and the active set is rebuilt
+    around the new w_b with Λ = ``radius`` × how far the last iteration reached (the larger of the
+    line-search step and the cut point's distance μ‖w_t − w_b‖).
+
+    Parameters
+    ----------
+    refresh_every : int
+        Exact refresh at least this often (iterations).
+    radius : float
+        Λ as a multiple of the last iteration's reach (≥ 1).
+    mu, inner, inner_tol, max_cuts, drop_after, tol_abs, target
+        As for :class:`OCAS`.
+    """
+
+    refresh_every: int = 20
+    radius: float = 4.0
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if self.refresh_every < 1:
+            raise ProblemError(f"refresh_every: must be ≥ 1, got {self.refresh_every}")
+        if not self.radius >= 1:
+            raise ProblemError(f"radius: must be ≥ 1, got {self.radius}")
+
+    def _start(self, qp: QP, state: State) -> None:
+        Q: Any = qp.Q
+        norms = np.sqrt(np.maximum(Q.diag(), 0.0))     # ‖h_i‖ (d = 0)
+        state.extra.active = _Active(norms=norms)
+
+    def _advance(self, qp: QP, state: State) -> None:
+        cs: CutState = state.extra
+        act: _Active = cs.active
+        act.age += 1
+        if act.Q is None or act.age > self.refresh_every:
+            self._exact(qp, state)
+            return
+        d = cs.w_t - cs.w_b
+        # the cut point w_c lies between w_b and w_t; both it and the searched segment must stay
+        # within the ball of radius Λ around w_ref, where the inactive examples keep their side
+        t_max = _ball_exit(cs.w_b - act.w_ref, d, act.radius)
+        if t_max <= 0:
+            self._exact(qp, state)
+            return
+        t0 = time.perf_counter()
+        m_t = np.asarray(act.Q.matvec_lowrank(cs.w_t), dtype=np.float64)
+        t1 = time.perf_counter()
+        rho_a, u_a = act.rho, act.u
+        delta = m_t - act.m_b
+        # the inactive violators are linear in w: slope −a_Xᵀd along the ray
+        step, examined = line_search(float(cs.w_b @ d), float(d @ d), rho_a - act.m_b, delta, u_a,
+                                     slope=-float(act.a_X @ d), t_max=min(t_max, np.inf))
+        if step >= t_max and t_max < np.inf:
+            # the minimizer may lie beyond the ball: the linear model is not valid there
+            cs.eval_seconds += t1 - t0
+            cs.search_seconds += time.perf_counter() - t1
+            self._exact(qp, state)
+            return
+        w_b = cs.w_b + step * d
+        m_b = act.m_b + step * delta
+        F_b = 0.5 * float(w_b @ w_b) + _risk(m_b, rho_a, u_a) + act.B_0 - float(act.a_X @ w_b)
+        t2 = time.perf_counter()
+        cs.eval_seconds += t1 - t0
+        cs.search_seconds += t2 - t1
+        w_c = (1.0 - self.mu) * w_b + self.mu * cs.w_t
+        if float(np.linalg.norm(w_c - act.w_ref)) > act.radius:
+            self._exact(qp, state)
+            return
+        cs.w_b, act.m_b, cs.F_b = w_b, m_b, F_b
+        cs.m_t = None         # margins of w_t over the active set only
+        act.last_step = _movement(step, d, self.mu)
+        # the cut at w_c: the inactive violators' part is a_X, B_0 and their member bits
+        m_c = (1.0 - self.mu) * m_b + self.mu * m_t
+        viol = rho_a - m_c > 0
+        v = np.where(viol, u_a, 0.0)
+        a = act.a_X + np.asarray(act.Q.rmatvec_lowrank(v), dtype=np.float64)
+        b = act.B_0 + float(v @ rho_a)
+        mask = act.out_viol.copy()
+        mask[act.idx] = viol
+        cs.cuts.add(a, b, _pack(mask))
+        state.counters["cuts_added"] += 1
+        self._record(state, int(act.idx.size), int(act.idx.size))
+
+    def _exact(self, qp: QP, state: State) -> None:
+        """A full OCAS iteration, then a new active set around the new w_b."""
+        cs: CutState = state.extra
+        act: _Active = cs.active
+        if act.Q is not None:
+            # bring the full margins of w_b up to date (one pass) before the full iteration
+            Q: Any = qp.Q
+            cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
+            state.counters["passes"] += 1
+        w_before, d = cs.w_b, cs.w_t - cs.w_b
+        OCAS._advance(self, qp, state)
+        state.counters["refreshes"] += 1
+        step = float((cs.w_b - w_before) @ d) / max(float(d @ d), 1e-300)
+        act.last_step = _movement(step, d, self.mu)
+        self._rebuild(qp, state)
+
+    def _rebuild(self, qp: QP, state: State) -> None:
+        cs: CutState = state.extra
+        act: _Active = cs.active
+        Q: Any = qp.Q
+        radius = self.radius * max(act.last_step, 1e-300)
+        res = cs.rho - cs.m_b
+        with np.errstate(divide="ignore"):
+            dist = np.abs(res) / act.norms
+        inside = dist <= radius
+        act.idx = np.flatnonzero(inside)
+        act.Q = Q.subset(act.idx)
+        act.m_b = cs.m_b[act.idx].copy()
+        act.rho, act.u = cs.rho[act.idx], cs.u[act.idx]
+        act.out_viol = (res > 0) & ~inside
+        v = np.where(act.out_viol, cs.u, 0.0)
+        act.a_X = np.asarray(Q.rmatvec_lowrank(v), dtype=np.float64)
+        act.B_0 = float(v @ cs.rho)
+        state.counters["passes"] += 1
+        act.w_ref = cs.w_b.copy()
+        act.radius = radius
+        act.age = 0
+
+
+@attrs.define(eq=False)
+class _Active:
+    norms: FloatArray
+    Q: Any = None
+    idx: IndexArray = attrs.Factory(lambda: np.zeros(0, dtype=np.intp))
+    m_b: FloatArray = attrs.Factory(lambda: np.zeros(0))
+    rho: FloatArray = attrs.Factory(lambda: np.zeros(0))
+    u: FloatArray = attrs.Factory(lambda: np.zeros(0))
+    out_viol: BoolArray = attrs.Factory(lambda: np.zeros(0, dtype=bool))
+    a_X: FloatArray = attrs.Factory(lambda: np.zeros(0))
+    B_0: float = 0.0
+    w_ref: FloatArray = attrs.Factory(lambda: np.zeros(0))
+    radius: float = 0.0
+    last_step: float = 0.0
+    age: int = 0
+
+
+def _movement(step: float, d: FloatArray, mu: float) -> float:
+    """How far the last iteration reached from w_b: the line-search step or the cut point."""
+    return max(step, mu) * float(np.sqrt(d @ d))
+
+
+def _ball_exit(p: FloatArray, d: FloatArray, radius: float) -> float:
+    """The largest t ≥ 0 with ‖p + t d‖ ≤ radius (p inside the ball): a root of a quadratic."""
+    dd = float(d @ d)
+    pp = float(p @ p)
+    if pp > radius * radius:
+        return 0.0
+    if dd == 0:
+        return np.inf
+    pd = float(p @ d)
+    disc = pd * pd + dd * (radius * radius - pp)
+    return float((-pd + np.sqrt(max(disc, 0.0))) / dd)
