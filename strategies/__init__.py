@@ -11,6 +11,9 @@ protocol), run by ``qpcore.solve``:
   conjugate gradients;
 - :class:`~strategies.active_set.DenseActiveSet`: a dense primal active-set method;
 - :class:`~strategies.asvm.ASVM`: Mangasarian–Musicant's active-set SVM;
+- :class:`~strategies.cutting_plane.OCAS`, :class:`~strategies.cutting_plane.BMRM` and
+  :class:`~strategies.cutting_plane.ActiveSetOCAS`: cutting planes for the hinge-loss linear
+  SVM (the fixed-threshold dual with Q = HHᵀ), the reduced problem solved by any strategy;
 - :class:`~strategies.incas.INCAS`: Scheinberg's active-set method, one variable at a time over a
   bordered Cholesky factor, with an incremental mode (``qpcore.solve(..., resume=)``).
 
@@ -21,11 +24,12 @@ leave-one-out, sliding windows, the regularization path in C).
 
 from strategies.active_set import DenseActiveSet
 from strategies.asvm import ASVM
+from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS
 from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
 from strategies.gradient_projection import GPCG
 from strategies.incas import INCAS
 from strategies.incremental import IncrementalSVM
 from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule
 
-__all__ = ["ASVM", "GPCG", "INCAS", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM",
+__all__ = ["ASVM", "BMRM", "GPCG", "OCAS", "ActiveSetOCAS", "INCAS", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM",
            "MaximalViolatingPair", "OsunaSwap", "PlattHeuristic", "SecondOrderRule", "SteepestFeasible"]

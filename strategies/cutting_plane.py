@@ -316,6 +316,8 @@ class CutState:
     trace: list[dict[str, Any]] = attrs.Factory(list)
     eval_seconds: float = 0.0
     search_seconds: float = 0.0
+    reach: float = 0.0
+    stale: int = 0
     active: Any = None
 
 
@@ -348,6 +350,7 @@ class _CuttingPlane:
     drop_after: int | None = None
     tol_abs: float = 0.0
     target: float | None = None
+    record_iterates: bool = False
 
     #: ``qpcore.solve`` judges ``tol`` on the certificate's relative duality gap (TolRel)
     criterion = "relative_gap"
@@ -422,10 +425,16 @@ class _CuttingPlane:
     def step(self, qp: QP, state: State) -> None:
         """One iteration: the reduced problem, one evaluation, the new point and one new cut."""
         cs: CutState = state.extra
+        before = (cs.F_b, cs.dual)
         self._solve_reduced(state)
         self._advance(qp, state)
         self._manage_cuts(state, qp.n)
         state.primal = cs.w_b
+        # neither bound moving for many iterations (an inner solver that fails, or rounding at
+        # the accuracy limit) ends the run honestly instead of spinning to max_iter
+        cs.stale = cs.stale + 1 if (cs.F_b >= before[0] and cs.dual <= before[1]) else 0
+        if cs.stale >= 50:
+            state.stop = Status.STALLED
 
     def finish(self, qp: QP, state: State) -> None:
         """Write the dual point α_i = u_i Σ_t β_t [i ∈ V_t] (clipped to the box) into ``state.x``."""
@@ -457,6 +466,8 @@ class _CuttingPlane:
                          "primal": cs.F_b, "dual": cs.dual, "cuts": cs.cuts.n,
                          "touched_eval": touched_eval, "touched_search": touched_search,
                          "eval_seconds": cs.eval_seconds, "search_seconds": cs.search_seconds})
+        if self.record_iterates:
+            cs.trace[-1]["w"] = cs.w_b.copy()
 
     def _cut_at(self, qp: QP, m: FloatArray, rho: FloatArray, u: FloatArray) -> tuple[FloatArray, float, BoolArray]:
         viol = rho - m > 0
@@ -530,6 +541,9 @@ class BMRM(_CuttingPlane):
         Stop when F(w_b) − D ≤ tol_abs (libocas's TolAbs).
     target : float, optional
         Stop with status ``target`` once F(w_b) ≤ target (libocas's QPValue).
+    record_iterates : bool
+        Keep a copy of w_b in every trace entry (``trace[k]["w"]``), to judge each iterate
+        afterwards (benchmarks); off by default (dim floats per iteration).
     """
 
     def _advance(self, qp: QP, state: State) -> None:
@@ -581,6 +595,8 @@ class OCAS(_CuttingPlane):
         d = cs.w_t - cs.w_b
         delta = m_t - cs.m_b
         step, examined = line_search(float(cs.w_b @ d), float(d @ d), cs.rho - cs.m_b, delta, cs.u)
+        # how far the margins moved (to the new w_b or to the cut point): the active set's step bound
+        cs.reach = max(step, self.mu) * float(np.abs(delta).max(initial=0.0))
         cs.w_b = cs.w_b + step * d
         cs.m_b = cs.m_b + step * delta
         cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
@@ -596,34 +612,47 @@ class OCAS(_CuttingPlane):
 class ActiveSetOCAS(OCAS):
     """OCAS over an active set of examples (Xiao and Zhou 2013).
 
-    At an exact refresh (a full pass at w_b) each example gets its distance estimate
-    D_i = |ρ_i − h_iᵀw_b| / ‖h_i‖: no point within distance D_i of w_b puts it on the other side of
-    its margin. Given a step bound Λ, the examples with D_i ≤ Λ form the active set X^a; the
-    others keep their side while ‖w − w_ref‖ ≤ Λ, so they enter F as one linear model: the
-    violators among them contribute B_0 − a_Xᵀw (a_X = Σ u_i h_i, their summed subgradient,
-    B_0 = Σ u_i ρ_i). Evaluation at w_t, the line search (restricted to the ball) and the cut
-    then touch X^a only. When w_t or the cut point leaves the ball, or every ``refresh_every``
-    iterations, an exact OCAS iteration over all examples runs and the active set is rebuilt
-    around the new w_b with Λ = ``radius`` × how far the last iteration reached (the larger of the
-    line-search step and the cut point's distance μ‖w_t − w_b‖).
+    At an exact refresh (a full OCAS iteration over all examples) each example gets its distance
+    estimate D_i = |ρ_i − h_iᵀw_b|, how far its margin is from the hinge's kink, and the step
+    bound Λ = ``radius`` × the largest margin change of that iteration (max_i |Δ(h_iᵀw)| over the
+    line-search step and the cut point). The examples with D_i ≤ Λ form the active set X^a; the
+    others are expected to keep their side until the margins have moved by Λ in all, so they
+    enter F as one linear model: the violators among them contribute B_0 − a_Xᵀw, with a_X their
+    summed subgradient Σ u_i h_i and B_0 = Σ u_i ρ_i (together with ½‖w‖² the quadratic
+    A_0 t² + B_0' t + C_0 of the line search along w_b → w_t). Evaluation at w_t, the line search
+    and the cut then touch X^a only.
+
+    The bound is checked as the run goes: the active examples' margin changes are summed, and
+    once they exceed Λ (the fallback), or every ``refresh_every`` iterations, an exact iteration
+    rebuilds the set. Between refreshes F(w_b) is exact when w_b is within the certified radius
+    min_{i∉X^a} D_i/‖h_i‖ of the refresh point (Cauchy–Schwarz), else a lower estimate; a stop
+    (tol or target) is only claimed after an exact evaluation. Every cut is valid whatever the
+    sides (a sum over any subset of examples minorizes the risk), so the dual point stays feasible.
 
     Parameters
     ----------
     refresh_every : int
         Exact refresh at least this often (iterations).
     radius : float
-        Λ as a multiple of the last iteration's reach (≥ 1).
-    mu, inner, inner_tol, max_cuts, drop_after, tol_abs, target
+        Λ as a multiple of the last exact iteration's largest margin change (≥ 1); doubled when
+        the set is outrun within two iterations, narrowed back when it lasts to the refresh.
+    max_fraction : float
+        Iterate over all examples (plain OCAS) while the active set would hold more than this
+        fraction of them (the first iterations, when the margins move a lot).
+    mu, inner, inner_tol, max_cuts, drop_after, tol_abs, target, record_iterates
         As for :class:`OCAS`.
     """
 
     refresh_every: int = 20
-    radius: float = 4.0
+    radius: float = 3.0
+    max_fraction: float = 0.5
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         if self.refresh_every < 1:
             raise ProblemError(f"refresh_every: must be ≥ 1, got {self.refresh_every}")
+        if not 0 < self.max_fraction <= 1:
+            raise ProblemError(f"max_fraction: must be in (0, 1], got {self.max_fraction}")
         if not self.radius >= 1:
             raise ProblemError(f"radius: must be ≥ 1, got {self.radius}")
 
@@ -632,47 +661,103 @@ class ActiveSetOCAS(OCAS):
         norms = np.sqrt(np.maximum(Q.diag(), 0.0))     # ‖h_i‖ (d = 0)
         state.extra.active = _Active(norms=norms)
 
+    def converged(self, qp: QP, state: State, tol: float) -> bool:
+        """As OCAS, but a stop is claimed only on an exactly evaluated F(w_b)."""
+        cs: CutState = state.extra
+        act: _Active = cs.active
+        gap = cs.F_b - cs.dual
+        met = gap <= tol * abs(cs.F_b) or gap <= self.tol_abs
+        hit = self.target is not None and cs.F_b <= self.target
+        if (met or hit) and not act.exact:
+            self._verify(qp, state)
+        return super().converged(qp, state, tol)
+
+    def _verify(self, qp: QP, state: State) -> None:
+        """F(w_b) from all examples (one pass), and a new active set around w_b."""
+        cs: CutState = state.extra
+        act: _Active = cs.active
+        Q: Any = qp.Q
+        cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
+        state.counters["passes"] += 1
+        state.counters["verifications"] = state.counters.get("verifications", 0) + 1
+        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
+        act.exact = True
+        if act.Q is not None:
+            self._rebuild(qp, state)
+
     def _advance(self, qp: QP, state: State) -> None:
         cs: CutState = state.extra
         act: _Active = cs.active
         act.age += 1
-        if act.Q is None or act.age > self.refresh_every:
-            self._exact(qp, state)
+        if act.Q is None:
+            # no set yet (or the margins still move too much): a plain OCAS iteration
+            act.exact = True
+            OCAS._advance(self, qp, state)
+            self._rebuild(qp, state)
             return
+        if act.age > self.refresh_every:
+            act.scale = max(1.0, 0.75 * act.scale)     # it held to the periodic refresh: narrow it
+            if not self._refresh(qp, state):
+                act.exact = True
+                OCAS._advance(self, qp, state)
+                self._rebuild(qp, state)
+                return
+        for attempt in range(2):
+            if self._active_iteration(qp, state):
+                return
+            # the fallback: the margins moved by more than the step bound, so inactive examples
+            # may have crossed. A set outrun within two iterations was too narrow: the next is
+            # built twice as wide around the same w_b, from exact margins, and the iteration redone
+            if act.age <= 2:
+                act.scale *= 2.0
+            if attempt or not self._refresh(qp, state):
+                break
+        act.exact = True
+        OCAS._advance(self, qp, state)
+        self._rebuild(qp, state)
+
+    def _refresh(self, qp: QP, state: State) -> bool:
+        """The exact refresh: w_b's margins from all examples (one pass), F(w_b) exact, a new
+        active set around w_b; False when the set would be too large to pay."""
+        cs: CutState = state.extra
+        Q: Any = qp.Q
+        t0 = time.perf_counter()
+        cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
+        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
+        cs.eval_seconds += time.perf_counter() - t0
+        state.counters["passes"] += 1
+        state.counters["refreshes"] += 1
+        self._rebuild(qp, state)
+        return cs.active.Q is not None
+
+    def _active_iteration(self, qp: QP, state: State) -> bool:
+        """OCAS's evaluation, line search and cut over the active set; False (nothing changed)
+        when the margins would move past the step bound."""
+        cs: CutState = state.extra
+        act: _Active = cs.active
         d = cs.w_t - cs.w_b
-        # the cut point w_c lies between w_b and w_t; both it and the searched segment must stay
-        # within the ball of radius Λ around w_ref, where the inactive examples keep their side
-        t_max = _ball_exit(cs.w_b - act.w_ref, d, act.radius)
-        if t_max <= 0:
-            self._exact(qp, state)
-            return
         t0 = time.perf_counter()
         m_t = np.asarray(act.Q.matvec_lowrank(cs.w_t), dtype=np.float64)
         t1 = time.perf_counter()
         rho_a, u_a = act.rho, act.u
         delta = m_t - act.m_b
         # the inactive violators are linear in w: slope −a_Xᵀd along the ray
-        step, examined = line_search(float(cs.w_b @ d), float(d @ d), rho_a - act.m_b, delta, u_a,
-                                     slope=-float(act.a_X @ d), t_max=min(t_max, np.inf))
-        if step >= t_max and t_max < np.inf:
-            # the minimizer may lie beyond the ball: the linear model is not valid there
-            cs.eval_seconds += t1 - t0
+        step, _ = line_search(float(cs.w_b @ d), float(d @ d), rho_a - act.m_b, delta, u_a,
+                              slope=-float(act.a_X @ d))
+        reach = max(step, self.mu) * float(np.abs(delta).max(initial=0.0))
+        cs.reach = reach
+        cs.eval_seconds += t1 - t0
+        if act.drift + reach > act.bound:
             cs.search_seconds += time.perf_counter() - t1
-            self._exact(qp, state)
-            return
+            return False
+        act.drift += reach
         w_b = cs.w_b + step * d
         m_b = act.m_b + step * delta
-        F_b = 0.5 * float(w_b @ w_b) + _risk(m_b, rho_a, u_a) + act.B_0 - float(act.a_X @ w_b)
-        t2 = time.perf_counter()
-        cs.eval_seconds += t1 - t0
-        cs.search_seconds += t2 - t1
-        w_c = (1.0 - self.mu) * w_b + self.mu * cs.w_t
-        if float(np.linalg.norm(w_c - act.w_ref)) > act.radius:
-            self._exact(qp, state)
-            return
-        cs.w_b, act.m_b, cs.F_b = w_b, m_b, F_b
-        cs.m_t = None         # margins of w_t over the active set only
-        act.last_step = _movement(step, d, self.mu)
+        cs.F_b = 0.5 * float(w_b @ w_b) + _risk(m_b, rho_a, u_a) + act.B_0 - float(act.a_X @ w_b)
+        cs.search_seconds += time.perf_counter() - t1
+        cs.w_b, act.m_b = w_b, m_b
+        cs.m_t = None         # w_t's margins are known on the active set only
+        act.exact = float(np.linalg.norm(w_b - act.w_ref)) <= act.safe
         # the cut at w_c: the inactive violators' part is a_X, B_0 and their member bits
         m_c = (1.0 - self.mu) * m_b + self.mu * m_t
         viol = rho_a - m_c > 0
@@ -684,33 +769,26 @@ class ActiveSetOCAS(OCAS):
         cs.cuts.add(a, b, _pack(mask))
         state.counters["cuts_added"] += 1
         self._record(state, int(act.idx.size), int(act.idx.size))
+        return True
 
-    def _exact(self, qp: QP, state: State) -> None:
-        """A full OCAS iteration, then a new active set around the new w_b."""
-        cs: CutState = state.extra
-        act: _Active = cs.active
-        if act.Q is not None:
-            # bring the full margins of w_b up to date (one pass) before the full iteration
-            Q: Any = qp.Q
-            cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
-            state.counters["passes"] += 1
-        w_before, d = cs.w_b, cs.w_t - cs.w_b
-        OCAS._advance(self, qp, state)
-        state.counters["refreshes"] += 1
-        step = float((cs.w_b - w_before) @ d) / max(float(d @ d), 1e-300)
-        act.last_step = _movement(step, d, self.mu)
-        self._rebuild(qp, state)
+    def _record(self, state: State, touched_eval: int, touched_search: int) -> None:
+        super()._record(state, touched_eval, touched_search)
+        state.extra.trace[-1]["primal_exact"] = bool(state.extra.active.exact)
 
     def _rebuild(self, qp: QP, state: State) -> None:
         cs: CutState = state.extra
         act: _Active = cs.active
         Q: Any = qp.Q
-        radius = self.radius * max(act.last_step, 1e-300)
+        bound = self.radius * act.scale * max(cs.reach, 1e-12 * (1.0 + float(np.abs(cs.m_b).max(initial=0.0))))
         res = cs.rho - cs.m_b
-        with np.errstate(divide="ignore"):
-            dist = np.abs(res) / act.norms
-        inside = dist <= radius
+        dist = np.abs(res)
+        inside = dist <= bound
         act.idx = np.flatnonzero(inside)
+        if act.idx.size > self.max_fraction * qp.n:
+            # early on the margins move too much for a small set: plain OCAS iterations until then
+            act.Q = None
+            act.exact = True
+            return
         act.Q = Q.subset(act.idx)
         act.m_b = cs.m_b[act.idx].copy()
         act.rho, act.u = cs.rho[act.idx], cs.u[act.idx]
@@ -719,9 +797,15 @@ class ActiveSetOCAS(OCAS):
         act.a_X = np.asarray(Q.rmatvec_lowrank(v), dtype=np.float64)
         act.B_0 = float(v @ cs.rho)
         state.counters["passes"] += 1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(act.norms > 0, dist / act.norms, np.inf)
+        # within this distance of w_ref no inactive example can cross: F is exact there
+        act.safe = float(ratio[~inside].min(initial=np.inf))
         act.w_ref = cs.w_b.copy()
-        act.radius = radius
+        act.bound = bound
+        act.drift = 0.0
         act.age = 0
+        act.exact = True
 
 
 @attrs.define(eq=False)
@@ -736,24 +820,9 @@ class _Active:
     a_X: FloatArray = attrs.Factory(lambda: np.zeros(0))
     B_0: float = 0.0
     w_ref: FloatArray = attrs.Factory(lambda: np.zeros(0))
-    radius: float = 0.0
-    last_step: float = 0.0
+    bound: float = 0.0
+    drift: float = 0.0
+    safe: float = 0.0
+    exact: bool = True
     age: int = 0
-
-
-def _movement(step: float, d: FloatArray, mu: float) -> float:
-    """How far the last iteration reached from w_b: the line-search step or the cut point."""
-    return max(step, mu) * float(np.sqrt(d @ d))
-
-
-def _ball_exit(p: FloatArray, d: FloatArray, radius: float) -> float:
-    """The largest t ≥ 0 with ‖p + t d‖ ≤ radius (p inside the ball): a root of a quadratic."""
-    dd = float(d @ d)
-    pp = float(p @ p)
-    if pp > radius * radius:
-        return 0.0
-    if dd == 0:
-        return np.inf
-    pd = float(p @ d)
-    disc = pd * pd + dd * (radius * radius - pp)
-    return float((-pd + np.sqrt(max(disc, 0.0))) / dd)
+    scale: float = 1.0
