@@ -208,7 +208,9 @@ class DenseActiveSet:
         # otherwise creep forever, and a face whose only free direction the equality forbids
         # would repeat a zero step): its face counts as minimized
         slope = float(g[F] @ p_F) if F.size else 0.0
-        curv = float(p_F @ (Q[np.ix_(F, F)] @ p_F)) if F.size else 0.0
+        QF = Q[F]                                   # the face's rows (contiguous; Q is symmetric)
+        QFp = p_F @ QF if F.size else np.zeros(qp.n)
+        curv = float(QFp[F] @ p_F) if F.size else 0.0
         gain = -(slope + 0.5 * curv)
         size = float(np.abs(g).max(initial=0.0)) * float(np.abs(x).max(initial=0.0)) + abs(float(x @ (g + qp.c))) + 1.0
         if F.size and p_F.any() and ((not consistent and slope < 0.0) or (consistent and gain > 1e-15 * size)):
@@ -246,7 +248,7 @@ class DenseActiveSet:
                 state.counters["null_moves"] += 1
 
             x[F] += alpha * p_F
-            g += alpha * (Q[:, F] @ p_F)
+            g += alpha * QFp
             if blocked and (alpha < 1.0 or not consistent):
                 # exactly on the blocking bound, which joins the working set; the status is kept
                 # as a working set, not recomputed from x: a released variable still sitting on

@@ -84,14 +84,19 @@ def line_search(wd: float, dd: float, r: FloatArray, delta: FloatArray, u: Float
         How many breakpoints the search looked at.
     """
     ud = u * delta
-    viol = r > 0
-    s0 = wd + slope - float(ud[viol].sum()) - float(ud[(r == 0) & (delta < 0)].sum())
+    # violating just after t = 0: r > 0, or r = 0 with δ < 0 (rare; then t_i = 0 is no breakpoint)
+    s0 = wd + slope - float(np.where(r > 0, ud, 0.0).sum())
+    edge = (r == 0) & (delta < 0)
+    if edge.any():
+        s0 -= float(ud[edge].sum())
     if s0 >= 0 or t_max <= 0:
         return 0.0, 0
     # a breakpoint t_i = r_i/δ_i > 0 needs r_i and δ_i of one sign: a violator that stops
-    # violating (δ > 0) or a satisfied example that starts (δ < 0)
-    keep = np.flatnonzero(np.where(viol, delta > 0, (r < 0) & (delta < 0)))
-    ts = r[keep] / delta[keep]
+    # violating (δ > 0) or a satisfied example that starts (δ < 0); δ = 0 gives ±inf or NaN
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tb = r / delta
+    keep = np.flatnonzero((tb > 0) & (tb < np.inf))
+    ts = tb[keep]
     jumps = np.abs(ud[keep])
     examined = int(ts.size)
     base = 0.0          # the jumps of breakpoints known to lie left of the window
@@ -491,7 +496,10 @@ class _CuttingPlane:
         # the slack absorbs rounding so the warm start is feasible
         x0[-1] = max(0.0, 1.0 - float(x0[:-1].sum()))
         scale = max(1.0, abs(cs.F_b))
-        tol = self.inner_tol if self.inner_tol is not None else max(1e-13 * scale, 0.01 * cs.tol * scale)
+        # 1 % of the outer target, or of the current gap while it is larger: an early reduced
+        # problem need not be solved finer than the model it comes from is good
+        tol = self.inner_tol if self.inner_tol is not None else max(1e-13 * scale, 0.01 * cs.tol * scale,
+                                                                     0.01 * (cs.F_b - cs.dual))
         x = _inner_solve(self.inner, rqp, x0, tol, state)
         beta = np.maximum(x[:-1], 0.0)
         tot = float(beta.sum())
