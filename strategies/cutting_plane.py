@@ -434,6 +434,9 @@ class _CuttingPlane:
         self._solve_reduced(state)
         self._advance(qp, state)
         self._manage_cuts(state, qp.n)
+        state.counters["cuts"] = cs.cuts.n
+        if cs.trace:
+            cs.trace[-1]["cuts"] = cs.cuts.n
         state.primal = cs.w_b
         # neither bound moving for many iterations (an inner solver that fails, or rounding at
         # the accuracy limit) ends the run honestly instead of spinning to max_iter
