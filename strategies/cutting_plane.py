@@ -236,17 +236,27 @@ class Cuts:
         self.G[:k, 0] = row
         self.idle[0] = 0
 
-    def reduced_qp(self) -> QP:
-        """min ½βᵀGβ − bᵀβ over β, s ≥ 0 with Σβ + s = 1, as a qpcore QP (the slack last)."""
+    def reduced_qp(self) -> tuple[QP, float]:
+        """min ½βᵀGβ − bᵀβ over β, s ≥ 0 with Σβ + s = 1, as a qpcore QP in θ = γβ (the slack last).
+
+        The cuts of m examples have norms up to ~m while w = Σβ_t a_t stays O(1), so β is ~1/m:
+        in θ = γβ with γ = max_t ‖a_t‖ the matrix G/γ², the costs b/γ and θ are all O(1) and the
+        inner strategy's relative tolerances mean what they say. Returns the QP and γ.
+        """
         k = self.n
+        diag = np.diagonal(self.G)[:k]
+        gamma = float(np.sqrt(diag.max(initial=0.0)))
+        if not gamma > 0:
+            gamma = 1.0
         M = np.zeros((k + 1, k + 1))
-        M[:k, :k] = self.G[:k, :k]
+        M[:k, :k] = self.G[:k, :k] / (gamma * gamma)
         Q = DenseQ.trusted(M)
         Q.psd = True        # a Gram matrix
         c = np.zeros(k + 1)
-        c[:k] = -self.b[:k]
-        # valid by construction (a Gram matrix, the simplex): built every iteration, not re-checked
-        return QP.trusted(Q, c, np.zeros(k + 1), np.ones(k + 1), np.ones((1, k + 1)), np.ones(1))
+        c[:k] = -self.b[:k] / gamma
+        # valid by construction (a Gram matrix, a scaled simplex): built every iteration, not re-checked
+        qp = QP.trusted(Q, c, np.zeros(k + 1), np.full(k + 1, gamma), np.ones((1, k + 1)), np.array([gamma]))
+        return qp, gamma
 
 
 def _inner_solve(inner: Strategy, qp: QP, x0: FloatArray, tol: float, state: State) -> FloatArray:
@@ -269,7 +279,8 @@ def _inner_solve(inner: Strategy, qp: QP, x0: FloatArray, tol: float, state: Sta
     if fin is not None:
         fin(qp, st)
     x: FloatArray = st.x
-    if not np.isfinite(x).all() or np.any(x < -1e-12) or abs(float(x.sum()) - 1.0) > 1e-9:
+    total = float(qp.b[0])
+    if not np.isfinite(x).all() or np.any(x < -1e-12 * total) or abs(float(x.sum()) - total) > 1e-9 * total:
         # an inner failure must not break dual feasibility: fall back to the warm start
         return x0
     return x
@@ -494,17 +505,18 @@ class _CuttingPlane:
     def _solve_reduced(self, state: State) -> None:
         cs: CutState = state.extra
         cuts = cs.cuts
-        rqp = cuts.reduced_qp()
-        x0 = np.append(cuts.beta, cuts.slack)
+        rqp, gamma = cuts.reduced_qp()
+        x0 = np.append(cuts.beta, cuts.slack) * gamma
         # the slack absorbs rounding so the warm start is feasible
-        x0[-1] = max(0.0, 1.0 - float(x0[:-1].sum()))
+        x0[-1] = max(0.0, gamma - float(x0[:-1].sum()))
         scale = max(1.0, abs(cs.F_b))
         # 1 % of the outer target, or of the current gap while it is larger: an early reduced
-        # problem need not be solved finer than the model it comes from is good
+        # problem need not be solved finer than the model it comes from is good (objective
+        # units; the measure in θ is the gradient in β over γ, and Σθ ≤ γ)
         tol = self.inner_tol if self.inner_tol is not None else max(1e-13 * scale, 0.01 * cs.tol * scale,
                                                                      0.01 * (cs.F_b - cs.dual))
-        x = _inner_solve(self.inner, rqp, x0, tol, state)
-        beta = np.maximum(x[:-1], 0.0)
+        x = _inner_solve(self.inner, rqp, x0, tol / gamma, state)
+        beta = np.maximum(x[:-1], 0.0) / gamma
         tot = float(beta.sum())
         if tot > 1.0:
             beta /= tot
