@@ -48,6 +48,7 @@ if __name__ == "__main__":
         os.environ[_var] = str(os.cpu_count() or 1)
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
@@ -1285,6 +1286,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--svm-dir", type=Path, default=DEFAULT_SVM_DIR,
                    help=f"where the SVMlight files for svmocas are written and reused (default {DEFAULT_SVM_DIR})")
     p.add_argument("--ocas-cache", type=int, default=2000, help="svmocas -s, its cut buffer (its default 2000)")
+    p.add_argument("--cross-rows", default=None, help="crossover row counts, comma-separated (100000,300000,1000000)")
+    p.add_argument("--cross-C", default=None, help="crossover C values, comma-separated (0.1,1,10)")
     p.add_argument("--seed", type=int, default=13, help="generator seed of dense2m, text1m, crossover (13)")
     p.add_argument("--quick", action="store_true", help="small subsets (plumbing; < 1 min), repeat 1")
     p.add_argument("--no-liblinear", action="store_true", help="skip the LIBLINEAR anchor")
@@ -1352,6 +1355,10 @@ def main(argv: list[str] | None = None) -> int:
         log("benchmarks.ocas: scikit-learn is needed for the LIBLINEAR anchor: pip install '.[bench]'")
         return 2
     sz = QUICK if args.quick else FULL
+    if args.cross_rows:
+        sz = dataclasses.replace(sz, cross_rows=tuple(int(v) for v in args.cross_rows.split(",")))
+    if args.cross_C:
+        sz = dataclasses.replace(sz, cross_C=tuple(float(v) for v in args.cross_C.split(",")))
     mode = "quick" if args.quick else "full"
     ctx = Ctx(time_limit=args.time_limit, anchor_timeout=args.anchor_timeout, repeat=args.repeat, long=args.long,
               threads=args.threads, pair_below=args.pair_below)

@@ -84,31 +84,31 @@ def line_search(wd: float, dd: float, r: FloatArray, delta: FloatArray, u: Float
         How many breakpoints the search looked at.
     """
     ud = u * delta
-    # violating just after t = 0: r > 0, or r = 0 with δ < 0 (rare; then t_i = 0 is no breakpoint)
-    s0 = wd + slope - float(np.where(r > 0, ud, 0.0).sum())
-    edge = (r == 0) & (delta < 0)
-    if edge.any():
-        s0 -= float(ud[edge].sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tb = r / delta
+    # violating just after t = 0: r > 0, or r = 0 with δ < 0 (then t_i = ±0 is no breakpoint)
+    s0 = wd + slope - float(ud[r > 0].sum())
+    zero = tb == 0
+    if zero.any():
+        s0 -= float(ud[zero & (delta < 0)].sum())
     if s0 >= 0 or t_max <= 0:
         return 0.0, 0
     # a breakpoint t_i = r_i/δ_i > 0 needs r_i and δ_i of one sign: a violator that stops
-    # violating (δ > 0) or a satisfied example that starts (δ < 0); δ = 0 gives ±inf or NaN
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tb = r / delta
-    keep = np.flatnonzero((tb > 0) & (tb < np.inf))
-    ts = tb[keep]
-    jumps = np.abs(ud[keep])
-    examined = int(ts.size)
+    # violating (δ > 0) or a satisfied example that starts (δ < 0); δ = 0 gives ±inf or NaN.
+    # Those in (0, 1] first (t = 1 is w_t itself, and the minimizer usually lies below): one
+    # pass over all m decides the side, and only the short list is gathered
+    near = np.flatnonzero((tb > 0) & (tb <= 1.0))
+    ts = tb[near]
+    jumps = np.abs(ud[near])
     base = 0.0          # the jumps of breakpoints known to lie left of the window
-    # one cheap split at t = 1 (w_t itself), where the minimizer usually lies below
-    if ts.size > _SELECT_BELOW:
-        left = ts <= 1.0
-        jl = float(jumps[left].sum())
-        if s0 + dd + jl >= 0:
-            ts, jumps = ts[left], jumps[left]
-        else:
-            base = jl
-            ts, jumps = ts[~left], jumps[~left]
+    examined = int(ts.size)
+    jl = float(jumps.sum())
+    if s0 + dd + jl < 0:
+        far = np.flatnonzero((tb > 1.0) & (tb < np.inf))
+        base = jl
+        ts = tb[far]
+        jumps = np.abs(ud[far])
+        examined += int(ts.size)
     # selection: the right derivative at a pivot p is s0 + p·dd + base + Σ_{t_i ≤ p} jump_i
     while ts.size > _SELECT_BELOW:
         k = ts.size // 2
