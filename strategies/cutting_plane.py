@@ -135,7 +135,7 @@ def line_search(wd: float, dd: float, r: FloatArray, delta: FloatArray, u: Float
         left_end = s0 + float(ts[k]) * dd + before
         t = float(ts[k]) if left_end < 0 or dd == 0 else -(s0 + before) / dd
     else:
-        total = base + (float(cum[-1]) if cum.size else 0.0)
+        total = float(cum[-1]) if cum.size else base     # cum already starts from base
         if dd <= 0:
             return float(t_max), examined    # linear and decreasing to the end of the interval
         t = -(s0 + total) / dd
@@ -700,30 +700,56 @@ class ActiveSetOCAS(OCAS):
         cs: CutState = state.extra
         act: _Active = cs.active
         Q: Any = qp.Q
-        cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
-        state.counters["passes"] += 1
+        self._evaluate_exactly(qp, state)
         state.counters["verifications"] = state.counters.get("verifications", 0) + 1
-        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
-        act.exact = True
         if act.Q is not None:
             self._rebuild(qp, state)
+
+    def _evaluate_exactly(self, qp: QP, state: State) -> None:
+        """F(w_b) and its margins from all examples (one pass). An estimate that led w_b to a point
+        worse than the best exactly evaluated one is undone: w_b goes back there (the best point
+        never gets worse in exact terms)."""
+        cs: CutState = state.extra
+        act: _Active = cs.active
+        Q: Any = qp.Q
+        t0 = time.perf_counter()
+        estimate = cs.F_b
+        cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
+        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
+        cs.eval_seconds += time.perf_counter() - t0
+        if not act.exact and cs.F_b > estimate + 1e-12 * abs(cs.F_b):
+            # the inactive part was wrong: its cuts were no subgradients and may not cut off the
+            # reduced solution, so the next iteration runs over all examples, with a wider set after
+            act.misled = True
+        state.counters["passes"] += 1
+        if act.best_w is not None and cs.F_b > act.best_F:
+            cs.w_b, cs.m_b, cs.F_b = act.best_w.copy(), act.best_m.copy(), act.best_F
+            state.counters["reverted"] = state.counters.get("reverted", 0) + 1
+        act.exact = True
+        self._keep_best(state)
+
+    def _keep_best(self, state: State) -> None:
+        cs: CutState = state.extra
+        act: _Active = cs.active
+        if act.best_w is None or cs.F_b <= act.best_F:
+            act.best_w, act.best_m, act.best_F = cs.w_b.copy(), cs.m_b.copy(), cs.F_b
 
     def _advance(self, qp: QP, state: State) -> None:
         cs: CutState = state.extra
         act: _Active = cs.active
         act.age += 1
-        if act.Q is None:
-            # no set yet (or the margins still move too much): a plain OCAS iteration
-            act.exact = True
-            OCAS._advance(self, qp, state)
-            self._rebuild(qp, state)
+        if act.Q is None or act.misled:
+            # no set yet, the margins still move too much, or the set misled the last estimate:
+            # a plain OCAS iteration (its cut is an exact subgradient)
+            if act.misled:
+                act.misled = False
+                act.scale *= 2.0
+            self._full(qp, state)
             return
         if act.age > self.refresh_every:
             act.scale = max(1.0, 0.75 * act.scale)     # it held to the periodic refresh: narrow it
             if not self._refresh(qp, state):
-                act.exact = True
-                OCAS._advance(self, qp, state)
-                self._rebuild(qp, state)
+                self._full(qp, state)
                 return
         for attempt in range(2):
             if self._active_iteration(qp, state):
@@ -735,20 +761,20 @@ class ActiveSetOCAS(OCAS):
                 act.scale *= 2.0
             if attempt or not self._refresh(qp, state):
                 break
-        act.exact = True
+        self._full(qp, state)
+
+    def _full(self, qp: QP, state: State) -> None:
+        """A plain OCAS iteration over all examples (exact margins of w_b at hand), then a new set."""
+        state.extra.active.exact = True
         OCAS._advance(self, qp, state)
+        self._keep_best(state)
         self._rebuild(qp, state)
 
     def _refresh(self, qp: QP, state: State) -> bool:
         """The exact refresh: w_b's margins from all examples (one pass), F(w_b) exact, a new
         active set around w_b; False when the set would be too large to pay."""
         cs: CutState = state.extra
-        Q: Any = qp.Q
-        t0 = time.perf_counter()
-        cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
-        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
-        cs.eval_seconds += time.perf_counter() - t0
-        state.counters["passes"] += 1
+        self._evaluate_exactly(qp, state)
         state.counters["refreshes"] += 1
         self._rebuild(qp, state)
         return cs.active.Q is not None
@@ -770,17 +796,21 @@ class ActiveSetOCAS(OCAS):
         reach = max(step, self.mu) * float(np.abs(delta).max(initial=0.0))
         cs.reach = reach
         cs.eval_seconds += t1 - t0
-        if act.drift + reach > act.bound:
-            cs.search_seconds += time.perf_counter() - t1
-            return False
-        act.drift += reach
         w_b = cs.w_b + step * d
         m_b = act.m_b + step * delta
-        cs.F_b = 0.5 * float(w_b @ w_b) + _risk(m_b, rho_a, u_a) + act.B_0 - float(act.a_X @ w_b)
+        F_b = 0.5 * float(w_b @ w_b) + _risk(m_b, rho_a, u_a) + act.B_0 - float(act.a_X @ w_b)
         cs.search_seconds += time.perf_counter() - t1
-        cs.w_b, act.m_b = w_b, m_b
+        # within the certified radius the model is exact; beyond it the step bound is a guess,
+        # refused when the margins moved past it or when the estimate (a lower bound of F, as
+        # the inactive part is a minorant) falls below the cutting-plane bound D ≤ min F:
+        # then some inactive example has certainly crossed
+        exact = float(np.linalg.norm(w_b - act.w_ref)) <= act.safe
+        if not exact and (act.drift + reach > act.bound or F_b < cs.dual):
+            return False
+        act.drift += reach
+        cs.w_b, act.m_b, cs.F_b = w_b, m_b, F_b
         cs.m_t = None         # w_t's margins are known on the active set only
-        act.exact = float(np.linalg.norm(w_b - act.w_ref)) <= act.safe
+        act.exact = exact
         # the cut at w_c: the inactive violators' part is a_X, B_0 and their member bits
         m_c = (1.0 - self.mu) * m_b + self.mu * m_t
         viol = rho_a - m_c > 0
@@ -849,3 +879,7 @@ class _Active:
     exact: bool = True
     age: int = 0
     scale: float = 1.0
+    best_w: FloatArray | None = None
+    best_m: FloatArray = attrs.Factory(lambda: np.zeros(0))
+    best_F: float = np.inf
+    misled: bool = False
