@@ -541,10 +541,13 @@ def _format_floats(v: FloatArray) -> NDArray[np.uint8]:
     src[20:25] = _EXP_TEXT_T[:, e10 + 324]
     key = np.where((e10 >= -4) & (e10 < 16), e10 + 4, 20)
     kinds = np.unique(key)
-    text = src[_LAYOUT[kinds[0]]]
-    for k in kinds[1:]:
-        np.copyto(text, src[_LAYOUT[k]], where=key == k)
-    out = np.ascontiguousarray(text.T)
+    if kinds.size == 1:
+        out = np.ascontiguousarray(src[_LAYOUT[kinds[0]]].T)
+    else:                          # each layout on its own values: work in proportion to n
+        out = np.empty((n, _TEXT_WIDTH), dtype=np.uint8)
+        for k in kinds:
+            rows = np.flatnonzero(key == k)
+            out[rows] = np.take(src, rows, axis=1)[_LAYOUT[k]].T
     bad = np.flatnonzero(~ok)
     if bad.size:
         out[bad] = 0
