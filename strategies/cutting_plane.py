@@ -259,15 +259,17 @@ class Cuts:
         return qp, gamma
 
 
-def _inner_solve(inner: Strategy, qp: QP, x0: FloatArray, tol: float, state: State) -> FloatArray:
+def _inner_solve(inner: Strategy, qp: QP, x0: FloatArray, tol: float, state: State,
+                 max_steps: int | None = None) -> FloatArray:
     """The inner strategy's own init/step/converged on the reduced problem, without the outer
     loop's certificate: the reduced problem is tiny and solved every iteration, and any feasible
     β is a valid dual point (its value is computed exactly afterwards). Stops at the deadline,
-    at a status the strategy sets, or after 100·(k + 10) steps."""
+    at a status the strategy sets, or after ``max_steps`` (default 100·(k + 10); counted in
+    ``inner_cut_short``)."""
     st = inner.init(qp, x0, tol)
     st.deadline = state.deadline
     steps = 0
-    limit = 100 * (qp.n + 10)
+    limit = 100 * (qp.n + 10) if max_steps is None else max_steps
     while st.stop is None and not inner.converged(qp, st, tol) and steps < limit:
         inner.step(qp, st)
         st.iteration += 1
@@ -275,6 +277,8 @@ def _inner_solve(inner: Strategy, qp: QP, x0: FloatArray, tol: float, state: Sta
         if steps % 32 == 0 and st.out_of_time():
             break
     state.counters["inner_iterations"] += steps
+    if steps >= limit:
+        state.counters["inner_cut_short"] = state.counters.get("inner_cut_short", 0) + 1
     fin = getattr(inner, "finish", None)
     if fin is not None:
         fin(qp, st)
@@ -515,7 +519,11 @@ class _CuttingPlane:
         # units; the measure in θ is the gradient in β over γ, and Σθ ≤ γ)
         tol = self.inner_tol if self.inner_tol is not None else max(1e-13 * scale, 0.01 * cs.tol * scale,
                                                                      0.01 * (cs.F_b - cs.dual))
-        x = _inner_solve(self.inner, rqp, x0, tol / gamma, state)
+        # an explicit inner_tol gets a hundred times the step budget (a first-order inner method
+        # on these rank-deficient problems can need tens of thousands of steps); a solve cut
+        # short still gives a valid dual point and is counted in inner_cut_short
+        x = _inner_solve(self.inner, rqp, x0, tol / gamma, state,
+                         max_steps=None if self.inner_tol is None else 10_000 * (rqp.n + 10))
         beta = np.maximum(x[:-1], 0.0) / gamma
         tot = float(beta.sum())
         if tot > 1.0:
@@ -555,7 +563,8 @@ class BMRM(_CuttingPlane):
     inner : Strategy
         Solves the reduced QP (any qpcore strategy: DenseActiveSet, SMO, GPCG).
     inner_tol : float, optional
-        Its tolerance (default: 1 % of the outer absolute target, tol·|F|).
+        Its tolerance (default: 1 % of the outer absolute target tol·|F|, or of the gap while
+        larger, with at most 100·(k + 10) inner steps; given explicitly, 10,000·(k + 10) steps).
     max_cuts : int, optional
         At most this many cuts: the two oldest are aggregated (their β-weighted mean).
     drop_after : int, optional
@@ -617,11 +626,20 @@ class OCAS(_CuttingPlane):
         cs.m_t = m_t
         d = cs.w_t - cs.w_b
         delta = m_t - cs.m_b
-        step, examined = line_search(float(cs.w_b @ d), float(d @ d), cs.rho - cs.m_b, delta, cs.u)
+        dd = float(d @ d)
+        if dd <= (1e-13 * max(1.0, float(np.sqrt(cs.w_b @ cs.w_b)))) ** 2:
+            step, examined = 0.0, 0     # w_t = w_b to rounding: δ is cancellation noise, no direction
+        else:
+            step, examined = line_search(float(cs.w_b @ d), dd, cs.rho - cs.m_b, delta, cs.u)
         # how far the margins moved (to the new w_b or to the cut point): the active set's step bound
         cs.reach = max(step, self.mu) * float(np.abs(delta).max(initial=0.0))
         cs.w_b = cs.w_b + step * d
-        cs.m_b = cs.m_b + step * delta
+        if step <= 4.0:
+            cs.m_b = cs.m_b + step * delta
+        else:
+            # a long step amplifies the rounding of δ: the margins of the new point afresh
+            cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
+            state.counters["passes"] += 1
         cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
         t2 = time.perf_counter()
         cs.eval_seconds += t1 - t0
@@ -790,9 +808,14 @@ class ActiveSetOCAS(OCAS):
         t1 = time.perf_counter()
         rho_a, u_a = act.rho, act.u
         delta = m_t - act.m_b
+        dd = float(d @ d)
+        if dd <= (1e-13 * max(1.0, float(np.sqrt(cs.w_b @ cs.w_b)))) ** 2 or not dd > 0:
+            return False        # no direction to rounding: the exact iteration decides
         # the inactive violators are linear in w: slope −a_Xᵀd along the ray
-        step, _ = line_search(float(cs.w_b @ d), float(d @ d), rho_a - act.m_b, delta, u_a,
+        step, _ = line_search(float(cs.w_b @ d), dd, rho_a - act.m_b, delta, u_a,
                               slope=-float(act.a_X @ d))
+        if step > 4.0:
+            return False        # a long step amplifies δ's rounding: the exact iteration takes it
         reach = max(step, self.mu) * float(np.abs(delta).max(initial=0.0))
         cs.reach = reach
         cs.eval_seconds += t1 - t0
