@@ -428,7 +428,7 @@ class _CuttingPlane:
         state.counters.update(passes=passes, cuts=0, cuts_added=0, inner_iterations=0, refreshes=0,
                               touched_eval=0, touched_search=0, aggregated=0, dropped=0)
         self._start(qp, state)
-        self._add_cut(qp, state, m_b, None)
+        self._add_cut(qp, state, m_b)
         self._record(state, qp.n, 0)
         return state
 
@@ -499,7 +499,7 @@ class _CuttingPlane:
         a = np.asarray(Q.rmatvec_lowrank(v), dtype=np.float64)
         return a, float(v @ rho), viol
 
-    def _add_cut(self, qp: QP, state: State, m: FloatArray, _w: FloatArray | None) -> None:
+    def _add_cut(self, qp: QP, state: State, m: FloatArray) -> None:
         cs: CutState = state.extra
         a, b, viol = self._cut_at(qp, m, cs.rho, cs.u)
         state.counters["passes"] += 1
@@ -589,7 +589,7 @@ class BMRM(_CuttingPlane):
         cs.m_t = m_t
         if F_t < cs.F_b:
             cs.w_b, cs.m_b, cs.F_b = cs.w_t.copy(), m_t, F_t
-        self._add_cut(qp, state, m_t, cs.w_t)
+        self._add_cut(qp, state, m_t)
         self._record(state, qp.n, 0)
 
 
@@ -645,7 +645,7 @@ class OCAS(_CuttingPlane):
         cs.eval_seconds += t1 - t0
         cs.search_seconds += t2 - t1
         m_c = (1.0 - self.mu) * cs.m_b + self.mu * m_t
-        self._add_cut(qp, state, m_c, None)
+        self._add_cut(qp, state, m_c)
         self._record(state, qp.n, qp.n)
 
 
