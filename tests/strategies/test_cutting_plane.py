@@ -242,6 +242,7 @@ def test_inner_strategies_give_the_same_iterates(variant: str, seed: int, kind: 
         if F is not None:
             assert abs(F - F_ref) <= tol * max(F, F_ref), name
         compared = 0
+        tied = False
         for (wb0, wt0), (wb1, wt1) in zip(ref, its):
             scale = 1.0 + float(np.abs(wt0).max())
             np.testing.assert_allclose(wt1, wt0, atol=1e-6 * scale, err_msg=f"{name}: w_t at {compared}")
@@ -249,8 +250,9 @@ def test_inner_strategies_give_the_same_iterates(variant: str, seed: int, kind: 
             compared += 1
             cut = wt0 if variant == "BMRM" else (1 - mu) * wb0 + mu * wt0
             if _cut_tie(prob, cut):
+                tied = True
                 break         # the next cut may differ by an example on its margin
-        assert compared >= min(5, len(ref), len(its)), (name, compared)
+        assert tied or compared >= min(5, len(ref), len(its)), (name, compared)
 
 
 # --- the active set -------------------------------------------------------------------------------
