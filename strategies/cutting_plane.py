@@ -62,7 +62,7 @@ def line_search(wd: float, dd: float, r: FloatArray, delta: FloatArray, u: Float
     φ is F(w_b + t d) up to a constant for wd = w_bᵀd, dd = ‖d‖², r = ρ − H w_b (residuals),
     δ = H d. It is convex and piecewise quadratic; its right derivative increases by u_i|δ_i| at
     each breakpoint t_i = r_i / δ_i > 0. The breakpoints are narrowed by selection (median
-    splits, O(m) in all) until a few thousand remain, which are sorted: no O(m log m) sort of
+    splits, O(m) in all) until a few hundred remain, which are sorted: no O(m log m) sort of
     all m of them.
 
     Parameters
@@ -628,9 +628,9 @@ class OCAS(_CuttingPlane):
         delta = m_t - cs.m_b
         dd = float(d @ d)
         if dd <= (1e-13 * max(1.0, float(np.sqrt(cs.w_b @ cs.w_b)))) ** 2:
-            step, examined = 0.0, 0     # w_t = w_b to rounding: δ is cancellation noise, no direction
+            step = 0.0               # w_t = w_b to rounding: δ is cancellation noise, no direction
         else:
-            step, examined = line_search(float(cs.w_b @ d), dd, cs.rho - cs.m_b, delta, cs.u)
+            step, _ = line_search(float(cs.w_b @ d), dd, cs.rho - cs.m_b, delta, cs.u)
         # how far the margins moved (to the new w_b or to the cut point): the active set's step bound
         cs.reach = max(step, self.mu) * float(np.abs(delta).max(initial=0.0))
         cs.w_b = cs.w_b + step * d
