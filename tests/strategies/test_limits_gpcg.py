@@ -118,8 +118,9 @@ def test_resumed_cg_phase_is_the_same_phase() -> None:
     n = 200
     rng = np.random.default_rng(4)
     qp = qpcore.QP(_ill_conditioned(n, 5) + 1e-2 * np.eye(n), rng.normal(size=n), -5.0, 5.0)
-    short = qpcore.solve(qp, GPCG(cg_per_step=3), tol=1e-9, max_iter=100_000)
-    long = qpcore.solve(qp, GPCG(cg_per_step=100_000), tol=1e-9, max_iter=100_000)
+    # CG on the faces (a dense Q would otherwise get Newton steps through a Cholesky factor)
+    short = qpcore.solve(qp, GPCG(cg_per_step=3, face_solver="cg"), tol=1e-9, max_iter=100_000)
+    long = qpcore.solve(qp, GPCG(cg_per_step=100_000, face_solver="cg"), tol=1e-9, max_iter=100_000)
     assert short.converged and long.converged
     assert short.stats["cg_steps"] == long.stats["cg_steps"]
     assert short.iterations > long.iterations
