@@ -37,6 +37,7 @@ def relative_kkt(p: LeastSquaresProblem, x: np.ndarray) -> float:
     (np.ones((3, 8)), GramQ),            # wide
     (sp.csr_matrix(np.eye(8)), GramQ),   # sparse
     (np.ones((1, 4001)), GramQ),         # n past the dense cap (and wide)
+    (np.ones((3600, 1200)), GramQ),      # tall and large: forming AᵀA would cost more than the solve
 ])
 def test_auto_backend(A: Any, expected: type) -> None:
     p = nnls(A, np.ones(A.shape[0]))
