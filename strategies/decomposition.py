@@ -15,6 +15,7 @@ the same way.
 
 from __future__ import annotations
 
+import mmap
 from typing import Any, ClassVar, Literal
 
 import attrs
@@ -33,6 +34,9 @@ FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
 
+#: bytes of a round's temporaries, charged to the row buffer's budget
+_WORKING_BYTES = 40 << 20
+
 __all__ = ["Chunking", "Decomposition", "DecompositionWork", "OsunaSwap", "SteepestFeasible", "violators"]
 
 
@@ -48,6 +52,7 @@ class DecompositionWork:
     row_eps: float = 0.0          # relative rounding of a stored row entry (float32 caches)
     qmax: float = 0.0
     x_fresh: FloatArray = attrs.field(factory=lambda: np.zeros(0))  # where g was last exact
+    g_fresh: FloatArray = attrs.field(factory=lambda: np.zeros(0))  # that exact gradient (float64)
     f: float = 0.0                # the objective, tracked by exact per-round decreases
     noise: float = 0.0            # bound on the float32 summation error in g since the last refresh
     # shrinking: the active variables (sorted) and their mask, None when nothing is shrunk
@@ -55,12 +60,85 @@ class DecompositionWork:
     mask: BoolArray | None = None
     # the rows of recent working sets over the current columns, one slot per row: W[slot] is
     # row slot_var[slot] (−1: empty); slot_of[i] is i's slot or −1. The buffer is reused every
-    # round, since fresh q×n arrays cost more in page faults than in arithmetic.
+    # round, since fresh q×n arrays cost more in page faults than in arithmetic. W is always
+    # C-contiguous, so rows in consecutive slots are computed straight into it and read as views.
     W: NDArray[Any] | None = None
-    base: NDArray[Any] | None = None   # W's storage; W is its first ncols columns
+    base: NDArray[Any] | None = None   # W's flat storage; W is its first cap·ncols items
     slot_var: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
     slot_of: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
     slot_used: NDArray[np.int64] = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+def _row_buffer(size: int, dtype: np.dtype[Any]) -> NDArray[Any]:
+    """An uninitialized flat array of ``size`` items in ordinary 4 KB pages, mapped as touched.
+
+    numpy asks the kernel for transparent huge pages on every large array. Measured on the
+    virtual machines we run on, a 1 GB buffer of huge pages costs 0.1 s to touch when the
+    kernel has huge pages at hand but 1.5-2.5 s when it has not (first use in a process, or right
+    after another solver freed its memory), against a steady 0.4-0.7 s in 4 KB pages; the buffer
+    is streamed row by row, so huge pages bring nothing to its reads.
+    """
+    nbytes = size * dtype.itemsize
+    if nbytes < (64 << 20) or not hasattr(mmap, "MAP_PRIVATE"):
+        return np.empty(size, dtype=dtype)
+    buf = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        buf.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(buf, dtype=dtype)
+
+
+def _runs(sorted_idx: IndexArray) -> list[tuple[int, int]]:
+    """Positions [a, b) of the maximal runs of consecutive integers in a sorted index array."""
+    if sorted_idx.size == 0:
+        return []
+    cut = np.flatnonzero(np.diff(sorted_idx) != 1) + 1
+    starts = np.concatenate([[0], cut])
+    ends = np.concatenate([cut, [sorted_idx.size]])
+    return list(zip(starts.tolist(), ends.tolist()))
+
+
+def _sum16(w: FloatArray, rows: NDArray[Any]) -> FloatArray:
+    """w @ rows in float64; float32 rows are summed 16 at a time in float32 (one batched SGEMM,
+    zero rows padding the last group) and the partial sums added in float64."""
+    if rows.dtype == np.float64:
+        out: FloatArray = w @ rows
+        return out
+    pad = (-w.size) % 16
+    w32 = np.concatenate([w, np.zeros(pad)]).astype(np.float32)
+    if pad:
+        rows = np.concatenate([rows, np.zeros((pad, rows.shape[1]), dtype=rows.dtype)])
+    partial = np.matmul(w32.reshape(-1, 1, 16), rows.reshape(-1, 16, rows.shape[1]))
+    total: FloatArray = partial.sum(axis=0, dtype=np.float64)[0]
+    return total
+
+
+def _row_sum(W: NDArray[Any], slots: IndexArray, w: FloatArray) -> FloatArray:
+    """Σ_k w_k W[slots_k], float64 (float32 rows by :func:`_sum16`).
+
+    Rows in runs of consecutive slots are read in place (views, whole groups of 16); the rest
+    are gathered a chunk at a time, so temporaries stay small and are recycled.
+    """
+    ncols = W.shape[1]
+    delta = np.zeros(ncols)
+    order = np.argsort(slots, kind="stable")
+    sl, w = slots[order], w[order]
+    group = 1 if W.dtype == np.float64 else 16
+    chunk = max(16, ((8 << 20) // max(1, ncols * W.itemsize)) // 16 * 16)
+    rest: list[IndexArray] = []
+    for a, b in _runs(sl):
+        full = a + (b - a) // group * group
+        for k in range(a, full, chunk):
+            e = min(full, k + chunk)
+            s0 = int(sl[k])
+            delta += _sum16(w[k:e], W[s0:s0 + e - k])
+        if full < b:
+            rest.append(np.arange(full, b))
+    if rest:
+        r = np.concatenate(rest)
+        for k in range(0, r.size, chunk):
+            part = r[k:k + chunk]
+            delta += _sum16(w[part], W[sl[part]])
+    return delta
 
 
 def _work(state: State) -> DecompositionWork:
@@ -330,8 +408,9 @@ class Decomposition:
         work.row_eps = float(getattr(qp.Q, "row_eps", np.finfo(row_dtype).eps if row_dtype.kind == "f" else 0.0))
         work.qmax = float(np.abs(qp.Q.diag()).max(initial=0.0))
         work.x_fresh = x.copy()
+        work.g_fresh = g.copy()
         work.f = 0.5 * float(x @ (g + qp.c))
-        state.exact = (x.copy(), g.copy())
+        state.exact = (work.x_fresh, work.g_fresh)
         state.counters.update(rounds=0, inner_iterations=0, working_set_total=0, stalled_subproblems=0,
                               gradient_refreshes=0, rows_reused=0, rows_fetched=0, shrink_events=0,
                               unshrinks=0, active_min=qp.n)
@@ -344,13 +423,24 @@ class Decomposition:
     # -- shrinking -------------------------------------------------------------------------
 
     def _refresh(self, qp: QP, state: State) -> None:
-        """g = Q x + c afresh over all variables (ends shrinking and float32 drift)."""
+        """g = Q x + c exactly, in float64, over all variables (ends shrinking and float32 drift).
+
+        Computed as the last exact gradient plus Q (x − x_fresh): a product over the variables
+        that moved since, which near the end are a few working sets, not every support vector
+        (a full product is the single largest cost of a kernel run).
+        """
         work = _work(state)
-        state.g = qp.gradient(state.x)
+        d = state.x - work.x_fresh
+        moved = int(np.count_nonzero(d))
+        if work.g_fresh.size == qp.n and moved < np.count_nonzero(state.x):
+            state.g = work.g_fresh + qp.Q.matvec(d)
+        else:
+            state.g = qp.gradient(state.x)
+        work.g_fresh = state.g.copy()
         work.x_fresh = state.x.copy()
         work.noise = 0.0
         work.f = 0.5 * float(state.x @ (state.g + qp.c))
-        state.exact = (work.x_fresh, state.g.copy())
+        state.exact = (work.x_fresh, work.g_fresh)
         if work.active is not None:
             work.active = work.mask = None
             work.view.restrict(None)
@@ -388,9 +478,10 @@ class Decomposition:
         pos = np.searchsorted(old_cols, new_active)
         if work.W is not None and work.base is not None:
             # rows of shrunk variables are dropped (they cannot be asked for while shrunk); the
-            # others' columns are compacted in place a chunk of rows at a time (pos is increasing,
-            # so a chunk's gather is read before its first columns are overwritten)
-            W = work.base
+            # others' columns are compacted in place into the narrower row layout, a chunk of
+            # rows at a time in increasing slot order: row r moves from offset r·n_old down to
+            # r·n_new, so a chunk's writes reach only rows already moved or gathered
+            W = work.W
             # rows unused for a few rounds are dropped too: compacting them costs more than
             # recomputing the few that come back
             gone = (work.slot_var >= 0) & (~keep[np.maximum(work.slot_var, 0)]
@@ -399,11 +490,13 @@ class Decomposition:
             work.slot_var[gone] = -1
             work.slot_used[gone] = -1
             used = np.flatnonzero(work.slot_var >= 0)
-            chunk = max(8, (8 << 20) // max(1, pos.size * W.itemsize))
+            cap = W.shape[0]
+            Wn = work.base[: cap * pos.size].reshape(cap, pos.size)
+            chunk = max(8, (8 << 20) // max(1, W.shape[1] * W.itemsize))
             for k in range(0, used.size, chunk):
                 r = used[k:k + chunk]
-                W[r, : pos.size] = W[np.ix_(r, pos)]
-            work.W = W[:, : pos.size]
+                Wn[r] = W[np.ix_(r, pos)]
+            work.W = Wn
         work.active, work.mask = new_active, keep
         work.view.restrict(new_active)
         state.counters["shrink_events"] += 1
@@ -413,7 +506,10 @@ class Decomposition:
 
     def _capacity(self, qp: QP, q: int, ncols: int) -> int:
         """Slots in the row buffer: the operator's cache budget (as LIBSVM's cache), at least q."""
+        # the budget covers the round's temporaries too (row chunks, the gradient update's
+        # partial sums: a few 8 MB blocks), so the whole run stays within it, as LIBSVM's does
         budget = int(getattr(qp.Q, "cache_bytes", 0))
+        budget -= min(_WORKING_BYTES, budget // 8)
         itemsize = np.dtype(getattr(qp.Q, "dtype", np.float64)).itemsize
         return int(min(qp.n, max(q, budget // max(1, ncols * itemsize))))
 
@@ -429,8 +525,8 @@ class Decomposition:
             work.slot_of = np.full(qp.n, -1, dtype=np.intp)
         if work.W is None or work.W.shape[0] < B.size or work.W.shape[1] != ncols:
             cap = self._capacity(qp, B.size, ncols)
-            work.base = np.empty((cap, ncols), dtype=np.dtype(getattr(qp.Q, "dtype", np.float64)))
-            work.W = work.base
+            work.base = _row_buffer(cap * ncols, np.dtype(getattr(qp.Q, "dtype", np.float64)))
+            work.W = work.base.reshape(cap, ncols)
             work.slot_of[:] = -1
             work.slot_var = np.full(cap, -1, dtype=np.intp)
             work.slot_used = np.full(cap, -1, dtype=np.int64)
@@ -443,11 +539,26 @@ class Decomposition:
             age = work.slot_used.copy()
             age[slot[have]] = np.iinfo(np.int64).max
             free = np.argpartition(age, new.size - 1)[: new.size] if new.size < age.size else np.arange(age.size)
+            # in slot order: slots freed together (rows fetched in the same round age together)
+            # form runs, and a run's rows are computed straight into the buffer
+            free = np.sort(free)
             gone = work.slot_var[free]
             work.slot_of[gone[gone >= 0]] = -1
             chunk = max(8, (8 << 20) // max(1, ncols * W.itemsize))
-            for k in range(0, new.size, chunk):
-                W[free[k:k + chunk]] = cross_block(qp.Q, new[k:k + chunk], work.active)
+            short: list[IndexArray] = []    # rows of short runs: one block, then scattered
+            for a, b in _runs(free):
+                if b - a < 16:
+                    short.append(np.arange(a, b))
+                    continue
+                for k in range(a, b, chunk):
+                    e = min(b, k + chunk)
+                    s0 = int(free[k])
+                    cross_block(qp.Q, new[k:e], work.active, out=W[s0:s0 + e - k])
+            if short:
+                pos_s = np.concatenate(short)
+                for k in range(0, pos_s.size, chunk):
+                    p = pos_s[k:k + chunk]
+                    W[free[p]] = cross_block(qp.Q, new[p], work.active)
             work.slot_var[free] = new
             work.slot_of[new] = free
         slots = work.slot_of[B]
@@ -523,21 +634,8 @@ class Decomposition:
             # SGEMM) and the partial sums added in float64: 4× faster than a float64 sum, with an
             # error of at most ~17·eps32·Σ|Δx_i|·max|Q_ij| per entry, which is tracked in
             # `work.noise` and cleared by an exact refresh before convergence is claimed
-            delta = np.zeros(W.shape[1])
             moved = np.flatnonzero(dx)
-            chunk = max(16, ((8 << 20) // max(1, W.shape[1] * W.itemsize)) // 16 * 16)
-            for k in range(0, moved.size, chunk):
-                part = moved[k:k + chunk]
-                rows = W[slots[part]]           # a chunk at a time: small temporaries are recycled
-                if W.dtype == np.float64:
-                    delta += dx[part] @ rows
-                    continue
-                pad = (-part.size) % 16
-                d32 = np.concatenate([dx[part], np.zeros(pad)]).astype(np.float32)
-                if pad:
-                    rows = np.concatenate([rows, np.zeros((pad, rows.shape[1]), dtype=rows.dtype)])
-                partial = np.matmul(d32.reshape(-1, 1, 16), rows.reshape(-1, 16, rows.shape[1]))
-                delta += partial.sum(axis=0, dtype=np.float64)[0]
+            delta = _row_sum(W, slots[moved], dx[moved])
             if W.dtype != np.float64:
                 work.noise += 17.0 * float(np.finfo(np.float32).eps) * work.qmax * float(np.abs(dx).sum())
             if work.active is None:

@@ -76,7 +76,7 @@ def test_matvec(name: str, fmt: str) -> None:
     x = np.random.default_rng(1).normal(size=N)
     x[::3] = 0.0  # zeros are skipped: their rows must not matter
     np.testing.assert_allclose(Q.matvec(x), ref @ x, rtol=1e-11, atol=1e-11)
-    np.testing.assert_allclose(Q.matvec(x, block=4), ref @ x, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(Q.matvec(x, block_bytes=256), ref @ x, rtol=1e-11, atol=1e-11)
     np.testing.assert_array_equal(Q.matvec(np.zeros(N)), np.zeros(N))
     Q.rows([1, 2, 4, 5])  # some nonzeros' rows now cached: the product must not change
     np.testing.assert_allclose(Q.matvec(x), ref @ x, rtol=1e-11, atol=1e-11)

@@ -167,9 +167,11 @@ def test_shrinking_gives_the_same_optimum(rule: object) -> None:
         assert on.stats["shrink_events"] >= 1 and on.stats["unshrinks"] >= 1
         assert on.stats["active_min"] < 0.7 * prob.qp.n
     assert off.stats["shrink_events"] == 0
-    # the certificate reused from the strategy's last exact gradient is the fresh one
+    # the certificate reused from the strategy's last exact gradient is the fresh one, up to
+    # float64 rounding: that gradient is an earlier full product plus Q (x − x₀) over the
+    # variables moved since (the gap is a difference of O(1) entries: ~1e-15 per product)
     fresh = qpcore.kkt(prob.qp, on.x)
-    assert on.kkt.gap == pytest.approx(fresh.gap, rel=1e-12, abs=1e-15) and fresh.gap <= 1e-4
+    assert on.kkt.gap == pytest.approx(fresh.gap, rel=1e-9, abs=1e-13) and fresh.gap <= 1e-4
     assert on.objective == pytest.approx(off.objective, rel=1e-6)
 
 
