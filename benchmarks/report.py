@@ -30,8 +30,14 @@ def latest_by_row(records: list[Record]) -> dict[str, list[Record]]:
     """For each row key, the records of the latest run that measured it (rows in first-seen order)."""
     last_run: dict[str, str] = {}
     for r in records:
-        last_run[r["key"]] = r["run_id"]    # run ids sort by time; the file is appended in order
-    return {k: [r for r in records if r["key"] == k and r["run_id"] == rid] for k, rid in last_run.items()}
+        last_run[_group(r)] = r["run_id"]    # run ids sort by time; the file is appended in order
+    return {k: [r for r in records if _group(r) == k and r["run_id"] == rid] for k, rid in last_run.items()}
+
+
+def _group(r: Record) -> str:
+    """A row at one BLAS thread count: ``ijcnn1_rbf @2t`` (LIBSVM is single-threaded, we are not)."""
+    t = r.get("threads")
+    return f"{r['key']} @{t}t" if t else str(r["key"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -63,7 +69,8 @@ def _anchor_of(recs: list[Record]) -> Record | None:
 
 def table_rows(groups: dict[str, list[Record]]) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     """(header, rows) of the main table (our strategies) and of the anchor table."""
-    head = ["row", "strategy", "time ratio", "ours s", "anchor s", "rel_obj ours", "rel_obj anchor", "KKT gap",
+    head = ["row", "strategy", "time ratio [spread]", "load", "ours s", "anchor s", "rel_obj ours", "rel_obj anchor",
+            "KKT gap",
             "iterations ours / LIBSVM", "rows computed", "hit rate", "n_SV ours / LIBSVM", "peak MB ours / LIBSVM"]
     body = []
     ahead = ["row", "anchor", "input", "seconds", "runs", "rel_obj", "KKT gap (ours judging)", "iterations", "n_SV",
@@ -75,7 +82,10 @@ def table_rows(groups: dict[str, list[Record]]) -> tuple[list[str], list[list[st
             if r["solver"] != "qpcore":
                 continue
             body.append([
-                key, r["strategy"], _num(r.get("ratio"), ".2f"), _num(r["seconds"], ".2f"),
+                key, r["strategy"],
+                f"{_num(r.get('ratio'), '.2f')} [{_num(r.get('ratio_min'), '.2f')}–{_num(r.get('ratio_max'), '.2f')}]",
+                ("LOADED: not claimed" if r.get("loaded_pair") else "quiet") if "loaded_pair" in r else "not recorded",
+                _num(r["seconds"], ".2f"),
                 _num(r.get("anchor_seconds"), ".2f"), _rel(r.get("rel_obj")), _rel(anc and anc.get("rel_obj")),
                 _num(r.get("kkt_gap"), ".2e"), _pair(r.get("iterations"), anc and anc.get("iterations"), "d"),
                 _num(r.get("rows_computed"), "d"), _num(r.get("hit_rate"), ".3f"),
@@ -200,7 +210,12 @@ def render(results: Path, docs: Path, *, command: str, plots: bool = True, log: 
         markdown_table(head, body),
         "",
         "- **time ratio** = our median wall time / the anchor's (the faster of LIBSVM on the sparse CSR and on",
-        "  the dense array, see below); < 1 means we are faster. Our time covers building the QP",
+        "  the dense array, see below); < 1 means we are faster; [spread] = the lowest and highest of our run",
+        "  / the anchor run of the same pass. Runs are interleaved (anchor, ours, anchor, ours, ...), median of 3.",
+        "  Each row is measured at 1 BLAS thread (`@1t`) and at 2 (`@2t`); LIBSVM is single-threaded.",
+        "- **load**: before every run the load average is recorded, and during it the CPU time other",
+        "  processes used (`/proc/stat` minus ours); if any run of the row or of its anchor saw others use more",
+        "  than 0.1 of a core, the row says LOADED and its ratio is not claimed. Our time covers building the QP",
         "  (`csvc(...)`, float32 kernel-row cache) and the whole `qpcore.solve`, including its final",
         "  certificate (one fresh Q·α); LIBSVM's covers `SVC.fit`. Reading the file is not timed.",
         "- **rel_obj** = (f − f_ref)/|f_ref| for the dual objective f = ½αᵀQα − eᵀα, both sides' α judged by our",
@@ -226,7 +241,7 @@ def render(results: Path, docs: Path, *, command: str, plots: bool = True, log: 
         "",
     ]
     for key, recs in groups.items():
-        png = docs / f"{key.replace('[', '_').replace(']', '').replace(':', '')}_convergence.png"
+        png = docs / f"{key.replace(' @', '_').replace('[', '_').replace(']', '').replace(':', '')}_convergence.png"
         if plots and plot_row(key, recs, png):
             parts += [f"![{key}]({png.name})", ""]
         elif plots:

@@ -43,7 +43,10 @@ import numpy as np  # noqa: E402
 
 from benchmarks import report  # noqa: E402
 from benchmarks.measure import REPO, machine_info, median, now_iso  # noqa: E402
+from benchmarks.incas import Ctx, timed  # noqa: E402
 from benchmarks.svm import ROWS, eval_problem, judge, load_row, reference, run_libsvm, run_ours, warm_memory  # noqa: E402
+
+CTX = Ctx()   # only its load meter is used here
 
 RESULTS = REPO / "benchmarks" / "results"
 LONG_RUN_S = 60.0   # a first run at least this long is not repeated (BENCHMARKS.md: median of 3 below a minute)
@@ -138,15 +141,24 @@ def bench_row(data: Any, args: argparse.Namespace, ref: dict[str, Any] | None, r
 
     def once(s: tuple[str, str]) -> None:
         if s[0] == "libsvm":
-            r = run_libsvm(data, s[1], tol=row.tol, cache_mb=args.cache_mb)
+            def fn() -> dict[str, Any]:
+                return run_libsvm(data, s[1], tol=row.tol, cache_mb=args.cache_mb)
         else:
-            r = run_ours(data, s[1], tol=row.tol, cache_mb=args.cache_mb, trace_interval=args.trace_interval,
-                         time_limit=args.time_limit)
-        r["load1"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+            def fn() -> dict[str, Any]:
+                return run_ours(data, s[1], tol=row.tol, cache_mb=args.cache_mb, trace_interval=args.trace_interval,
+                                time_limit=args.time_limit)
+        # the load average right before the run, and the CPU other processes used during it
+        # (benchmarks.incas.timed): a run where others were busy is flagged, never claimed
+        r = timed(CTX, fn)
+        if r.get("error"):
+            raise RuntimeError(f"[{data.key}] {s[0]} {s[1]}: {r['status']}")
         runs[s].append(r)
+        ld = r["load"]
         extra = f", gap {r['kkt_gap']:.2e}, {r['status']}" if s[0] == "qpcore" else ""
         log(f"[{data.key}] {s[0]} {s[1]:<6} run {len(runs[s])}: {r['seconds']:8.2f} s, "
-            f"{r['iterations']} iterations, {r['n_sv']} SVs{extra}, peak {r['peak_mb']:.0f} MB, load {r['load1']}")
+            f"{r['iterations']} iterations, {r['n_sv']} SVs{extra}, peak {r['peak_mb']:.0f} MB, "
+            f"load before {ld['load1']} (own {ld['own']}), others' CPU during {ld.get('others')}"
+            + ("  ** LOADED **" if ld.get("loaded") else ""))
 
     for s in solvers:                       # pass 1 decides how many runs each solver gets
         once(s)
@@ -173,7 +185,8 @@ def bench_row(data: Any, args: argparse.Namespace, ref: dict[str, Any] | None, r
             "solver": s[0], "strategy": ("libsvm" if s[0] != "qpcore" else
                                      f"decomposition-q{s[1].split(':')[1]}" if s[1].startswith("decomp:") else
                                      f"chunking-M{s[1].split(':')[1]}" if s[1].startswith("chunk:") else f"smo-{s[1]}"),
-            "times": [round(t, 4) for t in times], "seconds": med, "load1_after": [r["load1"] for r in rs],
+            "times": [round(t, 4) for t in times], "seconds": med, "loads": [r["load"] for r in rs],
+            "loaded": any(bool(r["load"].get("loaded")) for r in rs),
             "objective": jd["objective"], "f_ref": f_ref,
             "rel_obj": (jd["objective"] - f_ref) / abs(f_ref) if f_ref else None,
             "kkt_gap": mid["kkt_gap"] if s[0] == "qpcore" else jd["kkt_gap"],
@@ -195,10 +208,15 @@ def bench_row(data: Any, args: argparse.Namespace, ref: dict[str, Any] | None, r
     anchors = [r for r in records if r["solver"] == "libsvm"]
     best = min(anchors, key=lambda r: r["seconds"])
     best["anchor"] = True
+    anchor_times = best["times"]
     for r in records:
         r["anchor_seconds"] = best["seconds"]
         r["anchor_input"] = best["input"]
         r["ratio"] = r["seconds"] / best["seconds"]
+        # the spread: each of our runs against the anchor run of the same pass
+        paired = [t / a for t, a in zip(r["times"], anchor_times) if a > 0]
+        r["ratio_min"], r["ratio_max"] = (min(paired), max(paired)) if paired else (None, None)
+        r["loaded_pair"] = r["loaded"] or best["loaded"]
         r["machine"] = machine
     return records
 
