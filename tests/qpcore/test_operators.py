@@ -344,3 +344,59 @@ def test_kernel_cache_slab_views_stay_valid() -> None:
         Q.row(i)
     np.testing.assert_allclose(Q.row(0), first)
     assert Q.stats.cache_hits >= 1
+
+
+# --- the refresh products: integer data, repeated points, blocks written in place ------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), integer=st.booleans(), repeats=st.integers(0, 30),
+       fmt=st.sampled_from(FORMATS), block_bytes=st.sampled_from([256, 4096, 2 << 20]))
+def test_rbf_matvec_exact_with_repeated_points(seed: int, integer: bool, repeats: int, fmt: str,
+                                               block_bytes: int) -> None:
+    # binary or count data take the float32-exact inner products; repeated points are computed
+    # once (output side) and their weights summed (input side): Q x must not change either way
+    rng = np.random.default_rng(seed)
+    n, d = 40, 7
+    X = rng.integers(0, 3, size=(n, d)).astype(float) if integer else rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.5] = 0.0
+    if repeats:
+        src = rng.integers(0, n, size=repeats)
+        dst = rng.choice(n, size=repeats, replace=False)
+        X[dst] = X[src]
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    x = rng.normal(size=n) * (rng.random(n) < 0.6)
+    inp: Any = sp.csr_matrix(X) if fmt == "csr" else X
+    Q = KernelQ(inp, Kernel("rbf", gamma=0.4), scale=y, cache_bytes=0, dense_threshold=0.0)
+    assert (Q._X32 is not None) == integer
+    ref = np.outer(y, y) * pairwise.rbf_kernel(X, gamma=0.4)
+    scale = float(np.abs(ref).sum(axis=1).max()) * float(np.abs(x).max(initial=1.0))
+    np.testing.assert_allclose(Q.matvec(x, block_bytes=block_bytes), ref @ x, rtol=0, atol=1e-13 * max(1.0, scale))
+
+
+def test_integer_path_needs_small_exact_products() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(30, 5)).astype(float)
+    assert KernelQ(X, Kernel("rbf", gamma=0.1))._X32 is not None
+    assert KernelQ(X + 0.5, Kernel("rbf", gamma=0.1))._X32 is None          # not integers
+    assert KernelQ(X * 3000.0, Kernel("rbf", gamma=0.1))._X32 is None       # |x·y| may reach 2²⁴
+
+
+@pytest.mark.parametrize("cols", [None, np.array([0, 3, 4, 9, 10, 22])])
+def test_cross_into_writes_the_float32_block_in_place(cols: Any) -> None:
+    X, y = data()
+    Q = KernelQ(X, Kernel("rbf", gamma=GAMMA), scale=y, dtype=np.float32, compute_dtype=np.float32)
+    idx = np.array([5, 0, 17, 2])
+    want = Q.cross(idx, cols)
+    buf = np.full((6, N if cols is None else cols.size), np.nan, dtype=np.float32)
+    assert Q.cross_into(idx, cols, buf[1:5])
+    np.testing.assert_array_equal(buf[1:5], want)
+    assert np.isnan(buf[0]).all() and np.isnan(buf[5]).all()
+    ref = (np.outer(y, y) * sklearn_gram("rbf", X))[idx]
+    np.testing.assert_allclose(buf[1:5], ref if cols is None else ref[:, cols], rtol=0, atol=50 * Q.row_eps)
+    # no in-place path for other dtypes or shapes: nothing written
+    other = np.zeros((4, N if cols is None else cols.size))
+    assert not Q.cross_into(idx, cols, other) and not other.any()
