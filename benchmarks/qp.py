@@ -171,6 +171,9 @@ for _r in ("spec_5000_k4", "box_5000"):
                      ("clarabel", "3.2–3.8 s at n = 2000, 15× that at n = 5000 by its O(n³) factorization"),
                      ("proxqp", "4.5 s at n = 2000 (spec_2000_k4, 4× PIQP); O(n³) per iteration")):
         SKIP[(_r, _p)] = _why
+for _r in ("act_2000_k4", "act_2000_k8"):
+    SKIP[(_r, "daqp")] = "11–18 s per run at 1 thread (commit 048cb03's run), never a contender"
+SKIP[("nnls_8000x2000", "clarabel")] = "6.2 s in one run, 132 s in another at 1 thread; never a contender"
 SKIP[("nnls_8000x2000", "lsq_linear_bvls")] = "115 s per run (one run at 1 thread)"
 
 
