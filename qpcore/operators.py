@@ -791,7 +791,7 @@ class KernelQ:
             # K(s∘x) over distinct points only: K[i, :] depends on x_i alone, and duplicate
             # points among the nonzeros add their weights (Adult: a quarter of its rows repeat)
             first, inverse = self._distinct()
-            w_all = np.bincount(inverse[nz], weights=sx[nz], minlength=first.size)
+            w_all = np.asarray(np.bincount(inverse[nz], weights=sx[nz], minlength=first.size), dtype=np.float64)
             nzu = np.flatnonzero(w_all)
             acc = self._kernel_times(first, first[nzu], w_all[nzu], block_bytes)[inverse]
         else:
