@@ -460,10 +460,10 @@ class KernelQ:
         self.row_eps = float(np.finfo(self.dtype).eps) if self.dtype.kind == "f" else 0.0
         if np.dtype(compute_dtype) == np.float32 and self.dtype == np.float32 and self._aug is not None:
             assert self._sq is not None
-            self._aug32 = (self._aug[0].astype(np.float32), self._aug[1].astype(np.float32))
-            # the column factor also stored transposed (k × n, C order): SGEMM against it runs
+            # the column factor is kept only transposed (k × n, C order): SGEMM against it runs
             # about 30% faster than against the transposed view of the n × k array
-            self._aug32T = np.ascontiguousarray(self._aug32[1].T)
+            self._aug32T = np.ascontiguousarray(self._aug[1].T, dtype=np.float32)
+            self._aug32 = (self._aug[0].astype(np.float32), self._aug32T)
             self._s32 = s.astype(np.float32)
             self.row_eps = float(np.finfo(np.float32).eps) * (1.0 + 4.0 * kernel.gamma * float(self._sq.max(initial=0.0)))
         # integer data (counts, one-hot and binary features) with |x_i·x_j| < 2²⁴: every
@@ -482,6 +482,24 @@ class KernelQ:
         self.stats = OperatorStats()
         self.gemm_min_rows = 32
         self._cols_key: tuple[IndexArray, NDArray[np.float32], NDArray[np.float32]] | None = None
+
+    @property
+    def footprint(self) -> int:
+        """Bytes held by the operator's own arrays (the data, its augmented and float32 copies,
+        norms and scales), the kernel-row cache aside: a strategy with its own row buffer
+        charges them to the same ``cache_bytes`` budget, so the whole run stays within it."""
+        parts: list[Any] = [self.X, self._Xs, self._aug_s, self._sq, self.s, self._X32, self._uniq,
+                            self._aug, self._aug32]
+        total = 0
+        for p in parts:
+            for a in (p if isinstance(p, tuple) else (p,)):
+                if a is None:
+                    continue
+                if sp.issparse(a):
+                    total += int(a.data.nbytes + a.indices.nbytes + a.indptr.nbytes)
+                else:
+                    total += int(np.asarray(a).nbytes)
+        return total
 
     @property
     def psd(self) -> bool | None:

@@ -400,3 +400,11 @@ def test_cross_into_writes_the_float32_block_in_place(cols: Any) -> None:
     # no in-place path for other dtypes or shapes: nothing written
     other = np.zeros((4, N if cols is None else cols.size))
     assert not Q.cross_into(idx, cols, other) and not other.any()
+
+
+def test_footprint_counts_the_operators_own_arrays() -> None:
+    X, y = data()
+    plain = KernelQ(X, Kernel("rbf", gamma=GAMMA), scale=y)
+    fast = KernelQ(X, Kernel("rbf", gamma=GAMMA), scale=y, dtype=np.float32, compute_dtype=np.float32)
+    assert plain.footprint >= X.nbytes + 2 * (N * (D + 2) * 8)          # data and its two factors
+    assert fast.footprint >= plain.footprint + 2 * (N * (D + 2) * 4)    # and their float32 copies

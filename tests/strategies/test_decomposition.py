@@ -268,3 +268,4 @@ def test_buffered_rows_stay_exact_through_eviction_and_shrinking(cache_mb: int, 
     # the strategy's exact gradient (an earlier full product plus Q(x − x₀)) is a fresh one
     g = prob.qp.gradient(res.x)
     np.testing.assert_allclose(res.state.exact[1], g, rtol=0, atol=1e-11 * max(1.0, float(np.abs(g).max())))
+
