@@ -42,14 +42,7 @@ from __future__ import annotations
 import os
 import sys
 
-
-def _threads_arg(argv: list[str], default: int = 2) -> int:
-    for k, a in enumerate(argv):
-        if a == "--threads" and k + 1 < len(argv):
-            return int(argv[k + 1])
-        if a.startswith("--threads="):
-            return int(a.split("=", 1)[1])
-    return default
+from benchmarks.threads import threads_from_argv as _threads_arg
 
 
 # OpenBLAS sizes its pool when numpy is first imported: set the thread count before that (only

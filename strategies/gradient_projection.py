@@ -1061,9 +1061,15 @@ class GPCG:
         state.counters["newton_steps"] += 1
         d = np.zeros(x.size)
         d[F] = sol
+        return self._search_apply(qp, state, d)
+
+    def _search_apply(self, qp: QP, state: State, d: FloatArray) -> bool:
+        """The exact projected search along d from x, applied when it decreases q; an unbounded
+        ray ends the run. True if x moved."""
         if not d.any():
             return False
-        res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments, deadline=state.deadline)
+        res = projected_search(qp, state.x, state.g, d, 1.0, mu=self.mu, segments=self.segments,
+                               deadline=state.deadline)
         if res.decrease == np.inf:
             state.stop = Status.UNBOUNDED
             return False
@@ -1198,17 +1204,9 @@ class GPCG:
             k = int(np.argmax(viol))
             d[:] = 0.0
             d[k] = 1.0 if (su[k] and s.v[k] > 0) else -1.0
-        if not d.any():
-            return False
-        res = projected_search(qp, x, g, d, 1.0, mu=self.mu, segments=self.segments, deadline=state.deadline)
-        if res.decrease == np.inf:
-            state.stop = Status.UNBOUNDED
-            return False
-        if not res.decrease > 0.0:
-            return False
-        state.counters["pair_steps"] += 1
-        self._apply(qp, state, res)
-        return True
+        moved = self._search_apply(qp, state, d)
+        state.counters["pair_steps"] += int(moved)
+        return moved
 
     def _to_boundary(self, qp: QP, state: State, d: FloatArray, p: FloatArray) -> bool:
         """Take the CG step so far, then follow ±p (zero or negative curvature) to the first bound.
