@@ -632,8 +632,9 @@ class KernelQ:
         # the entries' error bound row_eps, and the pass would cost as much as the exp
         np.exp(out32, out=out32)
         si = self._s32[i]
-        if self._unit_scale:
-            # s = ±1 (labels): each row is scaled by +s_cols or −s_cols in one pass, not two
+        if self._unit_scale and out32.shape[1] >= 2048:
+            # s = ±1 (labels) and long rows: each row is scaled by +s_cols or −s_cols in one pass,
+            # not two (short rows keep the two whole-block passes: no per-row call overhead)
             neg = -s_cols
             for k in range(out32.shape[0]):
                 np.multiply(out32[k], s_cols if si[k] > 0 else neg, out=out32[k])
@@ -840,7 +841,8 @@ class KernelQ:
         """(first, inverse): one index per distinct point, and each point's distinct number
         (computed once; no duplicates means first = arange(n))."""
         if self._uniq is None:
-            X = np.ascontiguousarray(self.X if not sp.issparse(self.X) else self.X.toarray())
+            # only called on the dense paths (_aug and _X32 exist for dense X alone)
+            X = np.ascontiguousarray(self.X)
             keys = X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel() if X.shape[1] else np.zeros(self._n)
             _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
             if first.size > 0.95 * self._n:   # too few repeats to pay for the gathers
