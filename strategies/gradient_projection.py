@@ -59,6 +59,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
+from qpcore.blas import gemm, gemv
 from qpcore.operators import DenseQ, KernelQ, QOperator, cross_block, principal_block
 from qpcore.optimality import maximal_violating_pair, measure, projected_gradient, scores_of
 from qpcore.problem import QP, ProblemError
@@ -91,7 +92,7 @@ def _product(qp: QP, v: FloatArray, deadline: float = np.inf) -> FloatArray:
         # reading all of Q below about n/4 (directions on a small face)
         nz = np.flatnonzero(v)
         if 4 * nz.size < v.size:
-            sub: FloatArray = Q.M[nz].T @ v[nz]
+            sub: FloatArray = gemv(Q.M[nz], v[nz], trans=True)
             return sub
         return Q.matvec(v)
     if deadline == np.inf:
@@ -120,7 +121,7 @@ def _columns(qp: QP, idx: NDArray[np.intp], w: FloatArray) -> FloatArray | None:
     dense or idx is so large that a full product costs about as much."""
     if not isinstance(qp.Q, DenseQ) or 4 * idx.size > qp.n:
         return None
-    out: FloatArray = qp.Q.M[idx].T @ w
+    out: FloatArray = gemv(qp.Q.M[idx], w, trans=True)
     return out
 
 
@@ -520,7 +521,7 @@ class _FaceFactor:
             V[:, :na] = self.block(added, base).T
             V[pos[removed], na + np.arange(nd)] = 1.0
             W = scipy.linalg.cho_solve(self.cf, V, check_finite=False)
-            S = -(V.T @ W)
+            S = -gemm(V, W, trans_a=True)
             S[:na, :na] += self.block(added, added)
             try:
                 lu = scipy.linalg.lu_factor(S, check_finite=False)
@@ -533,9 +534,9 @@ class _FaceFactor:
         rB = np.zeros(base.size)
         rB[pos[F[inB]]] = r[inB]
         t = scipy.linalg.cho_solve(self.cf, rB, check_finite=False)
-        rhs = np.concatenate([r[~inB], np.zeros(nd)]) - V.T @ t
+        rhs = np.concatenate([r[~inB], np.zeros(nd)]) - gemv(V, t, trans=True)
         z = scipy.linalg.lu_solve(lu, rhs, check_finite=False)
-        yB = t - W @ z
+        yB = t - gemv(W, z)
         y = np.empty(F.size)
         y[inB] = yB[pos[F[inB]]]
         y[~inB] = z[:na]
