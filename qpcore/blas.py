@@ -4,9 +4,9 @@ numpy and scipy wheels each bundle their own OpenBLAS, each with its own worker 
 after a call those workers spin for a while waiting for the next one. A loop that alternates
 numpy products with scipy factorizations (GPCG's Newton steps, the Schur complements) therefore
 has two pools spinning on the same cores: at 2 threads on a 2-core machine such a solve ran 2–4×
-slower than at 1 thread. Dense code that also factorizes through ``scipy.linalg`` does its
-large products here instead, so that a solve keeps one pool busy. (SMO and the kernel
-decomposition never call scipy's BLAS, and keep numpy's.)
+slower than at 1 thread. Dense code that also factorizes through ``scipy.linalg`` (GPCG on a
+``DenseQ``) does its large products here instead, so that a solve keeps one pool busy. Code that
+never calls scipy's BLAS (SMO, the kernel decomposition, ``DenseQ.matvec``) keeps numpy's.
 
 The functions take C- or Fortran-ordered arrays without copying them (a C-ordered matrix is the
 Fortran-ordered transpose).

@@ -10,8 +10,6 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.blas import gemv
-
 FloatArray = NDArray[np.float64]
 
 __all__ = ["PSD_CHECK_MAX_N", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "QOperator", "cross_block",
@@ -234,11 +232,8 @@ class DenseQ:
         return np.diag(self.M).copy()
 
     def matvec(self, x: FloatArray) -> FloatArray:
-        """Q x (through scipy's BLAS, the pool the dense strategies factorize in: see
-        :mod:`qpcore.blas`)."""
-        if np.ndim(x) != 1 or self.M.dtype != np.float64:
-            return self.M @ x
-        return gemv(self.M, x)
+        """Q x."""
+        return self.M @ x
 
     def rows(self, idx: ArrayLike) -> FloatArray:
         """Q[idx, :]."""

@@ -94,7 +94,7 @@ def _product(qp: QP, v: FloatArray, deadline: float = np.inf) -> FloatArray:
         if 4 * nz.size < v.size:
             sub: FloatArray = gemv(Q.M[nz], v[nz], trans=True)
             return sub
-        return Q.matvec(v)
+        return gemv(Q.M, v)
     if deadline == np.inf:
         return Q.matvec(v)
     if time.perf_counter() >= deadline:
@@ -498,7 +498,7 @@ class _FaceFactor:
             return None
         full = np.zeros(self.n)
         full[F] = y
-        res = r - self.Q.matvec(full)[F]
+        res = r - (gemv(self.Q.M, full) if isinstance(self.Q, DenseQ) else self.Q.matvec(full))[F]
         if float(np.abs(res).max()) > 1e-12 * float(np.abs(r).max()):
             dy = self._schur_solve(F, inB, res)
             if dy is not None:
@@ -700,7 +700,7 @@ class GPCG:
             raise ProblemError(f"GPCG: face_solver must be 'auto', 'cg' or 'cholesky', got {self.face_solver!r}")
         v = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=np.float64)
         x = _eq_point(qp, v) if qp.m else np.clip(v, qp.lb, qp.ub)
-        g = qp.gradient(x)
+        g = _product(qp, x) + qp.c          # on a dense Q through the BLAS pool of the factorizations
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), extra=GPCGWork(tol=tol))
         state.exact = (x, g)
         state.counters.update(gp_steps=0, cg_steps=0, cg_searches=0, boundary_moves=0, face_solves=0, settled=0,
