@@ -1,0 +1,336 @@
+"""qpcore_sklearn.linear.LinearSVMClassifier: scikit-learn's estimator checks, cross-checks against
+LIBLINEAR (sklearn.svm.LinearSVC), properties, warnings and bad input."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+pytest.importorskip("sklearn")
+
+from sklearn.datasets import load_breast_cancer, load_digits  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning, NotFittedError  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.svm import LinearSVC  # noqa: E402
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+import qpcore  # noqa: E402
+from qpcore_sklearn.linear import LinearSVMClassifier  # noqa: E402
+
+
+# --------------------------------------------------------------------------------------------- helpers
+def primal_objective(clf: Any, X: Any, y: Any, k: int = 0, sample_C: Any = None) -> float:
+    """LIBLINEAR's primal objective of binary problem k of a fitted LinearSVMClassifier or LinearSVC.
+
+    ½(‖w‖² + (b/s)²) + Σ C_i loss_i, w = coef_[k], b = intercept_[k], s = intercept_scaling (no b
+    term without an intercept), the (squared) hinge of y_i(x_iᵀw + b) with y_i = +1 for classes_[1]
+    (two classes) or classes_[k] (one-vs-rest). Both estimators regularize the intercept through
+    the constant feature s, so this is the function both minimize.
+    """
+    classes = clf.classes_
+    positive = classes[1] if classes.size == 2 else classes[k]
+    ypm = np.where(np.asarray(y) == positive, 1.0, -1.0)
+    w = np.asarray(clf.coef_[k], dtype=np.float64)
+    b = float(np.atleast_1d(clf.intercept_)[k])   # LinearSVC: a plain 0.0 without an intercept
+    Xw = np.asarray(X @ w, dtype=np.float64).ravel()
+    xi = np.maximum(0.0, 1.0 - ypm * (Xw + b))
+    loss = xi * xi if clf.loss == "squared_hinge" else xi
+    C = np.full(ypm.size, float(clf.C)) if sample_C is None else np.asarray(sample_C, dtype=np.float64)
+    reg = w @ w + ((b / float(clf.intercept_scaling)) ** 2 if clf.fit_intercept else 0.0)
+    return float(0.5 * reg + C @ loss)
+
+
+def liblinear(**params: Any) -> LinearSVC:
+    """LinearSVC solved tightly (its dual coordinate descent), so its objective is ≥ the optimum
+    by a hair only: the reference our objective must not exceed by more than our tolerance."""
+    return LinearSVC(dual=True, tol=1e-8, max_iter=200_000, random_state=0, **params)
+
+
+@pytest.fixture(scope="module")
+def breast_cancer() -> tuple[np.ndarray, np.ndarray]:
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+@pytest.fixture(scope="module")
+def digits() -> tuple[np.ndarray, np.ndarray]:
+    X, y = load_digits(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+# --------------------------------------------------------------------------------------------- sklearn's checks
+_ASVM_CLASS_WEIGHT = ("class_weight needs loss='hinge': the ASVM dual (problems.asvm.asvm_dual) takes one "
+                      "scalar nu, so the squared-hinge estimator raises ValueError for any class_weight")
+
+
+def _expected_failed(estimator: LinearSVMClassifier) -> dict[str, str]:
+    if estimator.loss == "squared_hinge":
+        return {"check_class_weight_classifiers": _ASVM_CLASS_WEIGHT}
+    return {}
+
+
+@parametrize_with_checks([LinearSVMClassifier(), LinearSVMClassifier(loss="hinge")],
+                         expected_failed_checks=_expected_failed)  # type: ignore[untyped-decorator]
+def test_sklearn_compatible(estimator: LinearSVMClassifier, check: Any) -> None:
+    check(estimator)
+
+
+# --------------------------------------------------------------------------------------------- against LIBLINEAR
+# The formulations: LIBLINEAR (-B s, sklearn's intercept_scaling) appends the constant feature s to
+# every example and regularizes its weight v, the intercept being b = s·v:
+#     min ½(‖w‖² + v²) + C Σ loss(y_i(x_iᵀw + s·v)).
+# loss="hinge" is exactly problems.risk.hinge_svm(X, y, C, bias=s) (OCAS & co. solve it); for
+# loss="squared_hinge" the ASVM primal min ν/2‖ξ‖² + ½(‖w̄‖² + γ²) on X/s with ν = 2Cs² is the same
+# problem after w̄ = s·w, γ = −s·v. So both sides minimize the same strictly convex function, and
+# `primal_objective` above compares them. The tolerances differ in kind: ours is the relative duality
+# gap (cutting planes) or the dual projected gradient (ASVM), LIBLINEAR's its dual projected gradient.
+@pytest.mark.anchor
+@pytest.mark.parametrize("loss,solver", [("squared_hinge", "asvm"), ("hinge", "ocas"), ("hinge", "ocas-active"),
+                                         ("hinge", "bmrm")])
+@pytest.mark.parametrize("C", [0.1, 1.0])
+def test_breast_cancer_matches_liblinear(breast_cancer: tuple[np.ndarray, np.ndarray], loss: str, solver: str,
+                                         C: float) -> None:
+    X, y = breast_cancer
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    tol = 1e-7
+    ours = LinearSVMClassifier(C=C, loss=loss, solver=solver, tol=tol, max_iter=5000).fit(Xtr, ytr)
+    ref = liblinear(C=C, loss=loss).fit(Xtr, ytr)
+    assert ours.status_ == "converged"
+    assert ours.coef_.shape == ref.coef_.shape == (1, X.shape[1])
+    assert ours.intercept_.shape == ref.intercept_.shape == (1,)
+    f_ours, f_ref = primal_objective(ours, Xtr, ytr), primal_objective(ref, Xtr, ytr)
+    # ours is within tol (relative gap) of the optimum, LIBLINEAR's is ≥ the optimum
+    assert f_ours <= f_ref * (1 + 10 * tol) + 1e-9
+    assert f_ours == pytest.approx(f_ref, rel=1e-4)
+    assert abs(ours.score(Xte, yte) - ref.score(Xte, yte)) <= 0.002
+    assert abs(ours.score(Xtr, ytr) - ref.score(Xtr, ytr)) <= 0.002
+
+
+@pytest.mark.anchor
+@pytest.mark.parametrize("loss,params", [("squared_hinge", {"intercept_scaling": 10.0}),
+                                         ("squared_hinge", {"intercept_scaling": 0.3}),
+                                         ("hinge", {"intercept_scaling": 5.0}),
+                                         ("hinge", {"fit_intercept": False}),
+                                         ("hinge", {"class_weight": {0: 3.0, 1: 0.5}}),
+                                         ("hinge", {"class_weight": "balanced"})])
+def test_intercept_and_class_weight_match_liblinear(breast_cancer: tuple[np.ndarray, np.ndarray], loss: str,
+                                                    params: dict[str, Any]) -> None:
+    X, y = breast_cancer
+    ours = LinearSVMClassifier(C=0.5, loss=loss, tol=1e-7, max_iter=5000, **params).fit(X, y)
+    ref = liblinear(C=0.5, loss=loss, **params).fit(X, y)
+    assert ours.status_ == "converged"
+    sample_C = None
+    if "class_weight" in params:
+        # binary LIBLINEAR weights each example by its own class: C_i = C·class_weight[y_i], as we do
+        from sklearn.utils.class_weight import compute_class_weight
+        cw = compute_class_weight(params["class_weight"], classes=np.unique(y), y=y)
+        sample_C = 0.5 * cw[np.searchsorted(np.unique(y), y)]
+    f_ours = primal_objective(ours, X, y, sample_C=sample_C)
+    f_ref = primal_objective(ref, X, y, sample_C=sample_C)
+    assert f_ours <= f_ref * (1 + 1e-6) + 1e-9
+    assert f_ours == pytest.approx(f_ref, rel=1e-4)
+    if not params.get("fit_intercept", True):
+        assert ours.intercept_.tolist() == [0.0]
+    assert abs(ours.score(X, y) - ref.score(X, y)) <= 0.002
+
+
+@pytest.mark.anchor
+@pytest.mark.parametrize("loss,C", [("squared_hinge", 1.0), ("hinge", 0.1)])
+def test_digits_one_vs_rest_matches_liblinear(digits: tuple[np.ndarray, np.ndarray], loss: str, C: float) -> None:
+    X, y = digits
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+    tol = 1e-5
+    ours = LinearSVMClassifier(C=C, loss=loss, tol=tol, max_iter=5000).fit(Xtr, ytr)
+    ref = liblinear(C=C, loss=loss).fit(Xtr, ytr)
+    assert ours.status_ == "converged"
+    assert ours.coef_.shape == ref.coef_.shape == (10, 64)
+    assert ours.intercept_.shape == (10,)
+    assert isinstance(ours.result_, list) and len(ours.result_) == 10
+    assert ours.decision_function(Xte).shape == (Xte.shape[0], 10)
+    # one-vs-rest on both sides: the same ten binary problems, compared one by one
+    for k in range(10):
+        f_ours, f_ref = primal_objective(ours, Xtr, ytr, k), primal_objective(ref, Xtr, ytr, k)
+        assert f_ours <= f_ref * (1 + 2 * tol) + 1e-9
+        assert f_ours == pytest.approx(f_ref, rel=1e-3)
+    assert abs(ours.score(Xte, yte) - ref.score(Xte, yte)) <= 0.002
+    assert abs(ours.score(Xtr, ytr) - ref.score(Xtr, ytr)) <= 0.002
+
+
+# --------------------------------------------------------------------------------------------- properties
+@st.composite
+def _binary_data(draw: Any) -> tuple[np.ndarray, np.ndarray]:
+    m = draw(st.integers(6, 30))
+    d = draw(st.integers(1, 4))
+    X = draw(hnp.arrays(np.float64, (m, d), elements=st.floats(-5, 5, allow_nan=False, width=32)))
+    y = np.array(draw(st.lists(st.integers(0, 1), min_size=m, max_size=m)))
+    y[0], y[1] = 0, 1          # both classes present
+    return X, y
+
+
+@given(data=_binary_data(), loss=st.sampled_from(["squared_hinge", "hinge"]))
+def test_property_decision_function_and_relabelling(data: tuple[np.ndarray, np.ndarray], loss: str) -> None:
+    X, y = data
+    a = LinearSVMClassifier(C=1.0, loss=loss, tol=1e-9, max_iter=5000).fit(X, y)
+    dec = a.decision_function(X)
+    assert dec.shape == (X.shape[0],)
+    np.testing.assert_allclose(dec, (X @ a.coef_.T + a.intercept_).ravel(), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(a.predict(X), np.where(dec > 0, a.classes_[1], a.classes_[0]))
+    # rename the classes in the reverse order: the positive class becomes the negative one; the
+    # problem is symmetric under y → −y, so the model is mirrored and the predictions are renamed
+    names = np.array(["zulu", "alpha"])       # 0 → "zulu" (now positive), 1 → "alpha"
+    b = LinearSVMClassifier(C=1.0, loss=loss, tol=1e-9, max_iter=5000).fit(X, names[y])
+    assert b.classes_.tolist() == ["alpha", "zulu"]
+    scale = 1.0 + float(np.abs(a.coef_).max() + abs(a.intercept_[0]))
+    np.testing.assert_allclose(b.coef_, -a.coef_, atol=1e-4 * scale)
+    np.testing.assert_allclose(b.intercept_, -a.intercept_, atol=1e-4 * scale)
+    clear = np.abs(dec) > 1e-3 * scale       # away from the hyperplane (ties depend on rounding)
+    assert np.array_equal(b.predict(X)[clear], names[a.predict(X)][clear])
+
+
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(3, 5))
+def test_property_one_vs_rest_relabelling(seed: int, k: int) -> None:
+    rng = np.random.default_rng(seed)
+    m = 12 * k
+    y = np.arange(m) % k
+    X = rng.standard_normal((m, 3)) + 1.5 * rng.standard_normal((k, 3))[y]
+    a = LinearSVMClassifier(tol=1e-9).fit(X, y)
+    dec = a.decision_function(X)
+    np.testing.assert_allclose(dec, X @ a.coef_.T + a.intercept_, rtol=1e-12, atol=1e-12)
+    # a permutation of the label values permutes the binary problems (rows of coef_), nothing else
+    perm = rng.permutation(k)
+    b = LinearSVMClassifier(tol=1e-9).fit(X, perm[y])
+    inv = np.argsort(perm)                   # row j of b is the problem of the old class inv[j]
+    np.testing.assert_allclose(b.coef_, a.coef_[inv], rtol=1e-5, atol=1e-6)
+    top2 = np.sort(dec, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 1e-4
+    assert np.array_equal(b.predict(X)[clear], perm[a.predict(X)][clear])
+
+
+# --------------------------------------------------------------------------------------------- behaviour
+def test_string_labels_sparse_and_result(breast_cancer: tuple[np.ndarray, np.ndarray]) -> None:
+    X, y = breast_cancer
+    names = np.array(["malignant", "benign"])[y]
+    dense = LinearSVMClassifier(loss="hinge", tol=1e-6).fit(X, names)
+    sparse = LinearSVMClassifier(loss="hinge", tol=1e-6).fit(sp.csr_matrix(X), names)
+    assert dense.classes_.tolist() == ["benign", "malignant"]
+    assert set(dense.predict(X)) <= {"benign", "malignant"}
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(X)), dense.decision_function(X),
+                               rtol=1e-6, atol=1e-8)
+    assert isinstance(dense.result_, qpcore.Result) and dense.result_.converged
+    assert dense.status_ == "converged" and dense.n_iter_ == dense.result_.iterations >= 1
+
+
+def test_max_iter_warns_and_keeps_best_point(breast_cancer: tuple[np.ndarray, np.ndarray]) -> None:
+    X, y = breast_cancer
+    for solver in ("ocas", "ocas-active", "bmrm"):
+        with pytest.warns(ConvergenceWarning, match="max_iter"):
+            clf = LinearSVMClassifier(loss="hinge", solver=solver, tol=1e-12, max_iter=3).fit(X, y)
+        assert clf.status_ == "max_iter" and clf.n_iter_ == 3
+        # the best point so far: below F(0) = C·m, the start
+        assert primal_objective(clf, X, y) < 1.0 * X.shape[0]
+        assert clf.score(X, y) > 0.8
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        clf = LinearSVMClassifier(tol=1e-14, max_iter=1).fit(X, y)
+    assert clf.status_ == "max_iter"
+
+
+def test_time_limit_warns(digits: tuple[np.ndarray, np.ndarray]) -> None:
+    X, y = digits
+    with pytest.warns(ConvergenceWarning, match="time_limit"):
+        clf = LinearSVMClassifier(loss="hinge", tol=1e-12, max_iter=100_000, time_limit=0.05).fit(X, y)
+    assert clf.status_ == "time_limit"
+    assert clf.coef_.shape == (10, 64) and np.isfinite(clf.coef_).all()
+
+
+def test_converged_fit_does_not_warn(breast_cancer: tuple[np.ndarray, np.ndarray]) -> None:
+    X, y = breast_cancer
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LinearSVMClassifier().fit(X, y)
+        LinearSVMClassifier(loss="hinge").fit(X, y)
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_warm_start(breast_cancer: tuple[np.ndarray, np.ndarray], loss: str) -> None:
+    X, y = breast_cancer
+    cold = LinearSVMClassifier(C=1.0, loss=loss, tol=1e-7).fit(X, y)
+    clf = LinearSVMClassifier(C=0.8, loss=loss, tol=1e-7, warm_start=True).fit(X, y)
+    clf.set_params(C=1.0).fit(X, y)
+    assert clf.status_ == "converged"
+    assert primal_objective(clf, X, y) == pytest.approx(primal_objective(cold, X, y), rel=1e-5)
+
+
+def test_verbose_prints(breast_cancer: tuple[np.ndarray, np.ndarray], capsys: pytest.CaptureFixture[str]) -> None:
+    X, y = breast_cancer
+    LinearSVMClassifier(verbose=1).fit(X, y)
+    out = capsys.readouterr()
+    assert "converged" in out.out + out.err
+
+
+# --------------------------------------------------------------------------------------------- bad input
+_X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [1.0, 3.0]])
+_Y = np.array([0, 1, 0, 1])
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_nonfinite_X_raises(value: float) -> None:
+    X = _X.copy()
+    X[1, 0] = value
+    for loss in ("squared_hinge", "hinge"):
+        with pytest.raises(ValueError, match="NaN|infinity"):
+            LinearSVMClassifier(loss=loss).fit(X, _Y)
+
+
+def test_one_class_raises() -> None:
+    with pytest.raises(ValueError, match="one class"):
+        LinearSVMClassifier().fit(_X, np.zeros(4))
+
+
+@pytest.mark.parametrize("C", [0.0, -1.0, np.nan, np.inf, "1", None, True])
+def test_bad_C_raises(C: Any) -> None:
+    with pytest.raises(ValueError, match="C: must be"):
+        LinearSVMClassifier(C=C).fit(_X, _Y)
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"loss": "log"}, "loss: must be"),
+    ({"solver": "smo"}, "solver: must be"),
+    ({"loss": "hinge", "solver": "asvm"}, "solver='asvm' solves loss='squared_hinge'"),
+    ({"loss": "squared_hinge", "solver": "ocas"}, "solver='ocas' solves loss='hinge'"),
+    ({"loss": "squared_hinge", "solver": "bmrm"}, "solver='bmrm' solves loss='hinge'"),
+    ({"tol": 0.0}, "tol: must be"),
+    ({"max_iter": 0}, "max_iter: must be"),
+    ({"max_iter": 2.5}, "max_iter: must be"),
+    ({"time_limit": -1.0}, "time_limit: must be"),
+    ({"intercept_scaling": 0.0}, "intercept_scaling: must be"),
+    ({"multi_class": "crammer_singer"}, "multi_class: only 'ovr'"),
+    ({"class_weight": "auto", "loss": "hinge"}, "class_weight: must be"),
+    ({"class_weight": {0: 2.0}}, "class_weight needs loss='hinge'"),
+    ({"class_weight": {0: -1.0, 1: 1.0}, "loss": "hinge"}, "class_weight: the weights must be"),
+    ({"fit_intercept": False}, "fit_intercept=False is not available with loss='squared_hinge'"),
+])
+def test_bad_params_raise(params: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        LinearSVMClassifier(**params).fit(_X, _Y)
+
+
+def test_problem_error_is_a_value_error() -> None:
+    # the library's own checks (behind ours) raise ProblemError; scikit-learn expects ValueError
+    assert issubclass(qpcore.ProblemError, ValueError)
+
+
+def test_predict_before_fit_and_wrong_width() -> None:
+    with pytest.raises(NotFittedError):
+        LinearSVMClassifier().predict(_X)
+    clf = LinearSVMClassifier().fit(_X, _Y)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(np.ones((2, 3)))
