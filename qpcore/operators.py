@@ -429,7 +429,8 @@ class KernelQ:
         self._n = n
         self.cache_bytes = int(cache_bytes)
         self._row_bytes = n * self.dtype.itemsize
-        self.max_rows = max(1, self.cache_bytes // max(1, self._row_bytes))
+        # never more slots than rows: a budget far above n·row would only build a longer free list
+        self.max_rows = max(1, min(n, self.cache_bytes // max(1, self._row_bytes)))
         # LRU of row -> slot in one preallocated slab: storing a row is a copy into memory
         # already mapped (a fresh 200 KB allocation per row page-faults at 3-4× the cost)
         self._cache: OrderedDict[int, int] = OrderedDict()

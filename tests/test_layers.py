@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: package → the packages it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "qpcore": ("strategies", "problems", "qpcore_cli"),
-    "strategies": ("problems", "qpcore_cli"),
-    "problems": ("qpcore_cli",),
+    "qpcore": ("strategies", "problems", "qpcore_cli", "qpcore_sklearn", "sklearn"),
+    "strategies": ("problems", "qpcore_cli", "qpcore_sklearn", "sklearn"),
+    "problems": ("qpcore_cli", "qpcore_sklearn", "sklearn"),
 }
 
 #: modules not checked yet, each with the reason

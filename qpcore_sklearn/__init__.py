@@ -1,0 +1,18 @@
+"""scikit-learn estimators over qpcore's strategies (the optional ``sklearn`` extra).
+
+Like the command line, this package sits on top of ``qpcore``, ``strategies`` and ``problems``;
+none of them imports it, and scikit-learn is never a runtime dependency of the library.
+
+- :class:`KernelSVC`: a kernel SVM classifier (LIBSVM's parameters, SVC's fitted attributes),
+  multiclass one-vs-one (or one-vs-rest), any strategy: SMO with any rule, decomposition,
+  INCAS, GPCG.
+- :class:`LinearSVMClassifier`: a linear SVM classifier: squared hinge through ASVM, hinge through
+  OCAS, the active-set OCAS or BMRM.
+"""
+
+from __future__ import annotations
+
+from qpcore_sklearn.linear import LinearSVMClassifier
+from qpcore_sklearn.svm import KernelSVC
+
+__all__ = ["KernelSVC", "LinearSVMClassifier"]
