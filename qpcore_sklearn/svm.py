@@ -19,11 +19,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-import qpcore
-from problems.svm import csvc
+from problems.multiclass import train_multiclass
 from qpcore.operators import Kernel
+from qpcore.problem import ProblemError
 from qpcore.solve import Strategy
-from qpcore.state import Result, Status
+from qpcore.state import Status
 
 __all__ = ["KernelSVC", "make_strategy"]
 
@@ -295,90 +295,59 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             raise ValueError("sample_weight: the samples of nonzero weight hold fewer than two classes")
         gamma = self._gamma_value(X)
         kernel = Kernel(self.kernel, gamma=gamma, degree=int(self.degree), coef0=float(self.coef0))  # type: ignore[arg-type]
-        self._gamma = gamma
-        self._kernel_obj = kernel
 
-        pairs: list[tuple[int, int]]
-        if k == 2 or self.multiclass == "ovo":
-            pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
-        else:
-            pairs = [(i, -1) for i in range(k)]     # class i against the rest
         prev = getattr(self, "_alphas", None) if self.warm_start else None
-        if prev is not None and len(prev) != len(pairs):
-            prev = None
-        models: list[tuple[NDArray[np.intp], FloatArray, float]] = []
-        results: list[Result] = []
-        alphas: list[FloatArray] = []
-        for p, (i, j) in enumerate(pairs):
-            rows = np.flatnonzero(keep & ((y_idx == i) | (y_idx == j) if j >= 0 else keep))
-            labels = np.where(y_idx[rows] == i, 1.0, -1.0)
-            if np.unique(labels).size < 2:
-                raise ValueError(f"y: class {self.classes_[i]} has no samples of nonzero weight")
-            Xp = X[rows][:, rows] if self.kernel == "precomputed" else X[rows]
-            prob = csvc(Xp, labels, C_i[rows], kernel, cache_bytes=int(float(self.cache_size) * (1 << 20)))
-            x0 = prev[p] if prev is not None and prev[p].size == rows.size else None
+        cap = max(10_000_000, 100 * X.shape[0]) if self.max_iter == -1 else int(self.max_iter)
+        try:
             # LIBSVM's own cap when no limit is given: a problem that rounding keeps from ever
             # meeting tol (a polynomial kernel on unscaled data) ends with a warning, not a hang
-            cap = max(10_000_000, 100 * rows.size) if self.max_iter == -1 else int(self.max_iter)
-            res = qpcore.solve(prob.qp, strategy, x0=x0, tol=float(self.tol), max_iter=cap,
-                               time_limit=self.time_limit, reporter=self.progress)
-            model = prob.decode(res)
-            models.append((rows[model.support], np.asarray(model.dual_coef, dtype=np.float64), float(model.bias)))
-            results.append(res)
-            alphas.append(np.asarray(res.x, dtype=np.float64))
-        self._alphas = alphas
+            trained = train_multiclass(X, y_idx.astype(np.intp), self.classes_, C_i, kernel, strategy,
+                                       scheme="ovr" if self.multiclass == "ovr" else "ovo", tol=float(self.tol),
+                                       max_iter=cap, time_limit=self.time_limit, reporter=self.progress,
+                                       cache_bytes=int(float(self.cache_size) * (1 << 20)), x0=prev)
+        except ProblemError as exc:
+            raise ValueError(str(exc)) from exc
+        results = trained.results
+        self.model_ = trained.model
+        self._alphas = trained.alphas
         self.result_ = results[0] if len(results) == 1 else results
         self.status_ = [r.status.code for r in results]
         self.n_iter_ = np.array([r.iterations for r in results], dtype=np.int32)
-        bad = [f"{self._pair_name(pr)}: {r.status.code}" for pr, r in zip(pairs, results) if r.status is not Status.CONVERGED]
+        bad = [f"{self._pair_name(pr)}: {r.status.code}" for pr, r in zip(trained.model.pairs, results)
+               if r.status is not Status.CONVERGED]
         if bad:
             warnings.warn("KernelSVC: not every problem converged (" + "; ".join(bad) + "); each keeps its best "
                           "point: raise max_iter / time_limit or loosen tol", ConvergenceWarning, stacklevel=2)
-        self._layout(X, y_idx, pairs, models)
-        self._pairs = pairs
+        self._layout(X)
         return self
 
-    def _pair_name(self, pair: tuple[int, int]) -> str:
-        i, j = pair
+    def _pair_name(self, pair: NDArray[np.intp]) -> str:
+        i, j = int(pair[0]), int(pair[1])
         return f"{self.classes_[i]} vs {'rest' if j < 0 else self.classes_[j]}"
 
-    def _layout(self, X: Any, y_idx: NDArray[np.intp], pairs: list[tuple[int, int]],
-                models: list[tuple[NDArray[np.intp], FloatArray, float]]) -> None:
-        """SVC's attributes from the binary models: support vectors grouped by class, and a
-        coefficient matrix D (n_SV × problems) with which every decision value is one product."""
-        k = self.classes_.size
-        used = np.unique(np.concatenate([m[0] for m in models]))
-        order = np.lexsort((used, y_idx[used]))       # by class, then by index (LIBSVM's order)
-        support = used[order]
-        pos = np.full(X.shape[0], -1, dtype=np.intp)
-        pos[support] = np.arange(support.size)
-        D = np.zeros((support.size, len(pairs)))
-        for p, (idx, coef, _) in enumerate(models):
-            D[pos[idx], p] = coef
-        self.support_ = support.astype(np.int32)
-        self.n_support_ = np.bincount(y_idx[support], minlength=k).astype(np.int32)
-        self._D = D
-        self._bias = np.array([m[2] for m in models])
-        self._sv = X[support]
-        self.support_vectors_ = np.empty((0, 0)) if self.kernel == "precomputed" else self._sv
-        if pairs[0][1] >= 0:
-            # LIBSVM's layout: the coefficient of a vector of class c in problem (i, j) sits in
-            # row j − 1 when c = i and in row i when c = j
-            dual = np.zeros((k - 1, support.size))
-            for p, (i, j) in enumerate(pairs):
-                cls = y_idx[support]
-                at_i, at_j = cls == i, cls == j
-                dual[j - 1, at_i] = D[at_i, p]
-                dual[i, at_j] = D[at_j, p]
+    def _layout(self, X: Any) -> None:
+        """SVC's attributes from the trained model (LIBSVM's layout)."""
+        m = self.model_
+        k = m.n_classes
+        self.support_ = m.support.astype(np.int32)
+        self.n_support_ = np.bincount(m.support_class, minlength=k).astype(np.int32)
+        self.support_vectors_ = np.empty((0, 0)) if m.sv is None else m.sv
+        if m.scheme == "ovo":
+            # the coefficient of a vector of class c in problem (i, j) sits in row j − 1 when
+            # c = i and in row i when c = j
+            dual = np.zeros((k - 1, m.support.size))
+            for p, (i, j) in enumerate(m.pairs):
+                at_i, at_j = m.support_class == i, m.support_class == j
+                dual[j - 1, at_i] = m.D[at_i, p]
+                dual[i, at_j] = m.D[at_j, p]
         else:
-            dual = D.T.copy()
+            dual = m.D.T.copy()
         if k == 2:
-            # SVC's binary convention: positive decision values mean classes_[1]
-            dual = -dual
+            dual = -dual                # SVC's binary convention: positive means classes_[1]
         self.dual_coef_ = dual
-        self.intercept_ = -self._bias if k == 2 else self._bias.copy()
+        self.intercept_ = -m.bias if k == 2 else m.bias.copy()
         if self.kernel == "linear":
-            W = np.asarray((self._sv.T @ D).T, dtype=np.float64)
+            W = np.asarray((m.sv.T @ m.D).T, dtype=np.float64)
             self._coef = -W if k == 2 else W
 
     @property
@@ -397,14 +366,7 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         sparse_ok = self.kernel != "precomputed"
         X = validate_data(self, X, accept_sparse="csr" if sparse_ok else False, dtype=np.float64, order="C",
                           reset=False)
-        if self.kernel == "precomputed":
-            K = X[:, self.support_]
-        else:
-            K = np.empty((X.shape[0], self._sv.shape[0]))
-            for s in range(0, X.shape[0], 2048):
-                K[s:s + 2048] = self._kernel_obj.block(X[s:s + 2048], self._sv)
-        out: FloatArray = K @ self._D + self._bias
-        return out
+        return self.model_.raw(X)
 
     def decision_function(self, X: Any) -> FloatArray:
         """Decision values, in SVC's shapes.
@@ -426,7 +388,7 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         k = self.classes_.size
         if k == 2:
             return -raw[:, 0]
-        if self._pairs[0][1] < 0 or self.decision_function_shape == "ovo":
+        if self.model_.scheme == "ovr" or self.decision_function_shape == "ovo":
             return raw
         return _ovr_from_ovo(raw, k)
 
@@ -445,15 +407,5 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             Labels from ``classes_``.
         """
         raw = self._raw(X)
-        k = self.classes_.size
-        if k == 2:
-            out: NDArray[Any] = self.classes_[np.where(raw[:, 0] > 0, 0, 1)]
-            return out
-        if self._pairs[0][1] < 0:
-            return np.asarray(self.classes_[np.argmax(raw, axis=1)])
-        votes = np.zeros((raw.shape[0], k), dtype=np.int64)
-        for p, (i, j) in enumerate(self._pairs):
-            win = raw[:, p] > 0
-            votes[:, i] += win
-            votes[:, j] += ~win
-        return np.asarray(self.classes_[np.argmax(votes, axis=1)])
+        out: NDArray[Any] = self.classes_[self.model_.predict_index(raw)]
+        return out

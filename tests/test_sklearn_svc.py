@@ -204,7 +204,7 @@ def test_fitted_model_properties(seed: int, n: int, d: int, k: int, dup: bool, C
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         est = KernelSVC(C=C, tol=1e-6, decision_function_shape="ovo").fit(X, y)
-    D = est._D
+    D = est.model_.D
     assert np.all(np.abs(D) <= C * (1 + 1e-9))
     np.testing.assert_allclose(D.sum(axis=0), 0.0, atol=1e-9 * C * n)
     results = est.result_ if isinstance(est.result_, list) else [est.result_]

@@ -1,0 +1,241 @@
+"""Kernel SVMs over more than two classes: one-vs-one (LIBSVM's scheme) or one-vs-rest.
+
+:func:`train_multiclass` builds one C-SVC dual per pair of classes (or per class against the
+rest) with :func:`problems.svm.csvc`, solves each with any strategy, and collects the binary
+models into one :class:`MulticlassSVM`: the union of their support vectors, grouped by class as
+LIBSVM orders them, and a coefficient matrix D (support vectors × problems) with which every
+decision value of a block of points is one kernel block and one matrix product. Two classes are
+the one-problem case. The scikit-learn estimator and the command line both build on this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+import qpcore
+from problems.svm import csvc
+from qpcore.operators import Kernel
+from qpcore.problem import ProblemError
+from qpcore.solve import Reporter, Strategy
+from qpcore.state import Result
+
+__all__ = ["MulticlassSVM", "Trained", "train_multiclass", "votes"]
+
+FloatArray = NDArray[np.float64]
+Scheme = Literal["ovo", "ovr"]
+
+
+def problems_of(n_classes: int, scheme: Scheme) -> NDArray[np.intp]:
+    """The binary problems as rows (i, j): class i (+1) against class j (−1), j = −1 for the rest.
+
+    One-vs-one lists the pairs i < j in LIBSVM's order (0-1, 0-2, …, 1-2, …); two classes are
+    always the one pair (0, 1).
+    """
+    if n_classes == 2 or scheme == "ovo":
+        out = [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
+    else:
+        out = [(i, -1) for i in range(n_classes)]
+    return np.array(out, dtype=np.intp).reshape(-1, 2)
+
+
+def votes(raw: FloatArray, pairs: NDArray[np.intp], n_classes: int) -> NDArray[np.int64]:
+    """One-vs-one votes: a positive value votes for the pair's first class, else for the second
+    (LIBSVM's rule, so a value of exactly 0 goes to the second)."""
+    out = np.zeros((raw.shape[0], n_classes), dtype=np.int64)
+    for p, (i, j) in enumerate(pairs):
+        win = raw[:, p] > 0
+        out[:, i] += win
+        out[:, j] += ~win
+    return out
+
+
+@attrs.frozen(eq=False)
+class MulticlassSVM:
+    """A trained kernel SVM over two or more classes.
+
+    Attributes
+    ----------
+    classes : ndarray
+        The original label values, sorted; class k is ``classes[k]``.
+    kernel : Kernel
+        The kernel (``precomputed``: decision values take K(points, training points)).
+    scheme : {"ovo", "ovr"}
+        One-vs-one or one-vs-rest.
+    pairs : ndarray of shape (n_problems, 2)
+        Class indices (i, j) of each binary problem, j = −1 for "the rest" (see
+        :func:`problems_of`).
+    support : ndarray of int
+        Training indices of the support vectors, grouped by class, ascending within a class.
+    support_class : ndarray of int
+        The class index of each support vector.
+    sv : ndarray or csr_matrix or None
+        The support vectors themselves (None for a precomputed kernel).
+    D : ndarray of shape (n_SV, n_problems)
+        α_i y_i of each support vector in each problem (0 where it takes no part).
+    bias : ndarray of shape (n_problems,)
+        b of each problem: its decision value is Σ_i D_ip K(sv_i, x) + b_p, positive for class i.
+    """
+
+    classes: NDArray[Any]
+    kernel: Kernel
+    scheme: Scheme
+    pairs: NDArray[np.intp]
+    support: NDArray[np.intp]
+    support_class: NDArray[np.intp]
+    sv: Any
+    D: FloatArray
+    bias: FloatArray
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes."""
+        return int(self.classes.size)
+
+    @property
+    def n_features(self) -> int:
+        """Features of a point (training points for a precomputed kernel)."""
+        if self.sv is None:
+            return -1
+        return int(self.sv.shape[1])
+
+    def raw(self, X: Any, block: int = 2048) -> FloatArray:
+        """Decision values of every binary problem, shape (n, n_problems), positive for the
+        problem's first class.
+
+        Parameters
+        ----------
+        X : ndarray or csr_matrix
+            Points, one per row (precomputed kernel: K(points, training points)).
+        block : int
+            Points per kernel block.
+
+        Returns
+        -------
+        ndarray
+        """
+        if self.kernel.name == "precomputed":
+            K = np.asarray(X[:, self.support].toarray() if sp.issparse(X) else X[:, self.support], dtype=np.float64)
+            out: FloatArray = K @ self.D + self.bias
+            return out
+        out = np.empty((X.shape[0], self.D.shape[1]))
+        for s in range(0, X.shape[0], block):
+            out[s:s + block] = self.kernel.block(X[s:s + block], self.sv) @ self.D + self.bias
+        return out
+
+    def predict_index(self, raw: FloatArray) -> NDArray[np.intp]:
+        """Class indices from decision values: the sign for two classes, LIBSVM's vote (ties to
+        the lower class index) for one-vs-one, the largest value for one-vs-rest."""
+        if self.n_classes == 2:
+            return np.where(raw[:, 0] > 0, 0, 1).astype(np.intp)
+        best = raw if self.scheme == "ovr" else votes(raw, self.pairs, self.n_classes)
+        out: NDArray[np.intp] = np.argmax(best, axis=1).astype(np.intp)
+        return out
+
+    def predict(self, X: Any) -> NDArray[Any]:
+        """Predicted labels (values of ``classes``) for the rows of X."""
+        out: NDArray[Any] = self.classes[self.predict_index(self.raw(X))]
+        return out
+
+
+@attrs.frozen(eq=False)
+class Trained:
+    """What :func:`train_multiclass` returns.
+
+    Attributes
+    ----------
+    model : MulticlassSVM
+    results : list of Result
+        The run of each binary problem, in the order of ``model.pairs``.
+    alphas : list of ndarray
+        The dual solution of each problem (over its own rows), for warm starts.
+    rows : list of ndarray
+        The training rows of each problem.
+    """
+
+    model: MulticlassSVM
+    results: list[Result]
+    alphas: list[FloatArray]
+    rows: list[NDArray[np.intp]]
+
+
+def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: FloatArray, kernel: Kernel,
+                     strategy: Strategy, *, scheme: Scheme = "ovo", tol: float = 1e-3, max_iter: int | None = None,
+                     time_limit: float | None = None, reporter: Reporter | None = None,
+                     cache_bytes: int = 200 << 20, x0: list[FloatArray] | None = None) -> Trained:
+    """Train one C-SVC per binary problem and collect them.
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix
+        Training points (precomputed kernel: the n×n Gram matrix).
+    y_idx : ndarray of int
+        Class index of each point (0 … n_classes − 1).
+    classes : ndarray
+        The label values, ``classes[k]`` for index k.
+    C : ndarray
+        Per-sample box bound (C times class and sample weights); points with C = 0 are left out.
+    kernel : Kernel
+    strategy : Strategy
+        Solves every binary dual.
+    scheme : {"ovo", "ovr"}
+        For more than two classes.
+    tol, max_iter, time_limit, reporter :
+        Handed to ``qpcore.solve`` for each problem (the limits apply per problem).
+    cache_bytes : int
+        Kernel row cache of each problem.
+    x0 : list of ndarray, optional
+        Warm starts, one per problem (ignored for a problem whose size differs).
+
+    Returns
+    -------
+    Trained
+
+    Raises
+    ------
+    ProblemError
+        Fewer than two classes with C > 0, an empty problem, or anything ``csvc`` refuses.
+    """
+    n_classes = int(classes.size)
+    keep = C > 0
+    if n_classes < 2 or np.unique(y_idx[keep]).size < 2:
+        raise ProblemError(f"y: training needs samples of at least two classes with C > 0, got "
+                           f"{np.unique(y_idx[keep]).size} class")
+    pairs = problems_of(n_classes, scheme)
+    models: list[tuple[NDArray[np.intp], FloatArray, float]] = []
+    results: list[Result] = []
+    alphas: list[FloatArray] = []
+    rows_of: list[NDArray[np.intp]] = []
+    for p, (i, j) in enumerate(pairs):
+        member = (y_idx == i) | (y_idx == j) if j >= 0 else np.ones(y_idx.size, dtype=bool)
+        rows = np.flatnonzero(keep & member)
+        labels = np.where(y_idx[rows] == i, 1.0, -1.0)
+        if np.unique(labels).size < 2:
+            raise ProblemError(f"y: class {classes[i] if (labels > 0).all() else classes[j]} has no samples "
+                               "with C > 0 in its problem")
+        Xp = X[rows][:, rows] if kernel.name == "precomputed" else X[rows]
+        prob = csvc(Xp, labels, C[rows], kernel, cache_bytes=cache_bytes)
+        start = x0[p] if x0 is not None and p < len(x0) and x0[p].size == rows.size else None
+        res = qpcore.solve(prob.qp, strategy, x0=start, tol=tol, max_iter=max_iter, time_limit=time_limit,
+                           reporter=reporter)
+        m = prob.decode(res)
+        models.append((rows[m.support], np.asarray(m.dual_coef, dtype=np.float64), float(m.bias)))
+        results.append(res)
+        alphas.append(np.asarray(res.x, dtype=np.float64))
+        rows_of.append(rows)
+    used = np.unique(np.concatenate([m[0] for m in models]))
+    support = used[np.lexsort((used, y_idx[used]))]      # by class, then by index (LIBSVM's order)
+    pos = np.full(y_idx.size, -1, dtype=np.intp)
+    pos[support] = np.arange(support.size)
+    D = np.zeros((support.size, len(pairs)))
+    for p, (idx, coef, _) in enumerate(models):
+        D[pos[idx], p] = coef
+    sv = None if kernel.name == "precomputed" else X[support]
+    model = MulticlassSVM(classes=classes, kernel=kernel, scheme="ovr" if pairs[0][1] < 0 else "ovo", pairs=pairs,
+                          support=support, support_class=y_idx[support].astype(np.intp), sv=sv, D=D,
+                          bias=np.array([m[2] for m in models]))
+    return Trained(model=model, results=results, alphas=alphas, rows=rows_of)
