@@ -1,0 +1,79 @@
+"""problems.multiclass: the assembled one-vs-one / one-vs-rest model equals its binary problems
+solved one by one, and predicts by LIBSVM's vote."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import qpcore
+from problems.multiclass import problems_of, train_multiclass, votes
+from problems.svm import csvc
+from qpcore.operators import Kernel
+from qpcore.problem import ProblemError
+from strategies.smo import SMO
+
+
+def _blobs(seed: int, n: int, k: int, d: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % k
+    X = rng.standard_normal((n, d)) + 1.5 * np.eye(k, d)[y]
+    return X, y
+
+
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(8, 45), k=st.integers(2, 4),
+       scheme=st.sampled_from(["ovo", "ovr"]), dup=st.booleans())
+def test_model_equals_its_binary_problems(seed: int, n: int, k: int, scheme: str, dup: bool) -> None:
+    X, y = _blobs(seed, n, k)
+    if dup:
+        X[n // 2:] = X[: n - n // 2]
+    kern = Kernel("rbf", gamma=0.5)
+    C = np.full(n, 2.0)
+    tr = train_multiclass(X, y, np.arange(k), C, kern, SMO(), scheme=scheme, tol=1e-8)
+    m = tr.model
+    assert m.pairs.shape == problems_of(k, scheme).shape
+    # support vectors grouped by class, each group ascending
+    assert np.all(np.diff(m.support_class) >= 0)
+    for c in range(k):
+        assert np.all(np.diff(m.support[m.support_class == c]) > 0)
+    raw = m.raw(X)
+    for p, (i, j) in enumerate(m.pairs):
+        rows = tr.rows[p]
+        prob = csvc(X[rows], np.where(y[rows] == i, 1.0, -1.0), C[rows], kern)
+        res = qpcore.solve(prob.qp, SMO(), tol=1e-8)
+        alone = prob.decode(res).decision_function(X)
+        np.testing.assert_allclose(raw[:, p], alone, atol=1e-5)
+        # the dual of each problem is feasible: 0 ≤ α ≤ C and Σ y α = 0
+        assert np.all(np.abs(m.D[:, p]) <= 2.0 * (1 + 1e-12))
+        assert abs(m.D[:, p].sum()) <= 1e-9 * n
+        assert tr.results[p].status.code == "converged"
+    pred = m.predict_index(raw)
+    if k == 2:
+        np.testing.assert_array_equal(pred, np.where(raw[:, 0] > 0, 0, 1))
+    elif m.scheme == "ovo":
+        np.testing.assert_array_equal(pred, np.argmax(votes(raw, m.pairs, k), axis=1))
+    else:
+        np.testing.assert_array_equal(pred, np.argmax(raw, axis=1))
+
+
+def test_votes_tie_goes_to_the_second_class_and_lowest_index() -> None:
+    pairs = problems_of(3, "ovo")
+    raw = np.array([[0.0, 1.0, -1.0]])      # 0-1: 0 → class 1; 0-2: class 0; 1-2: class 2
+    np.testing.assert_array_equal(votes(raw, pairs, 3), [[1, 1, 1]])
+
+
+def test_precomputed_and_refusals() -> None:
+    X, y = _blobs(0, 30, 3)
+    G = X @ X.T
+    lin = train_multiclass(X, y, np.arange(3), np.ones(30), Kernel("linear"), SMO(), tol=1e-9).model
+    pre = train_multiclass(G, y, np.arange(3), np.ones(30), Kernel("precomputed"), SMO(), tol=1e-9).model
+    assert pre.sv is None
+    np.testing.assert_allclose(pre.raw(G), lin.raw(X), atol=1e-6)
+    with pytest.raises(ProblemError, match="two classes"):
+        train_multiclass(X, np.zeros(30, dtype=np.intp), np.arange(1), np.ones(30), Kernel("linear"), SMO())
+    C = np.ones(30)
+    C[y != 0] = 0.0                          # only class 0 keeps a nonzero C
+    with pytest.raises(ProblemError, match="two classes"):
+        train_multiclass(X, y, np.arange(3), C, Kernel("linear"), SMO())
