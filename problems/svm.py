@@ -105,14 +105,22 @@ class SVMModel:
         return int(self.support.size)
 
     def decision_function(self, X: Any, block: int = 4096) -> FloatArray:
-        """Decision values f(x) for the rows of X (kernel blocks of ``block`` rows)."""
+        """Decision values f(x) for the rows of X (kernel blocks of ``block`` rows); for a
+        precomputed kernel X is the block K(points, training points)."""
         X = _check_X(X)
         d = self.sv.shape[1]
         if X.shape[1] != d:
             if sp.issparse(X) and X.shape[1] < d:   # a test split may lack the last features
                 X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], d))
+            elif self.kernel.name == "precomputed":
+                raise ProblemError(f"X: a precomputed kernel block needs one column per training point ({d}), "
+                                   f"got {X.shape[1]}")
             else:
                 raise ProblemError(f"X: has {X.shape[1]} features, the model was trained on {d}")
+        if self.kernel.name == "precomputed":
+            # X is K(points, training points); its columns at the support vectors are the kernel
+            K = X[:, self.support]
+            return np.asarray(K @ self.dual_coef, dtype=np.float64).ravel() + self.bias
         if self.w is not None:
             return np.asarray(X @ self.w, dtype=np.float64).ravel() + self.bias
         out = np.empty(X.shape[0])

@@ -77,3 +77,19 @@ def test_precomputed_and_refusals() -> None:
     C[y != 0] = 0.0                          # only class 0 keeps a nonzero C
     with pytest.raises(ProblemError, match="two classes"):
         train_multiclass(X, y, np.arange(3), C, Kernel("linear"), SMO())
+
+
+def test_binary_model_predicts_from_a_precomputed_block() -> None:
+    """problems.svm's own model: fit on the Gram matrix, predict from K(test, train), as SVC does."""
+    X, y = _blobs(1, 60, 2)
+    tr, te = np.arange(30), np.arange(30, 60)
+    kern = Kernel("rbf", gamma=0.3)
+    direct = csvc(X[tr], y[tr], 1.0, kern)
+    m_direct = direct.decode(qpcore.solve(direct.qp, SMO(), tol=1e-9))
+    pre = csvc(kern.block(X[tr], X[tr]), y[tr], 1.0, Kernel("precomputed"))
+    m_pre = pre.decode(qpcore.solve(pre.qp, SMO(), tol=1e-9))
+    K_test = kern.block(X[te], X[tr])
+    np.testing.assert_allclose(m_pre.decision_function(K_test), m_direct.decision_function(X[te]), atol=1e-7)
+    np.testing.assert_array_equal(m_pre.predict(K_test), m_direct.predict(X[te]))
+    with pytest.raises(ProblemError, match="one column per training point"):
+        m_pre.decision_function(K_test[:, :-1])
