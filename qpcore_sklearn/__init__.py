@@ -8,11 +8,14 @@ none of them imports it, and scikit-learn is never a runtime dependency of the l
   INCAS, GPCG.
 - :class:`LinearSVMClassifier`: a linear SVM classifier: squared hinge through ASVM, hinge through
   OCAS, the active-set OCAS or BMRM.
+- :class:`IncrementalSVC`: the exact incremental/decremental SVM of Cauwenberghs and Poggio:
+  ``partial_fit`` that equals a batch fit, ``unlearn``, exact leave-one-out.
 """
 
 from __future__ import annotations
 
+from qpcore_sklearn.incremental import IncrementalSVC
 from qpcore_sklearn.linear import LinearSVMClassifier
 from qpcore_sklearn.svm import KernelSVC
 
-__all__ = ["KernelSVC", "LinearSVMClassifier"]
+__all__ = ["IncrementalSVC", "KernelSVC", "LinearSVMClassifier"]
