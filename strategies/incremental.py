@@ -31,6 +31,7 @@ from typing import Any
 
 import attrs
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from qpcore.dynamic import DynamicKernelQ
@@ -476,8 +477,11 @@ class IncrementalSVM:
         Ci = self.C if C_i is None else float(C_i)
         if not (np.isfinite(Ci) and Ci > 0):
             raise ProblemError(f"C_i: must be finite and > 0, got {C_i!r}")
-        slot = int(self._op.append(np.atleast_2d(np.asarray(x, dtype=np.float64)) if not hasattr(x, "tocsr") else x,
-                                   [ypm])[0])
+        # a row of a scipy.sparse *array* is 1-D: reshape it into the one-row matrix the operator takes
+        xs: Any = x
+        row: Any = (sp.csr_matrix(xs.reshape(1, -1) if xs.ndim == 1 else xs) if sp.issparse(xs)
+                    else np.atleast_2d(np.asarray(xs, dtype=np.float64)))
+        slot = int(self._op.append(row, [ypm])[0])
         self._sync_capacity()
         pid = self._next_id
         self._next_id += 1

@@ -202,3 +202,22 @@ def test_c_path_margin_vector_heading_for_both_bounds(C0: float, C1: float) -> N
     bps = m.c_path(C1)
     assert m.C == C1 and len(bps) > 5
     assert_batch_optimum(m)
+
+
+def test_learns_rows_of_sparse_arrays_and_matrices() -> None:
+    """A row of a scipy.sparse array is 1-D (of a sparse matrix 2-D): both learn like dense rows."""
+    import scipy.sparse as sp
+
+    import qpcore
+    from strategies.incremental import IncrementalSVM
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    want = None
+    for conv in (np.asarray, sp.csr_matrix, sp.csr_array):
+        m = IncrementalSVM(kernel=qpcore.Kernel("rbf", gamma=0.5), C=1.0)
+        m.learn_many(conv(X), y)
+        got = m.decision_function(X)
+        want = got if want is None else want
+        np.testing.assert_allclose(got, want, atol=1e-12)
