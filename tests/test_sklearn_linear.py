@@ -334,3 +334,22 @@ def test_predict_before_fit_and_wrong_width() -> None:
     clf = LinearSVMClassifier().fit(_X, _Y)
     with pytest.raises(ValueError, match="features"):
         clf.predict(np.ones((2, 3)))
+
+
+@pytest.mark.anchor
+@pytest.mark.data
+@pytest.mark.parametrize("loss,solver", [("squared_hinge", "asvm"), ("hinge", "ocas"), ("hinge", "ocas-active")])
+def test_adult_matches_liblinear(loss: str, solver: str) -> None:
+    """Adult (the issue's third set): one-hot sparse features, train and test split as shipped."""
+    from problems.datasets import load_dataset
+
+    X, y = load_dataset("adult")
+    Xt, yt = load_dataset("adult", "tst")
+    X, y = X[:8000], y[:8000]
+    tol = 1e-6
+    ours = LinearSVMClassifier(C=0.1, loss=loss, solver=solver, tol=tol, max_iter=5000).fit(X, y)
+    ref = liblinear(C=0.1, loss=loss).fit(X, y)
+    assert ours.status_ == "converged"
+    f_ours, f_ref = primal_objective(ours, X, y), primal_objective(ref, X, y)
+    assert f_ours <= f_ref * (1 + 10 * tol) + 1e-9
+    assert abs(ours.score(Xt, yt) - ref.score(Xt, yt)) <= 0.002
