@@ -1,4 +1,4 @@
-"""The ``qpcore`` command line: ``qpcore demo`` and ``qpcore solve <problem> ...``.
+"""The ``qpcore`` command line: ``qpcore demo``, ``qpcore solve <problem> ...``, ``qpcore train`` and ``qpcore predict``.
 
 This module builds the parser from the registries (:mod:`qpcore_cli.registry`), registers the
 built-in problem kinds and strategies, and dispatches.  ``qpcore solve`` is extensible in two
@@ -23,6 +23,7 @@ from qpcore_cli.common import PROG, CLIError, Parser, nonnegative_int, positive_
 from qpcore_cli.qp import GPCG_STRATEGY, INCAS_STRATEGY, NNLS_PROBLEM, QP_PROBLEM
 from qpcore_cli.registry import PROBLEMS, STRATEGIES, register_problem, register_strategy
 from qpcore_cli.svm import SMO_STRATEGY, SVM_PROBLEM, run_demo
+from qpcore_cli.train import EXIT_EPILOG, PREDICT_EPILOG, add_predict_arguments, add_train_arguments, run_predict, run_train
 
 __all__ = ["build_parser", "main"]
 
@@ -57,6 +58,23 @@ def build_parser() -> argparse.ArgumentParser:
                                       "of UCI Adult bundled with qpcore; report the solve and held-out accuracy.")
     _add_output_arguments(demo)
     demo.set_defaults(func=run_demo)
+
+    train = sub.add_parser("train", help="train an SVM from a LIBSVM-format file and write a model file (svm-train)",
+                           description="Train a kernel C-SVC (smo, decomposition, incas, gpcg) or a linear SVM "
+                                       "(asvm, ocas, ocas-active, bmrm) over two or more classes from a "
+                                       "LIBSVM-format file; write the model file (docs/model-format.md).",
+                           epilog=EXIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_train_arguments(train)
+    _add_output_arguments(train)
+    train.set_defaults(func=run_train)
+
+    predict = sub.add_parser("predict", help="predict labels of a LIBSVM-format file with a model file (svm-predict)",
+                             description="Read a model file written by 'qpcore train', write one predicted label "
+                                         "per line, report accuracy.",
+                             epilog=PREDICT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_predict_arguments(predict)
+    _add_output_arguments(predict)
+    predict.set_defaults(func=run_predict)
 
     solve = sub.add_parser("solve", help="solve a problem read from files",
                            description="Build a QP from data, solve it with a strategy, report the "
@@ -97,9 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit status: 0 when a result was produced (its status is in the report), 2 on a usage
-        error or a bad input file (one line ``qpcore: error: ...`` on stderr), 130 when
-        interrupted.
+        Exit status: 2 on a usage error or a bad input file (one line ``qpcore: error: ...`` on
+        stderr), 130 when interrupted. Otherwise ``demo`` and ``solve`` exit 0 when a result was
+        produced (its status is in the report); ``train`` exits 0 when every binary problem
+        converged, else the code of the worst status (3 max_iter, 4 time_limit, 5 stalled,
+        6 unbounded, ...: :data:`qpcore_cli.train.EXIT_CODES`); ``predict`` exits 0.
     """
     parser = build_parser()
     try:

@@ -1,0 +1,879 @@
+"""``qpcore train`` and ``qpcore predict``: LIBSVM's ``svm-train`` / ``svm-predict`` over every strategy.
+
+``qpcore train DATA MODEL`` reads a LIBSVM-format file, trains a kernel C-SVC
+(:func:`problems.multiclass.train_multiclass` with ``--strategy smo|decomposition|incas|gpcg``)
+or a linear SVM (``--strategy asvm|ocas|ocas-active|bmrm``: the L2-loss dual of
+:func:`problems.asvm.asvm_dual` or the hinge risk of :func:`problems.risk.hinge_svm`, with the
+regularized constant feature ``--bias`` as LIBLINEAR's ``-B``) over two or more classes, one-vs-one
+or one-vs-rest, and writes the model file of :mod:`qpcore_cli.model`. ``qpcore predict DATA MODEL
+[OUTPUT]`` reads it back and writes one predicted label per line.
+
+Exit status (:data:`EXIT_CODES`): 0 when every binary problem converged; for a run that ended
+otherwise the code of the worst status (:func:`worst_status`): 3 ``max_iter``, 4 ``time_limit``,
+5 ``stalled``, 6 ``unbounded``, 7 ``nonfinite``, 8 ``infeasible``, 9 ``nonconvex``, 10
+``stopped``, 11 ``target`` (the model file is written in every one of these cases: it holds the
+best point found); 2 for bad input or usage (one line on stderr, nothing written); 130 when
+interrupted. ``qpcore predict`` exits 0 or 2.
+
+Progress (stderr, only when stderr is a terminal, or always with ``--verbose``; never with
+``--quiet``): the binary problem being solved (``pair 3/45: 2 vs 7``), its iteration, the gap the
+strategy is judged on against ``--tol`` (the maximal-violating-pair gap, the projected gradient
+for ASVM, the relative duality gap for the cutting planes), the best gap so far, and elapsed time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+
+from problems.asvm import asvm_dual
+from problems.multiclass import MulticlassSVM, problems_of, train_multiclass
+from problems.risk import hinge_svm
+from qpcore import __version__
+from qpcore.operators import Kernel
+from qpcore.optimality import lagrangian_bound
+from qpcore.problem import ProblemError
+from qpcore.solve import Progress, Strategy, solve
+from qpcore.state import Result, Status
+from qpcore_cli.common import (
+    CLIError,
+    check_writable,
+    finite_float,
+    nonnegative_float,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    write_json,
+)
+from qpcore_cli.model import (
+    LinearModel,
+    Model,
+    class_labels,
+    labels_to_strings,
+    load_model_file,
+    save_model,
+)
+from qpcore_cli.svm import _drop_first_column, _read_svmlight, _with_width
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from qpcore.operators import KernelName
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_CODES", "EXIT_EPILOG", "PREDICT_EPILOG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "GapReporter",
+           "add_predict_arguments", "add_train_arguments", "exit_code", "make_strategy", "problem_names",
+           "read_data", "run_predict", "run_train", "train_linear", "worst_status"]
+
+FloatArray = Any  # NDArray[np.float64], kept loose for the sparse/dense mix
+
+#: Strategies that train a kernel model (:class:`problems.multiclass.MulticlassSVM`).
+KERNEL_STRATEGIES = ("smo", "decomposition", "incas", "gpcg")
+#: Strategies that train a linear model (:class:`qpcore_cli.model.LinearModel`).
+LINEAR_STRATEGIES = ("asvm", "ocas", "ocas-active", "bmrm")
+
+#: Exit status for bad input or usage (one line ``qpcore: error: ...`` on stderr).
+EXIT_BAD_INPUT = 2
+#: Exit status of ``qpcore train`` for each status a run can end with.
+EXIT_CODES: dict[Status, int] = {
+    Status.CONVERGED: 0,
+    Status.MAX_ITER: 3,
+    Status.TIME_LIMIT: 4,
+    Status.STALLED: 5,
+    Status.UNBOUNDED: 6,
+    Status.NONFINITE: 7,
+    Status.INFEASIBLE: 8,
+    Status.NONCONVEX: 9,
+    Status.STOPPED: 10,
+    Status.TARGET: 11,
+}
+# worst last: limits, then a stop without progress, then results that are not solutions
+_SEVERITY = (Status.CONVERGED, Status.TARGET, Status.MAX_ITER, Status.TIME_LIMIT, Status.STOPPED, Status.STALLED,
+             Status.NONCONVEX, Status.UNBOUNDED, Status.INFEASIBLE, Status.NONFINITE)
+
+#: The ``--help`` epilog of ``qpcore train``: the exit codes.
+EXIT_EPILOG = """\
+exit status:
+  0    every binary problem converged to --tol
+  3    max_iter     an iteration limit was reached (--max-iter)
+  4    time_limit   a time limit was reached (--time-limit)
+  5    stalled      no progress over many iterations
+  6    unbounded    the objective is unbounded below
+  7    nonfinite    a NaN or inf appeared
+  8    infeasible   the point violates the constraints
+  9    nonconvex    negative curvature (e.g. a sigmoid kernel)
+  10   stopped      stopped by a callback
+  2    bad input or usage (one line on stderr; no model written)
+  130  interrupted
+With several binary problems the worst status decides (in the order 3, 4, 10, 5, 9, 6, 8, 7).
+For 3-10 the model file is written all the same (the best point found). The model file format
+is described in docs/model-format.md."""
+
+#: The ``--help`` epilog of ``qpcore predict``.
+PREDICT_EPILOG = """\
+exit status: 0 predictions written; 2 bad input or usage (a missing or invalid file, a model
+file of an unknown version, labels in DATA that the model never saw), one line on stderr.
+
+DATA is read with the model's feature numbering. Missing trailing features are zeros; features
+beyond the model's are zeros in the model (as svm-predict treats them: they add to an RBF
+distance, and to nothing else), with a warning on stderr."""
+
+
+# --------------------------------------------------------------------------------------------
+# Statuses and exit codes
+# --------------------------------------------------------------------------------------------
+
+
+def worst_status(statuses: Sequence[Status]) -> Status:
+    """The status that decides the exit code of a run of several binary problems.
+
+    Parameters
+    ----------
+    statuses : sequence of Status
+
+    Returns
+    -------
+    Status
+        ``CONVERGED`` for an empty sequence or when all converged, else the worst one (limits
+        before stops before non-solutions).
+    """
+    worst = Status.CONVERGED
+    for s in statuses:
+        if _SEVERITY.index(s) > _SEVERITY.index(worst):
+            worst = s
+    return worst
+
+
+def exit_code(status: Status) -> int:
+    """The exit status of ``qpcore train`` for a run that ended with ``status`` (:data:`EXIT_CODES`)."""
+    return EXIT_CODES[status]
+
+
+# --------------------------------------------------------------------------------------------
+# Strategies and progress
+# --------------------------------------------------------------------------------------------
+
+
+def make_strategy(name: str) -> Strategy:
+    """The strategy of ``--strategy name`` with its default settings.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`KERNEL_STRATEGIES` or :data:`LINEAR_STRATEGIES`.
+
+    Returns
+    -------
+    Strategy
+    """
+    strategy: Strategy
+    if name == "smo":
+        from strategies.smo import SMO
+        strategy = SMO()
+    elif name == "decomposition":
+        from strategies.decomposition import Decomposition
+        strategy = Decomposition()
+    elif name == "incas":
+        from strategies.incas import INCAS
+        strategy = INCAS()
+    elif name == "gpcg":
+        from strategies.gradient_projection import GPCG
+        strategy = GPCG()
+    elif name == "asvm":
+        from strategies.asvm import ASVM
+        strategy = ASVM()
+    elif name in ("ocas", "ocas-active", "bmrm"):
+        from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS
+        strategy = {"ocas": OCAS, "ocas-active": ActiveSetOCAS, "bmrm": BMRM}[name]()
+    else:
+        raise CLIError(f"unknown strategy {name!r}")
+    return strategy
+
+
+def problem_names(classes: NDArray[Any], pairs: NDArray[np.intp]) -> list[str]:
+    """Names of the binary problems for progress lines: ``pair 3/45: 2 vs 7``, ``class 1/3: 0 vs rest``.
+
+    Parameters
+    ----------
+    classes : ndarray
+        The labels.
+    pairs : ndarray of shape (n_problems, 2)
+
+    Returns
+    -------
+    list of str
+    """
+    text, _ = labels_to_strings(classes)
+    n = len(pairs)
+    out = []
+    for p, (i, j) in enumerate(pairs):
+        if j < 0:
+            out.append(f"class {p + 1}/{n}: {text[i]} vs rest")
+        else:
+            out.append(f"pair {p + 1}/{n}: {text[i]} vs {text[j]}")
+    return out
+
+
+def _fmt_gap(value: float) -> str:
+    return f"{value:.2e}" if math.isfinite(value) else "-"
+
+
+class GapReporter:
+    """Progress of a sequence of binary problems: the gap against the tolerance, and elapsed time.
+
+    No bar: the gap of a dual method is not monotone, and a bar drawn from it stays empty while
+    the gap rises. Each update shows the problem's name, its iteration, the current gap, the best
+    gap so far, the tolerance it must reach, the problem's and the run's elapsed time. On a
+    terminal (``live``) one line is redrawn in place and a problem that ends without converging
+    leaves its line on screen; otherwise every update and every end is its own line.
+
+    Parameters
+    ----------
+    names : list of str
+        One name per binary problem, in the order they are solved.
+    tol : float
+        The stopping tolerance.
+    relative : bool
+        The strategy is judged on the relative duality gap (cutting planes), not the KKT measure.
+    live : bool
+        Redraw one line (a terminal) instead of printing lines.
+    stream : file, optional
+        stderr by default.
+    interval : float
+        Seconds between updates.
+    """
+
+    def __init__(self, names: list[str], tol: float, *, relative: bool = False, live: bool = True,
+                 stream: TextIO | None = None, interval: float = 0.5) -> None:
+        self.names = names
+        self.tol = tol
+        self.relative = relative
+        self.live = live
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval = interval
+        self.index = 0
+        self._best = math.inf
+        self._t0 = time.perf_counter()
+        self._pending = False
+
+    def _name(self) -> str:
+        return self.names[self.index] if self.index < len(self.names) else f"problem {self.index + 1}"
+
+    def _gap(self, progress: Progress) -> float:
+        if not self.relative:
+            return float(progress.gap)
+        w = progress.state.primal
+        if w is None:
+            return math.inf
+        lower = lagrangian_bound(progress.qp, w)
+        gap = progress.objective - lower
+        return gap / abs(lower) if lower != 0 else math.inf
+
+    def _emit(self, line: str, final: bool) -> None:
+        if self.live:
+            self.stream.write("\r" + line + "\x1b[K" + ("\n" if final else ""))
+            self._pending = not final
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def update(self, progress: Progress) -> None:
+        """Show a snapshot of the current problem."""
+        gap = self._gap(progress)
+        if math.isfinite(gap):
+            self._best = min(self._best, gap)
+        total = time.perf_counter() - self._t0
+        self._emit(f"{self._name()}  iter {progress.iteration}  gap {_fmt_gap(gap)} "
+                   f"(best {_fmt_gap(self._best)}, tol {self.tol:.0e})  {progress.elapsed:.1f} s "
+                   f"(total {total:.1f} s)", final=False)
+
+    def finish(self, result: Result) -> None:
+        """Show how the current problem ended and move on to the next."""
+        if self.relative and math.isfinite(result.kkt.duality_gap) and result.kkt.lower_bound != 0:
+            gap = result.kkt.duality_gap / abs(result.kkt.lower_bound)
+        else:
+            gap = result.kkt.measure
+        line = (f"{self._name()}: {result.status.code}, {result.iterations} iterations, gap {_fmt_gap(gap)} "
+                f"(tol {self.tol:.0e}), {float(result.stats['seconds']):.2f} s")
+        # on a terminal a converged problem's line is overwritten by the next one
+        self._emit(line, final=not self.live or result.status is not Status.CONVERGED)
+        self.index += 1
+        self._best = math.inf
+
+    def close(self) -> None:
+        """Clear a line left pending on the terminal."""
+        if self.live and self._pending:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._pending = False
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _reporter(args: argparse.Namespace, names: list[str], tol: float, relative: bool) -> GapReporter | None:
+    if args.quiet:
+        return None
+    live = _isatty(sys.stderr)
+    if not live and not args.verbose:
+        return None
+    return GapReporter(names, tol, relative=relative, live=live)
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+
+def read_data(path: str, role: str, index_base: str, n_features: int | None = None) -> tuple[Any, Any, int]:
+    """Read a LIBSVM-format file as CSR data, float64 labels and its feature numbering.
+
+    Parameters
+    ----------
+    path : str
+        Plain, gzip or bzip2 text.
+    role : str
+        ``"training"`` or ``"data"`` (for messages).
+    index_base : {"auto", "0", "1"}
+        ``auto``: zero-based if the file uses index 0, else one-based (LIBSVM's numbering).
+    n_features : int, optional
+        Pad to this width; a feature beyond it is an error.
+
+    Returns
+    -------
+    X, y, base
+        Data (column k is feature k + base), labels, and the base used (0 or 1).
+
+    Raises
+    ------
+    CLIError
+        On a missing, unreadable or malformed file, or a feature beyond ``n_features``.
+    """
+    if index_base == "auto":
+        X, y = _read_svmlight(path, role, zero_based=True)
+        base = 0 if bool((X.indices == 0).any()) else 1
+        if base == 1:
+            X = _drop_first_column(X)
+    else:
+        base = int(index_base)
+        X, y = _read_svmlight(path, role, zero_based=base == 0)
+    if n_features is not None:
+        if X.shape[1] > n_features:
+            raise CLIError(f"{role} file {path!r} has {X.shape[1]} features, more than --n-features {n_features}")
+        X = _with_width(X, n_features)
+    return X, y, base
+
+
+def _check_model_path(path: str) -> None:
+    """Fail before training, not after it, when the model file cannot be written."""
+    if os.path.isdir(path):
+        raise CLIError(f"model file {path!r} is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise CLIError(f"model file {path!r}: folder {parent!r} does not exist")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise CLIError(f"model file {path!r}: not writable")
+
+
+def _class_weights(specs: list[str] | None, classes: NDArray[Any]) -> FloatArray:
+    """Per-class weights from ``--class-weight LABEL:W`` options (1 for classes not named)."""
+    w = np.ones(classes.size)
+    numeric = classes.astype(np.float64)
+    for spec in specs or []:
+        label, sep, weight = spec.rpartition(":")
+        if not sep or not label:
+            raise CLIError(f"--class-weight {spec!r}: expected LABEL:WEIGHT, e.g. 1:2.5")
+        try:
+            value = float(label)
+        except ValueError:
+            raise CLIError(f"--class-weight {spec!r}: label {label!r} is not a number") from None
+        hit = np.flatnonzero(numeric == value)
+        if hit.size == 0:
+            shown = ", ".join(labels_to_strings(classes)[0])
+            raise CLIError(f"--class-weight {spec!r}: label {label} is not in the training file (classes: {shown})")
+        try:
+            w[hit[0]] = positive_float(weight)
+        except argparse.ArgumentTypeError as exc:
+            raise CLIError(f"--class-weight {spec!r}: weight {exc}") from None
+    return w
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------
+
+
+def train_linear(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C_i: FloatArray, strategy_name: str,
+                 strategy: Strategy, *, scheme: Literal["ovo", "ovr"], bias: float, tol: float,
+                 max_iter: int | None, time_limit: float | None,
+                 reporter: GapReporter | None) -> tuple[LinearModel, list[Result]]:
+    """Train one linear SVM per binary problem (as :func:`problems.multiclass.train_multiclass` does
+    for kernels) and collect them into a :class:`qpcore_cli.model.LinearModel`.
+
+    ``asvm`` solves the L2-loss SVM min ½(‖w‖² + v²) + C Σ max(0, 1 − y_i(x_iᵀw + β·v))² through
+    the ASVM dual of the data scaled by 1/β with ν = 2·C·β² (as ``qpcore_sklearn.linear`` maps
+    LIBLINEAR's ``-s 2 -B β``); it takes one C, so class weights must be 1. The cutting planes
+    solve the hinge loss min ½(‖w‖² + v²) + Σ C_i max(0, 1 − y_i(x_iᵀw + β·v))
+    (:func:`problems.risk.hinge_svm`, β = 0: no intercept).
+
+    Parameters
+    ----------
+    X : csr_matrix or ndarray
+        Training data.
+    y_idx : ndarray of int
+        Class index of each row.
+    classes : ndarray
+        The labels.
+    C_i : ndarray
+        C times the class weight of each row.
+    strategy_name : str
+        One of :data:`LINEAR_STRATEGIES`.
+    strategy : Strategy
+    scheme : {"ovo", "ovr"}
+    bias : float
+        β ≥ 0, the regularized constant feature (LIBLINEAR's ``-B``).
+    tol, max_iter, time_limit :
+        For each binary problem.
+    reporter : GapReporter or None
+
+    Returns
+    -------
+    (LinearModel, list of Result)
+
+    Raises
+    ------
+    ProblemError
+        When a problem cannot be built.
+    """
+    s = float(bias)
+    pairs = problems_of(int(classes.size), scheme)
+    W = np.zeros((len(pairs), X.shape[1]))
+    b = np.zeros(len(pairs))
+    results: list[Result] = []
+    for p, (i, j) in enumerate(pairs):
+        rows = np.flatnonzero((y_idx == i) | (y_idx == j)) if j >= 0 else np.arange(y_idx.size)
+        Xp = X if rows.size == y_idx.size else X[rows]
+        yk = (y_idx[rows] == i).astype(np.int64)         # class i is +1 (the larger value)
+        if strategy_name == "asvm":
+            C = float(C_i[0])
+            P = asvm_dual(Xp if s == 1.0 else Xp * (1.0 / s), yk, nu=2.0 * C * s * s)
+            res = solve(P.qp, strategy, tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
+            model = P.decode(res)
+            W[p] = model.w / s
+        else:
+            H = hinge_svm(Xp, yk, C_i[rows], bias=s)
+            res = solve(H.qp, strategy, tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
+            model = H.decode(res)
+            W[p] = model.w
+        b[p] = -model.gamma
+        results.append(res)
+    lin = LinearModel(classes=classes, scheme="ovr" if pairs[0][1] < 0 else "ovo", pairs=pairs.astype(np.intp),
+                      W=W, bias=b, intercept_scaling=s)
+    return lin, results
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``qpcore train``'s arguments (except ``--json`` / ``--quiet``) to its parser.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    """
+    p.add_argument("data", metavar="DATA",
+                   help="training file, LIBSVM/SVMlight format (plain, .gz or .bz2); two or more classes")
+    p.add_argument("model_file", metavar="MODEL", help="the model file to write (docs/model-format.md)")
+    model = p.add_argument_group("model")
+    model.add_argument("-c", "-C", "--C", dest="C", type=positive_float, default=1.0,
+                       help="C > 0, the weight of the loss (default 1)")
+    model.add_argument("--kernel", choices=("rbf", "linear", "poly", "sigmoid"),
+                       help="kernel of a kernel strategy (default rbf)")
+    model.add_argument("--gamma", type=positive_float, metavar="G",
+                       help="rbf/poly/sigmoid gamma (default 1/n_features, as svm-train)")
+    model.add_argument("--degree", type=positive_int, metavar="D", help="poly degree (default 3)")
+    model.add_argument("--coef0", type=finite_float, metavar="R", help="poly/sigmoid coef0 (default 0)")
+    model.add_argument("--bias", type=nonnegative_float, metavar="B",
+                       help="linear strategies: the constant feature B appended to every example, its weight "
+                            "regularized, intercept = B*v (LIBLINEAR's -B; default 1; 0: no intercept, "
+                            "hinge strategies only)")
+    model.add_argument("--multiclass", choices=("ovo", "ovr"),
+                       help="more than two classes: one-vs-one (default for kernels, as LIBSVM) or one-vs-rest "
+                            "(default for linear strategies, as LIBLINEAR)")
+    model.add_argument("--class-weight", action="append", metavar="LABEL:W",
+                       help="multiply C by W for the examples of class LABEL (repeatable; svm-train's -wi)")
+    solver = p.add_argument_group("solver")
+    solver.add_argument("--strategy", choices=(*KERNEL_STRATEGIES, *LINEAR_STRATEGIES), default="smo",
+                        help="kernel models: smo (default; LIBSVM's second-order rule), decomposition, incas, gpcg; "
+                             "linear models: asvm (L2 loss), ocas, ocas-active, bmrm (hinge loss)")
+    solver.add_argument("--tol", type=positive_float, default=1e-3, metavar="T",
+                        help="stopping tolerance (default 1e-3): the maximal-violating-pair gap for kernel "
+                             "strategies (svm-train's -e), the projected gradient for asvm, the relative "
+                             "duality gap for the cutting planes")
+    solver.add_argument("--cache-mb", type=nonnegative_float, default=200.0, metavar="M",
+                        help="kernel row cache per binary problem, MiB (default 200)")
+    solver.add_argument("--max-iter", type=nonnegative_int, metavar="K",
+                        help="iteration limit per binary problem (default: max(10^7, 100 n) for kernel "
+                             "strategies, as LIBSVM; 1000 for linear ones, as LIBLINEAR)")
+    solver.add_argument("--time-limit", type=positive_float, metavar="S", help="time limit per binary problem, s")
+    data = p.add_argument_group("data")
+    data.add_argument("--n-features", type=positive_int, metavar="N",
+                      help="number of features (default: the largest feature number in DATA)")
+    data.add_argument("--index-base", choices=("auto", "0", "1"), default="auto",
+                      help="feature numbering: auto (default: zero-based if DATA uses index 0), 0, or 1; "
+                           "recorded in the model, so predict reads data the same way")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="progress lines on stderr even when it is not a terminal")
+
+
+def _resolve(args: argparse.Namespace) -> tuple[bool, str]:
+    """Check option combinations; return (linear, scheme)."""
+    linear = args.strategy in LINEAR_STRATEGIES
+    if linear:
+        given = [f"--{n.replace('_', '-')}" for n in ("kernel", "gamma", "degree", "coef0")
+                 if getattr(args, n) is not None]
+        if args.kernel == "linear":
+            given.remove("--kernel")
+        if given:
+            raise CLIError(f"{', '.join(given)} apply to kernel strategies ({', '.join(KERNEL_STRATEGIES)}), "
+                           f"not to --strategy {args.strategy}, a linear model")
+        if args.strategy == "asvm" and args.bias == 0:
+            raise CLIError("--bias 0 (no intercept) needs a hinge-loss strategy (ocas, ocas-active, bmrm): "
+                           "the ASVM dual always has its threshold")
+    elif args.bias is not None:
+        raise CLIError(f"--bias applies to linear strategies ({', '.join(LINEAR_STRATEGIES)}), "
+                       f"not to --strategy {args.strategy}")
+    scheme = args.multiclass or ("ovr" if linear else "ovo")
+    return linear, scheme
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{100 * value:.2f} %"
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """``qpcore train``: read, train every binary problem, write the model file, report.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``qpcore train`` arguments.
+
+    Returns
+    -------
+    int
+        0 when every problem converged, else the code of the worst status (:data:`EXIT_CODES`).
+
+    Raises
+    ------
+    CLIError
+        On bad input (exit status 2, nothing written).
+    """
+    t0 = time.perf_counter()
+    linear, scheme = _resolve(args)
+    check_writable(args.json)
+    _check_model_path(args.model_file)
+    X, y, base = read_data(args.data, "training", args.index_base, args.n_features)
+    if X.shape[0] == 0:
+        raise CLIError(f"training file {args.data!r} has no examples")
+    classes, inverse = np.unique(class_labels(y), return_inverse=True)
+    y_idx = inverse.astype(np.intp).ravel()
+    if classes.size < 2:
+        raise CLIError(f"training file {args.data!r} holds one class only (label {labels_to_strings(classes)[0][0]}); "
+                       "a classifier needs two or more")
+    weights = _class_weights(args.class_weight, classes)
+    C_i = args.C * weights[y_idx]
+    n, d = (int(v) for v in X.shape)
+    pairs = problems_of(int(classes.size), cast("Literal['ovo', 'ovr']", scheme))
+    names = problem_names(classes, pairs)
+    strategy = make_strategy(args.strategy)
+    relative = getattr(strategy, "criterion", "kkt") == "relative_gap"
+    max_iter = args.max_iter
+    settings: dict[str, Any] = {"strategy": args.strategy, "C": args.C, "tol": args.tol, "scheme": scheme,
+                                "class_weight": {labels_to_strings(classes)[0][k]: float(weights[k])
+                                                 for k in range(classes.size) if weights[k] != 1.0}}
+    reporter = _reporter(args, names, args.tol, relative)
+    t1 = time.perf_counter()
+    model: Model
+    try:
+        if linear:
+            if args.strategy == "asvm" and not np.all(weights == 1.0):
+                raise CLIError("--class-weight needs a hinge-loss strategy (ocas, ocas-active, bmrm): the ASVM "
+                               "dual of the squared hinge takes one C for every example")
+            bias = 1.0 if args.bias is None else float(args.bias)
+            max_iter = 1000 if max_iter is None else max_iter
+            settings.update(kind="linear", loss="squared_hinge" if args.strategy == "asvm" else "hinge", bias=bias,
+                            max_iter=max_iter, time_limit=args.time_limit)
+            model, results = train_linear(X, y_idx, classes, C_i, args.strategy, strategy,
+                                          scheme=cast("Literal['ovo', 'ovr']", scheme), bias=bias, tol=args.tol,
+                                          max_iter=max_iter, time_limit=args.time_limit, reporter=reporter)
+        else:
+            name = args.kernel or "rbf"
+            if args.gamma is not None:
+                gamma = float(args.gamma)
+            elif name == "linear":
+                gamma = 1.0
+            elif d < 1:
+                raise CLIError(f"training file {args.data!r} has no features; pass --gamma or --n-features")
+            else:
+                gamma = 1.0 / d
+            degree = 3 if args.degree is None else int(args.degree)
+            coef0 = 0.0 if args.coef0 is None else float(args.coef0)
+            kernel = Kernel(cast("KernelName", name), gamma=gamma, degree=degree, coef0=coef0)
+            max_iter = max(10_000_000, 100 * n) if max_iter is None else max_iter
+            settings.update(kind="kernel", kernel=name, gamma=gamma if name != "linear" else None,
+                            degree=degree if name == "poly" else None,
+                            coef0=coef0 if name in ("poly", "sigmoid") else None, cache_mb=args.cache_mb,
+                            max_iter=max_iter, time_limit=args.time_limit)
+            trained = train_multiclass(X, y_idx, classes, C_i, kernel, strategy,
+                                       scheme=cast("Literal['ovo', 'ovr']", scheme), tol=args.tol,
+                                       max_iter=max_iter, time_limit=args.time_limit, reporter=reporter,
+                                       cache_bytes=int(args.cache_mb * (1 << 20)))
+            model, results = trained.model, trained.results
+    except ProblemError as exc:
+        raise CLIError(str(exc)) from None
+    finally:
+        if reporter is not None:
+            reporter.close()
+    t2 = time.perf_counter()
+    train_acc = float(np.mean(model.predict_index(model.raw(X)) == y_idx))
+    worst = worst_status([r.status for r in results])
+    code = exit_code(worst)
+    problems = []
+    for name_p, (i, j), r in zip(names, pairs, results):
+        entry: dict[str, Any] = {
+            "name": name_p.split(": ", 1)[1], "pair": [int(i), int(j)], "status": r.status.code,
+            "iterations": r.iterations, "objective": r.objective, "kkt_measure": r.kkt.measure,
+            "seconds": float(r.stats["seconds"])}
+        if relative and math.isfinite(r.kkt.duality_gap) and r.kkt.lower_bound != 0:
+            entry["relative_gap"] = r.kkt.duality_gap / abs(r.kkt.lower_bound)
+        problems.append(entry)
+    n_sv = int(model.D.shape[0]) if isinstance(model, MulticlassSVM) else None
+    info = {**settings, "data": os.path.abspath(args.data), "n_train": n, "n_features": d,
+            "status": worst.code, "problems": [{k: p[k] for k in ("name", "status", "iterations")} for p in problems],
+            "train_accuracy": train_acc, "seconds": t2 - t1}
+    save_model(args.model_file, model, feature_index_base=base, training=info)
+    t3 = time.perf_counter()
+    report: dict[str, Any] = {
+        "command": "train",
+        "data": args.data,
+        "model_file": args.model_file,
+        "n_train": n,
+        "n_features": d,
+        "feature_index_base": base,
+        "classes": labels_to_strings(classes)[0],
+        "class_counts": np.bincount(y_idx, minlength=classes.size).tolist(),
+        **settings,
+        "status": worst.code,
+        "status_message": worst.message,
+        "converged": worst is Status.CONVERGED,
+        "exit_status": code,
+        "n_problems": len(problems),
+        "problems": problems,
+        "iterations": sum(r.iterations for r in results),
+        "n_sv": n_sv,
+        "train_accuracy": train_acc,
+        "seconds": t2 - t1,
+        "total_seconds": t3 - t0,
+        "qpcore_version": __version__,
+    }
+    if args.json != "-":
+        _print_train_summary(report, names, results)
+    if args.json is not None:
+        write_json(report, args.json)
+    return code
+
+
+def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Result]) -> None:
+    what = (f"{r['kernel']} kernel" if r["kind"] == "kernel"
+            else f"linear, {r['loss'].replace('_', ' ')} loss, bias {r['bias']:g}")
+    n_conv = sum(res.status is Status.CONVERGED for res in results)
+    scheme = {"ovo": "one-vs-one", "ovr": "one-vs-rest"}[r["scheme"]] if len(results) > 1 else "binary"
+    lines = [
+        ("data", f"{r['n_train']} examples, {r['n_features']} features, {len(r['classes'])} classes "
+                 f"({', '.join(r['classes'][:10])}{' ...' if len(r['classes']) > 10 else ''})"),
+        ("model", f"{what}, C {r['C']:g}, {r['strategy']}, {scheme}"),
+        ("problems", f"{len(results)} ({n_conv} converged)"),
+        ("status", f"{r['status']} (exit {r['exit_status']})"),
+    ]
+    bad = [f"{nm.split(': ', 1)[1]}: {res.status.code}" for nm, res in zip(names, results)
+           if res.status is not Status.CONVERGED]
+    if bad:
+        lines.append(("not converged", "; ".join(bad[:5]) + (f"; ... ({len(bad)} in all)" if len(bad) > 5 else "")))
+    if r["n_sv"] is not None:
+        lines.append(("support vectors", f"{r['n_sv']} of {r['n_train']}"))
+    lines += [
+        ("iterations", f"{r['iterations']}"),
+        ("time", f"{r['seconds']:.3f} s training, {r['total_seconds']:.3f} s in all"),
+        ("train accuracy", _pct(r["train_accuracy"])),
+        ("model file", r["model_file"]),
+    ]
+    for name, value in lines:
+        print(f"{name:<16} {value}")
+    sys.stdout.flush()
+
+
+# --------------------------------------------------------------------------------------------
+# Prediction
+# --------------------------------------------------------------------------------------------
+
+
+def add_predict_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``qpcore predict``'s arguments (except ``--json`` / ``--quiet``) to its parser.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    """
+    p.add_argument("data", metavar="DATA", help="file to predict, LIBSVM format (plain, .gz or .bz2)")
+    p.add_argument("model_file", metavar="MODEL", help="a model file written by 'qpcore train'")
+    p.add_argument("output", metavar="OUTPUT", nargs="?",
+                   help="where to write one predicted label per line (default: stdout)")
+    p.add_argument("--decision", action="store_true",
+                   help="after each label, the decision value of every binary problem (positive for the "
+                        "problem's first class; a first line '# label A/B ...' names the columns)")
+    p.add_argument("--allow-unseen-labels", action="store_true",
+                   help="count rows whose label the model never saw as errors instead of refusing the file")
+    p.add_argument("--unlabeled", action="store_true",
+                   help="DATA's labels are placeholders: no accuracy, no label check")
+
+
+def _format_column(values: NDArray[Any], classes: NDArray[Any]) -> list[str]:
+    text = labels_to_strings(classes)[0]
+    return [text[k] for k in values.tolist()]
+
+
+def _label_index(y: NDArray[Any], classes: NDArray[Any]) -> NDArray[np.intp]:
+    """The class index of each label of DATA, −1 for a label the model never saw."""
+    out = np.full(y.shape[0], -1, dtype=np.intp)
+    if classes.dtype.kind in "iuf":
+        cls = classes.astype(np.float64)
+        order = np.argsort(cls)
+        pos = np.clip(np.searchsorted(cls[order], y), 0, cls.size - 1)
+        hit = cls[order][pos] == y
+        out[hit] = order[pos[hit]]
+        return out
+    uniq, inv = np.unique(y, return_inverse=True)
+    if uniq.size == 0:
+        return out
+    index = {s: k for k, s in enumerate(labels_to_strings(classes)[0])}
+    idx = np.array([index.get(s, -1) for s in labels_to_strings(class_labels(uniq))[0]], dtype=np.intp)
+    out = idx[inv.ravel()]
+    return out
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    """``qpcore predict``: read a model file and data, write predictions, report accuracy.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``qpcore predict`` arguments.
+
+    Returns
+    -------
+    int
+        0 (bad input raises).
+
+    Raises
+    ------
+    CLIError
+        On bad input (exit status 2): a missing or invalid file, a model file of an unknown
+        version, labels the model never saw (unless ``--allow-unseen-labels`` or ``--unlabeled``).
+    """
+    t0 = time.perf_counter()
+    check_writable(args.json)
+    if args.output is None and args.json == "-":
+        raise CLIError("--json - and the predictions would both go to stdout: give an OUTPUT file or --json FILE")
+    if args.output is not None:
+        if os.path.isdir(args.output):
+            raise CLIError(f"output {args.output!r} is a directory")
+        parent = os.path.dirname(os.path.abspath(args.output))
+        if not os.path.isdir(parent):
+            raise CLIError(f"output {args.output!r}: folder {parent!r} does not exist")
+    loaded = load_model_file(args.model_file)
+    model = loaded.model
+    X, y, _ = read_data(args.data, "data", str(loaded.feature_index_base))
+    d = model.n_features
+    warning = None
+    if X.shape[1] < d:
+        X = _with_width(X, d)
+    elif X.shape[1] > d:
+        extra = sp.csr_matrix(X)[:, d:]
+        if extra.count_nonzero():
+            first = int(d + loaded.feature_index_base)
+            warning = (f"{args.data!r} has features beyond the model's {d} (numbers {first} to "
+                       f"{X.shape[1] - 1 + loaded.feature_index_base}); the model treats them as zeros")
+            if isinstance(model, MulticlassSVM):
+                model = attrs.evolve(model, sv=_with_width(model.sv, int(X.shape[1])))
+            else:
+                X = sp.csr_matrix(X)[:, :d]
+        else:
+            X = sp.csr_matrix(X)[:, :d]
+    classes = model.classes
+    truth = None if args.unlabeled else _label_index(np.asarray(y, dtype=np.float64), classes)
+    unseen: list[str] = []
+    n_unseen = 0
+    if truth is not None and (truth < 0).any():
+        bad = np.unique(np.asarray(y)[truth < 0])
+        unseen = labels_to_strings(class_labels(bad))[0]
+        n_unseen = int((truth < 0).sum())
+        if not args.allow_unseen_labels:
+            shown = ", ".join(unseen[:10]) + (" ..." if len(unseen) > 10 else "")
+            raise CLIError(f"{args.data!r} has label(s) {shown} ({n_unseen} rows) that the model never saw "
+                           f"(its classes: {', '.join(labels_to_strings(classes)[0])}); pass --unlabeled if the "
+                           "labels are placeholders, or --allow-unseen-labels to count those rows as errors")
+    if warning is not None:
+        print(f"qpcore: warning: {warning}", file=sys.stderr)
+    try:
+        raw = model.raw(X)
+    except (ProblemError, ValueError) as exc:
+        raise CLIError(f"cannot predict {args.data!r}: {exc}") from None
+    pred = model.predict_index(raw)
+    labels = _format_column(pred, classes)
+    if args.decision:
+        text = labels_to_strings(classes)[0]
+        cols = [f"{text[i]}/{'rest' if j < 0 else text[j]}" for i, j in model.pairs]
+        body = [f"{lab} " + " ".join(f"{v:.17g}" for v in row) for lab, row in zip(labels, raw.tolist())]
+        lines = ["# label " + " ".join(cols), *body]
+    else:
+        lines = labels
+    out_text = "\n".join(lines) + ("\n" if lines else "")
+    if args.output is None:
+        sys.stdout.write(out_text)
+        sys.stdout.flush()
+    else:
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(out_text)
+        except OSError as exc:
+            raise CLIError(f"cannot write {args.output!r}: {exc.strerror or exc}") from None
+    n = int(X.shape[0])
+    correct = None if truth is None else int(np.sum(pred == truth))
+    accuracy = None if correct is None or n == 0 else correct / n
+    report: dict[str, Any] = {
+        "command": "predict", "data": args.data, "model_file": args.model_file, "output": args.output,
+        "kind": loaded.header.get("kind"), "classes": labels_to_strings(classes)[0], "n": n,
+        "n_features": int(X.shape[1]), "model_features": d, "correct": correct, "accuracy": accuracy,
+        "unseen_labels": unseen, "n_unseen": n_unseen, "warning": warning,
+        "seconds": time.perf_counter() - t0, "qpcore_version": __version__,
+    }
+    if not args.quiet and args.json != "-" and accuracy is not None:
+        # stdout holds the predictions when no OUTPUT is given: the summary goes to stderr then
+        stream = sys.stdout if args.output is not None else sys.stderr
+        extra_note = f", {n_unseen} with unseen labels" if n_unseen else ""
+        print(f"Accuracy = {100 * accuracy:.4g}% ({correct}/{n}){extra_note}", file=stream, flush=True)
+    if args.json is not None:
+        write_json(report, args.json)
+    return 0
+
