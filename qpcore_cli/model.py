@@ -532,11 +532,18 @@ def load_model_file(path: str | os.PathLike[str]) -> ModelFile:
     if not os.path.exists(name):
         raise ModelFileError(f"model file {name!r} not found")
     try:
+        with open(name, "rb") as fh:
+            magic = fh.read(4)
+        if magic != b"PK\x03\x04":
+            raise ModelFileError(f"model file {name!r} is not a qpcore model file (not an .npz archive)")
         with np.load(name, allow_pickle=False) as f:
             arrays = {k: np.asarray(f[k]) for k in f.files}
     except ValueError as exc:
-        # numpy refuses object (pickled) arrays without allow_pickle, and non-npz bytes
-        raise ModelFileError(f"model file {name!r} is not a qpcore model file: {exc}") from None
+        if isinstance(exc, ModelFileError):
+            raise
+        # numpy refuses object (pickled) arrays without allow_pickle: they are never loaded
+        raise ModelFileError(f"model file {name!r} is not a qpcore model file: it holds pickled (object) "
+                             "arrays, which are never loaded") from None
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
         raise ModelFileError(f"cannot read model file {name!r}: {getattr(exc, 'strerror', None) or exc}") from None
     if "header" not in arrays:

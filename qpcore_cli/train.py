@@ -545,7 +545,8 @@ def _resolve(args: argparse.Namespace) -> tuple[bool, str]:
         if args.kernel == "linear":
             given.remove("--kernel")
         if given:
-            raise CLIError(f"{', '.join(given)} apply to kernel strategies ({', '.join(KERNEL_STRATEGIES)}), "
+            verb = "applies" if len(given) == 1 else "apply"
+            raise CLIError(f"{', '.join(given)} {verb} to kernel strategies ({', '.join(KERNEL_STRATEGIES)}), "
                            f"not to --strategy {args.strategy}, a linear model")
         if args.strategy == "asvm" and args.bias == 0:
             raise CLIError("--bias 0 (no intercept) needs a hinge-loss strategy (ocas, ocas-active, bmrm): "
