@@ -1,4 +1,4 @@
-"""The ``qpcore`` command line: ``qpcore demo``, ``qpcore solve <problem> ...``, ``qpcore train`` and ``qpcore predict``.
+"""The ``qpcore`` command line: ``qpcore demo``, ``qpcore solve <problem> ...``, ``train`` and ``predict``.
 
 This module builds the parser from the registries (:mod:`qpcore_cli.registry`), registers the
 built-in problem kinds and strategies, and dispatches.  ``qpcore solve`` is extensible in two
@@ -23,7 +23,14 @@ from qpcore_cli.common import PROG, CLIError, Parser, nonnegative_int, positive_
 from qpcore_cli.qp import GPCG_STRATEGY, INCAS_STRATEGY, NNLS_PROBLEM, QP_PROBLEM
 from qpcore_cli.registry import PROBLEMS, STRATEGIES, register_problem, register_strategy
 from qpcore_cli.svm import SMO_STRATEGY, SVM_PROBLEM, run_demo
-from qpcore_cli.train import EXIT_EPILOG, PREDICT_EPILOG, add_predict_arguments, add_train_arguments, run_predict, run_train
+from qpcore_cli.train import (
+    EXIT_EPILOG,
+    PREDICT_EPILOG,
+    add_predict_arguments,
+    add_train_arguments,
+    run_predict,
+    run_train,
+)
 
 __all__ = ["build_parser", "main"]
 

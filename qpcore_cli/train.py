@@ -69,8 +69,8 @@ if TYPE_CHECKING:
 
     from qpcore.operators import KernelName
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_CODES", "EXIT_EPILOG", "PREDICT_EPILOG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "GapReporter",
-           "add_predict_arguments", "add_train_arguments", "exit_code", "make_strategy", "problem_names",
+__all__ = ["EXIT_BAD_INPUT", "EXIT_CODES", "EXIT_EPILOG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "PREDICT_EPILOG",
+           "GapReporter", "add_predict_arguments", "add_train_arguments", "exit_code", "make_strategy", "problem_names",
            "read_data", "run_predict", "run_train", "train_linear", "worst_status"]
 
 FloatArray = Any  # NDArray[np.float64], kept loose for the sparse/dense mix
@@ -111,10 +111,11 @@ exit status:
   8    infeasible   the point violates the constraints
   9    nonconvex    negative curvature (e.g. a sigmoid kernel)
   10   stopped      stopped by a callback
+  11   target       a target objective was reached
   2    bad input or usage (one line on stderr; no model written)
   130  interrupted
-With several binary problems the worst status decides (in the order 3, 4, 10, 5, 9, 6, 8, 7).
-For 3-10 the model file is written all the same (the best point found). The model file format
+With several binary problems the worst status decides (in the order 11, 3, 4, 10, 5, 9, 6, 8, 7).
+For 3-11 the model file is written all the same (the best point found). The model file format
 is described in docs/model-format.md."""
 
 #: The ``--help`` epilog of ``qpcore predict``.
