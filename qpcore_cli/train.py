@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from problems.asvm import asvm_dual
 from problems.multiclass import MulticlassSVM, problems_of, train_multiclass
 from problems.risk import hinge_svm
+from strategies import KERNEL_STRATEGIES, LINEAR_STRATEGIES, by_name
 from qpcore import __version__
 from qpcore.operators import Kernel
 from qpcore.optimality import lagrangian_bound
@@ -75,10 +76,8 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_CODES", "EXIT_EPILOG", "KERNEL_STRATEGIES", "
 
 FloatArray = Any  # NDArray[np.float64], kept loose for the sparse/dense mix
 
-#: Strategies that train a kernel model (:class:`problems.multiclass.MulticlassSVM`).
-KERNEL_STRATEGIES = ("smo", "decomposition", "incas", "gpcg")
-#: Strategies that train a linear model (:class:`qpcore_cli.model.LinearModel`).
-LINEAR_STRATEGIES = ("asvm", "ocas", "ocas-active", "bmrm")
+# the strategy names (strategies.KERNEL_STRATEGIES train a problems.multiclass.MulticlassSVM,
+# strategies.LINEAR_STRATEGIES a qpcore_cli.model.LinearModel) are re-exported here
 
 #: Exit status for bad input or usage (one line ``qpcore: error: ...`` on stderr).
 EXIT_BAD_INPUT = 2
@@ -175,27 +174,10 @@ def make_strategy(name: str) -> Strategy:
     -------
     Strategy
     """
-    strategy: Strategy
-    if name == "smo":
-        from strategies.smo import SMO
-        strategy = SMO()
-    elif name == "decomposition":
-        from strategies.decomposition import Decomposition
-        strategy = Decomposition()
-    elif name == "incas":
-        from strategies.incas import INCAS
-        strategy = INCAS()
-    elif name == "gpcg":
-        from strategies.gradient_projection import GPCG
-        strategy = GPCG()
-    elif name == "asvm":
-        from strategies.asvm import ASVM
-        strategy = ASVM()
-    elif name in ("ocas", "ocas-active", "bmrm"):
-        from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS
-        strategy = {"ocas": OCAS, "ocas-active": ActiveSetOCAS, "bmrm": BMRM}[name]()
-    else:
-        raise CLIError(f"unknown strategy {name!r}")
+    try:
+        strategy = by_name(name)
+    except ProblemError as exc:
+        raise CLIError(f"unknown strategy {name!r}") from exc
     return strategy
 
 

@@ -40,8 +40,7 @@ from problems.asvm import asvm_dual
 from problems.risk import hinge_svm
 from qpcore.solve import PrintReporter
 from qpcore.state import Result, Status
-from strategies.asvm import ASVM
-from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS
+from strategies import by_name
 
 FloatArray = NDArray[np.float64]
 
@@ -200,9 +199,7 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         return solver
 
     def _strategy(self, solver: str) -> Any:
-        if solver == "asvm":
-            return ASVM()
-        return {"ocas": OCAS, "ocas-active": ActiveSetOCAS, "bmrm": BMRM}[solver]()
+        return by_name(solver)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any, y: ArrayLike) -> LinearSVMClassifier:

@@ -20,6 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from problems.multiclass import train_multiclass
+from strategies import KERNEL_STRATEGIES, by_name
 from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
 from qpcore.solve import Strategy
@@ -30,7 +31,7 @@ __all__ = ["KernelSVC", "make_strategy"]
 FloatArray = NDArray[np.float64]
 
 #: Strategy names accepted by ``KernelSVC(strategy=...)``.
-STRATEGY_NAMES = ("smo", "decomposition", "incas", "gpcg")
+STRATEGY_NAMES = KERNEL_STRATEGIES
 
 
 def make_strategy(strategy: str | Strategy) -> Strategy:
@@ -54,24 +55,10 @@ def make_strategy(strategy: str | Strategy) -> Strategy:
         For an unknown name or an object that is not a strategy.
     """
     if isinstance(strategy, str):
-        if strategy == "smo":
-            from strategies.smo import SMO
-
-            return SMO()
-        if strategy == "decomposition":
-            from strategies.decomposition import Decomposition
-
-            return Decomposition()
-        if strategy == "incas":
-            from strategies.incas import INCAS
-
-            return INCAS()
-        if strategy == "gpcg":
-            from strategies.gradient_projection import GPCG
-
-            return GPCG()
-        raise ValueError(f"strategy: unknown name {strategy!r}; use one of {', '.join(STRATEGY_NAMES)} "
-                         "or a strategy object")
+        if strategy not in STRATEGY_NAMES:
+            raise ValueError(f"strategy: unknown name {strategy!r}; use one of {', '.join(STRATEGY_NAMES)} "
+                             "or a strategy object")
+        return by_name(strategy)
     if not isinstance(strategy, Strategy):
         raise ValueError(f"strategy: {strategy!r} is neither a name nor a qpcore Strategy")
     return strategy

@@ -22,6 +22,8 @@ the exact incremental/decremental SVM of Cauwenberghs and Poggio (learn, unlearn
 leave-one-out, sliding windows, the regularization path in C).
 """
 
+from typing import Any
+
 from strategies.active_set import DenseActiveSet
 from strategies.asvm import ASVM
 from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS
@@ -31,5 +33,42 @@ from strategies.incas import INCAS
 from strategies.incremental import IncrementalSVM
 from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule
 
-__all__ = ["ASVM", "BMRM", "GPCG", "OCAS", "ActiveSetOCAS", "INCAS", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM",
-           "MaximalViolatingPair", "OsunaSwap", "PlattHeuristic", "SecondOrderRule", "SteepestFeasible"]
+from qpcore.problem import ProblemError
+from qpcore.solve import Strategy
+
+__all__ = ["ASVM", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "ActiveSetOCAS", "INCAS", "SMO",
+           "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM", "MaximalViolatingPair", "OsunaSwap",
+           "PlattHeuristic", "SecondOrderRule", "SteepestFeasible", "by_name"]
+
+#: Names of the strategies for kernel SVM duals (``by_name``; the command line's ``--strategy``).
+KERNEL_STRATEGIES = ("smo", "decomposition", "incas", "gpcg")
+#: Names of the strategies for linear SVMs: ASVM on the squared hinge, cutting planes on the hinge.
+LINEAR_STRATEGIES = ("asvm", "ocas", "ocas-active", "bmrm")
+
+
+def by_name(name: str) -> Strategy:
+    """A strategy with its default settings, by the name the command line and the estimators use.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`KERNEL_STRATEGIES` (``smo``: LIBSVM's second-order rule with shrinking;
+        ``decomposition``: SVMlight's working sets; ``incas``; ``gpcg``) or
+        :data:`LINEAR_STRATEGIES` (``asvm``, ``ocas``, ``ocas-active``, ``bmrm``).
+
+    Returns
+    -------
+    Strategy
+
+    Raises
+    ------
+    ProblemError
+        For an unknown name.
+    """
+    makers: dict[str, type[Any]] = {"smo": SMO, "decomposition": Decomposition, "incas": INCAS, "gpcg": GPCG,
+                                    "asvm": ASVM, "ocas": OCAS, "ocas-active": ActiveSetOCAS, "bmrm": BMRM}
+    if name not in makers:
+        raise ProblemError(f"strategy: unknown name {name!r}; use one of "
+                           f"{', '.join(KERNEL_STRATEGIES + LINEAR_STRATEGIES)}")
+    out: Strategy = makers[name]()
+    return out
