@@ -1,6 +1,7 @@
 """The ``qpcore`` command line: the application layer on top of qpcore, strategies and problems.
 
-``qpcore demo`` and ``qpcore solve <problem> ...`` (also ``python -m qpcore_cli``). This package
+``qpcore demo``, ``qpcore train`` / ``qpcore predict`` and ``qpcore solve <problem> ...`` (also
+``python -m qpcore_cli``). This package
 is the one place that imports from all three packages; ``qpcore`` itself imports none of it.
 
 Modules
@@ -15,6 +16,11 @@ svm
     ``qpcore solve svm`` and ``qpcore demo``.
 qp
     ``qpcore solve qp`` and ``qpcore solve nnls``.
+train
+    ``qpcore train`` and ``qpcore predict`` (LIBSVM's svm-train / svm-predict habits, every
+    strategy, many classes, exit statuses by how the run ended).
+model
+    The model file: a versioned, documented ``.npz`` without pickles (docs/model-format.md).
 """
 
 from qpcore_cli.common import CLIError, RichReporter, make_reporter
