@@ -24,7 +24,7 @@ from qpcore.problem import ProblemError
 from qpcore.solve import Reporter, Strategy
 from qpcore.state import Result
 
-__all__ = ["MulticlassSVM", "Trained", "train_multiclass", "votes"]
+__all__ = ["MulticlassSVM", "Trained", "decide", "problems_of", "train_multiclass", "votes"]
 
 FloatArray = NDArray[np.float64]
 Scheme = Literal["ovo", "ovr"]
@@ -51,6 +51,30 @@ def votes(raw: FloatArray, pairs: NDArray[np.intp], n_classes: int) -> NDArray[n
         win = raw[:, p] > 0
         out[:, i] += win
         out[:, j] += ~win
+    return out
+
+
+def decide(raw: FloatArray, scheme: Scheme, pairs: NDArray[np.intp], n_classes: int) -> NDArray[np.intp]:
+    """Class indices from the decision values of the binary problems: the sign for two classes,
+    LIBSVM's vote (ties to the lower class index) for one-vs-one, the largest value for
+    one-vs-rest. Kernel and linear models alike.
+
+    Parameters
+    ----------
+    raw : ndarray of shape (n, n_problems)
+        Decision values, positive for each problem's first class.
+    scheme : {"ovo", "ovr"}
+    pairs : ndarray of shape (n_problems, 2)
+    n_classes : int
+
+    Returns
+    -------
+    ndarray of int
+    """
+    if n_classes == 2:
+        return np.where(raw[:, 0] > 0, 0, 1).astype(np.intp)
+    best = raw if scheme == "ovr" else votes(raw, pairs, n_classes)
+    out: NDArray[np.intp] = np.argmax(best, axis=1).astype(np.intp)
     return out
 
 
@@ -128,13 +152,8 @@ class MulticlassSVM:
         return out
 
     def predict_index(self, raw: FloatArray) -> NDArray[np.intp]:
-        """Class indices from decision values: the sign for two classes, LIBSVM's vote (ties to
-        the lower class index) for one-vs-one, the largest value for one-vs-rest."""
-        if self.n_classes == 2:
-            return np.where(raw[:, 0] > 0, 0, 1).astype(np.intp)
-        best = raw if self.scheme == "ovr" else votes(raw, self.pairs, self.n_classes)
-        out: NDArray[np.intp] = np.argmax(best, axis=1).astype(np.intp)
-        return out
+        """Class indices from decision values (see :func:`decide`)."""
+        return decide(raw, self.scheme, self.pairs, self.n_classes)
 
     def predict(self, X: Any) -> NDArray[Any]:
         """Predicted labels (values of ``classes``) for the rows of X."""

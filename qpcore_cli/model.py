@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from problems.multiclass import MulticlassSVM, problems_of, votes
+from problems.multiclass import MulticlassSVM, decide, problems_of
 from qpcore import __version__
 from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
@@ -133,11 +133,7 @@ class LinearModel:
         -------
         ndarray of int
         """
-        if self.n_classes == 2:
-            return np.where(raw[:, 0] > 0, 0, 1).astype(np.intp)
-        best = raw if self.scheme == "ovr" else votes(raw, self.pairs, self.n_classes)
-        out: NDArray[np.intp] = np.argmax(best, axis=1).astype(np.intp)
-        return out
+        return decide(raw, self.scheme, self.pairs, self.n_classes)
 
     def predict(self, X: Any) -> NDArray[Any]:
         """Predicted labels (values of ``classes``) for the rows of X."""

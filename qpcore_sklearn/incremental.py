@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from qpcore.kkt import KKT
 from qpcore.operators import Kernel
+from qpcore_sklearn._params import gamma_value, positive
 from strategies.incremental import RESERVE, IncrementalSVM
 
 __all__ = ["IncrementalSVC", "LeaveOneOut"]
@@ -206,16 +207,13 @@ class IncrementalSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     # -- parameters -------------------------------------------------------------------------------
 
     def _check_params(self) -> None:
-        if not (isinstance(self.C, (int, float, np.number)) and np.isfinite(self.C) and float(self.C) > 0):
-            raise ValueError(f"C must be a finite number > 0, got {self.C!r}")
+        positive("C", self.C)
         if self.kernel not in _KERNELS:
             raise ValueError(f"kernel must be one of {', '.join(_KERNELS)}, got {self.kernel!r}")
-        if not (isinstance(self.tol, (int, float, np.number)) and float(self.tol) > 0):
-            raise ValueError(f"tol must be > 0, got {self.tol!r}")
+        positive("tol", self.tol)
         if self.fit_method not in ("batch", "incremental"):
             raise ValueError(f"fit_method must be 'batch' or 'incremental', got {self.fit_method!r}")
-        if not (isinstance(self.cache_size, (int, float, np.number)) and float(self.cache_size) > 0):
-            raise ValueError(f"cache_size must be > 0 (MB), got {self.cache_size!r}")
+        positive("cache_size", self.cache_size, unit=" (MB)")
         if not isinstance(self.refresh_every, (int, np.integer)):
             raise ValueError(f"refresh_every must be an integer, got {self.refresh_every!r}")
         if self.kernel == "poly" and not (isinstance(self.degree, (int, np.integer)) and self.degree >= 1):
@@ -224,19 +222,7 @@ class IncrementalSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             raise ValueError(f"coef0 must be a finite number, got {self.coef0!r}")
 
     def _gamma_value(self, X: Any) -> float:
-        if self.kernel == "linear":
-            return 1.0
-        if isinstance(self.gamma, str):
-            if self.gamma == "auto":
-                return 1.0 / float(X.shape[1])
-            if self.gamma == "scale":
-                var = float((X.multiply(X)).mean() - X.mean() ** 2) if sp.issparse(X) else float(X.var())
-                return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
-            raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {self.gamma!r}")
-        g = float(self.gamma)
-        if not (np.isfinite(g) and g > 0):
-            raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {self.gamma!r}")
-        return g
+        return gamma_value(self.gamma, str(self.kernel), X)
 
     def _new_model(self, X: Any) -> _CPModel:
         self._gamma = self._gamma_value(X)

@@ -12,7 +12,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -25,6 +24,7 @@ from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
 from qpcore.solve import Strategy
 from qpcore.state import Status
+from qpcore_sklearn._params import gamma_value, positive
 
 __all__ = ["KernelSVC", "make_strategy"]
 
@@ -190,35 +190,20 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     # -- fitting ----------------------------------------------------------------------------------
 
     def _check_params(self) -> None:
-        if not (isinstance(self.C, (int, float, np.number)) and np.isfinite(self.C) and float(self.C) > 0):
-            raise ValueError(f"C must be a finite number > 0, got {self.C!r}")
+        positive("C", self.C)
         if self.kernel not in ("rbf", "linear", "poly", "sigmoid", "precomputed"):
             raise ValueError(f"kernel must be rbf, linear, poly, sigmoid or precomputed, got {self.kernel!r}")
-        if not (isinstance(self.tol, (int, float, np.number)) and float(self.tol) > 0):
-            raise ValueError(f"tol must be > 0, got {self.tol!r}")
+        positive("tol", self.tol)
         if self.multiclass not in ("ovo", "ovr"):
             raise ValueError(f"multiclass must be 'ovo' or 'ovr', got {self.multiclass!r}")
         if self.decision_function_shape not in ("ovo", "ovr"):
             raise ValueError(f"decision_function_shape must be 'ovo' or 'ovr', got {self.decision_function_shape!r}")
         if not (isinstance(self.max_iter, (int, np.integer)) and (self.max_iter == -1 or self.max_iter > 0)):
             raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
-        if not (isinstance(self.cache_size, (int, float, np.number)) and float(self.cache_size) > 0):
-            raise ValueError(f"cache_size must be > 0 (MB), got {self.cache_size!r}")
+        positive("cache_size", self.cache_size, unit=" (MB)")
 
     def _gamma_value(self, X: Any) -> float:
-        if self.kernel in ("linear", "precomputed"):
-            return 1.0
-        if isinstance(self.gamma, str):
-            if self.gamma == "auto":
-                return 1.0 / float(X.shape[1])
-            if self.gamma == "scale":
-                var = float((X.multiply(X)).mean() - X.mean() ** 2) if sp.issparse(X) else float(X.var())
-                return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
-            raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {self.gamma!r}")
-        g = float(self.gamma)
-        if not (np.isfinite(g) and g > 0):
-            raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {self.gamma!r}")
-        return g
+        return gamma_value(self.gamma, str(self.kernel), X)
 
     def _class_weights(self, y_idx: NDArray[np.intp], n_classes: int) -> FloatArray:
         w = np.ones(n_classes)
