@@ -239,13 +239,15 @@ def make_reporter(quiet: bool, tol: float, label: str = "solving", stream: TextI
 # --------------------------------------------------------------------------------------------
 
 
-def check_writable(path: str | None) -> None:
-    """Fail before the solve, not after it, when the JSON report cannot be written.
+def check_writable(path: str | None, what: str = "--json") -> None:
+    """Fail before the solve, not after it, when an output file cannot be written.
 
     Parameters
     ----------
     path : str or None
-        The ``--json`` value (``None``: no report; ``-``: stdout).
+        The file (``None``: no output; ``-``: stdout).
+    what : str
+        How the error names it (``--json``, ``model file``).
 
     Raises
     ------
@@ -255,12 +257,12 @@ def check_writable(path: str | None) -> None:
     if path is None or path == "-":
         return
     if os.path.isdir(path):
-        raise CLIError(f"--json {path!r} is a directory")
+        raise CLIError(f"{what} {path!r} is a directory")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
-        raise CLIError(f"--json {path!r}: folder {parent!r} does not exist")
+        raise CLIError(f"{what} {path!r}: folder {parent!r} does not exist")
     if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise CLIError(f"--json {path!r}: not writable")
+        raise CLIError(f"{what} {path!r}: not writable")
 
 
 def jsonable(value: Any) -> Any:

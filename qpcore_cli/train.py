@@ -359,17 +359,6 @@ def read_data(path: str, role: str, index_base: str, n_features: int | None = No
     return X, y, base
 
 
-def _check_model_path(path: str) -> None:
-    """Fail before training, not after it, when the model file cannot be written."""
-    if os.path.isdir(path):
-        raise CLIError(f"model file {path!r} is a directory")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise CLIError(f"model file {path!r}: folder {parent!r} does not exist")
-    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise CLIError(f"model file {path!r}: not writable")
-
-
 def _class_weights(specs: list[str] | None, classes: NDArray[Any]) -> FloatArray:
     """Per-class weights from ``--class-weight LABEL:W`` options (1 for classes not named)."""
     w = np.ones(classes.size)
@@ -566,7 +555,7 @@ def run_train(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     linear, scheme = _resolve(args)
     check_writable(args.json)
-    _check_model_path(args.model_file)
+    check_writable(args.model_file, "model file")
     X, y, base = read_data(args.data, "training", args.index_base, args.n_features)
     if X.shape[0] == 0:
         raise CLIError(f"training file {args.data!r} has no examples")
