@@ -18,13 +18,15 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 import qpcore
+from problems.asvm import asvm_dual
+from problems.risk import hinge_svm
 from problems.svm import csvc
 from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
 from qpcore.solve import Reporter, Strategy
 from qpcore.state import Result
 
-__all__ = ["MulticlassSVM", "Trained", "decide", "problems_of", "train_multiclass", "votes"]
+__all__ = ["MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of", "train_multiclass", "votes"]
 
 FloatArray = NDArray[np.float64]
 Scheme = Literal["ovo", "ovr"]
@@ -258,3 +260,58 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
                           support=support, support_class=y_idx[support].astype(np.intp), sv=sv, D=D,
                           bias=np.array([m[2] for m in models]))
     return Trained(model=model, results=results, alphas=alphas, rows=rows_of)
+
+
+def linear_binary(X: Any, y01: NDArray[Any], C: float | FloatArray, strategy: Strategy, *, squared_hinge: bool,
+                  bias: float = 1.0, tol: float = 1e-4, max_iter: int | None = None, time_limit: float | None = None,
+                  reporter: Reporter | None = None, x0: FloatArray | None = None) -> tuple[FloatArray, float, Result]:
+    """One linear SVM in LIBLINEAR's form, class 1 of ``y01`` positive: its weights, bias and run.
+
+    min ½(‖w‖² + v²) + Σ C_i loss(y_i(x_iᵀw + β·v)), the intercept b = β·v regularized through the
+    constant feature β (LIBLINEAR's ``-B``; β = 0: no intercept). The hinge goes to the cutting
+    planes' problem (:func:`problems.risk.hinge_svm`, per-example C allowed). The squared hinge
+    goes to the ASVM dual of the data scaled by 1/β with ν = 2Cβ² (:func:`problems.asvm.asvm_dual`
+    has the constant feature fixed at 1 and C = ν/2): the same optimum, with w divided by β.
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix
+        The rows of this problem.
+    y01 : ndarray
+        1 for the positive class, 0 for the other.
+    C : float or ndarray
+        Box bound(s); one value for the squared hinge.
+    strategy : Strategy
+        ASVM for the squared hinge; OCAS, ActiveSetOCAS or BMRM for the hinge.
+    squared_hinge : bool
+    bias : float
+        β ≥ 0 (> 0 for the squared hinge).
+    tol, max_iter, time_limit, reporter, x0 :
+        Handed to ``qpcore.solve``.
+
+    Returns
+    -------
+    (w, b, Result)
+
+    Raises
+    ------
+    ProblemError
+        A squared hinge with per-example C or β = 0, or what the problem builders refuse.
+    """
+    s = float(bias)
+    if squared_hinge:
+        Cv = np.atleast_1d(np.asarray(C, dtype=np.float64))
+        if s <= 0.0:
+            raise ProblemError("the squared hinge (ASVM) always has its intercept: bias must be > 0")
+        if np.ptp(Cv) > 0.0:
+            raise ProblemError("the squared hinge (ASVM) takes one C, not one per example")
+        P = asvm_dual(X if s == 1.0 else X * (1.0 / s), y01, nu=2.0 * float(Cv[0]) * s * s)
+        res = qpcore.solve(P.qp, strategy, x0, tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
+        m = P.decode(res)
+        w = np.asarray(m.w, dtype=np.float64) / s
+    else:
+        H = hinge_svm(X, y01, C, bias=s)
+        res = qpcore.solve(H.qp, strategy, x0, tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
+        m = H.decode(res)
+        w = np.asarray(m.w, dtype=np.float64)
+    return w, -float(m.gamma), res

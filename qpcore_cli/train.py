@@ -35,15 +35,13 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from problems.asvm import asvm_dual
-from problems.multiclass import MulticlassSVM, problems_of, train_multiclass
-from problems.risk import hinge_svm
+from problems.multiclass import MulticlassSVM, linear_binary, problems_of, train_multiclass
 from strategies import KERNEL_STRATEGIES, LINEAR_STRATEGIES, by_name
 from qpcore import __version__
 from qpcore.operators import Kernel
 from qpcore.optimality import lagrangian_bound
 from qpcore.problem import ProblemError
-from qpcore.solve import Progress, Strategy, solve
+from qpcore.solve import Progress, Strategy
 from qpcore.state import Result, Status
 from qpcore_cli.common import (
     CLIError,
@@ -438,18 +436,8 @@ def train_linear(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C_i: Fl
         rows = np.flatnonzero((y_idx == i) | (y_idx == j)) if j >= 0 else np.arange(y_idx.size)
         Xp = X if rows.size == y_idx.size else X[rows]
         yk = (y_idx[rows] == i).astype(np.int64)         # class i is +1 (the larger value)
-        if strategy_name == "asvm":
-            C = float(C_i[0])
-            P = asvm_dual(Xp if s == 1.0 else Xp * (1.0 / s), yk, nu=2.0 * C * s * s)
-            res = solve(P.qp, strategy, tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
-            model = P.decode(res)
-            W[p] = model.w / s
-        else:
-            H = hinge_svm(Xp, yk, C_i[rows], bias=s)
-            res = solve(H.qp, strategy, tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
-            model = H.decode(res)
-            W[p] = model.w
-        b[p] = -model.gamma
+        W[p], b[p], res = linear_binary(Xp, yk, C_i[rows], strategy, squared_hinge=strategy_name == "asvm", bias=s,
+                                        tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
         results.append(res)
     lin = LinearModel(classes=classes, scheme="ovr" if pairs[0][1] < 0 else "ovo", pairs=pairs.astype(np.intp),
                       W=W, bias=b, intercept_scaling=s)

@@ -35,9 +35,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-import qpcore
-from problems.asvm import asvm_dual
-from problems.risk import hinge_svm
+from problems.multiclass import linear_binary
 from qpcore.solve import PrintReporter
 from qpcore.state import Result, Status
 from strategies import by_name
@@ -237,8 +235,6 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                              f"{classes[0]!r}")
         C_i = self._sample_C(classes, y_idx)
         s = float(self.intercept_scaling) if self.fit_intercept else 0.0
-        # the ASVM form of intercept_scaling s: the data scaled by 1/s, ν = 2Cs² (module docstring)
-        data = X if (solver != "asvm" or s == 1.0) else X * (1.0 / s)
         n_problems = 1 if classes.size == 2 else int(classes.size)
         previous = self._previous(classes, solver, int(X.shape[0]), n_problems)
         t_end = None if self.time_limit is None else time.perf_counter() + float(self.time_limit)
@@ -249,23 +245,13 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         for k in range(n_problems):
             # binary: class 1 positive; one-vs-rest: class k against the rest (labels 0/1, 1 is +1)
             yk = (y_idx == (1 if n_problems == 1 else k)).astype(np.int64)
-            if solver == "asvm":
-                P = asvm_dual(data, yk, nu=2.0 * float(self.C) * s * s)
-                qp = P.qp
-            else:
-                H = hinge_svm(data, yk, C_i, bias=s)
-                qp = H.qp
             limit = None if t_end is None else max(t_end - time.perf_counter(), 1e-9)
-            res = qpcore.solve(qp, strategy, None if previous is None else previous[k].x, tol=float(self.tol),
-                               max_iter=int(self.max_iter), time_limit=limit,
-                               reporter=PrintReporter() if self.verbose > 0 else None)
-            if solver == "asvm":
-                model = P.decode(res)
-                coef[k] = model.w / s
-            else:
-                model = H.decode(res)
-                coef[k] = model.w
-            intercept[k] = -model.gamma
+            # the squared hinge is ASVM's dual of the data scaled by 1/s, ν = 2Cs² (module docstring)
+            coef[k], intercept[k], res = linear_binary(
+                X, yk, float(self.C) if solver == "asvm" else C_i, strategy, squared_hinge=solver == "asvm", bias=s,
+                tol=float(self.tol), max_iter=int(self.max_iter), time_limit=limit,
+                reporter=PrintReporter() if self.verbose > 0 else None,
+                x0=None if previous is None else previous[k].x)
             results.append(res)
             if self.verbose > 0:
                 name = classes[1] if n_problems == 1 else classes[k]

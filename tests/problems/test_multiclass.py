@@ -93,3 +93,25 @@ def test_binary_model_predicts_from_a_precomputed_block() -> None:
     np.testing.assert_array_equal(m_pre.predict(K_test), m_direct.predict(X[te]))
     with pytest.raises(ProblemError, match="one column per training point"):
         m_pre.decision_function(K_test[:, :-1])
+
+
+def test_linear_binary_squared_hinge_scaling_and_refusals() -> None:
+    """The squared hinge through ASVM with intercept scaling β: the optimum of
+    ½(‖w‖² + v²) + C Σ max(0, 1 − y(xᵀw + βv))², checked by its stationarity in (w, v)."""
+    from problems.multiclass import linear_binary
+    from strategies.asvm import ASVM
+
+    X, y = _blobs(2, 80, 2, d=3)
+    for beta in (1.0, 0.3, 5.0):
+        w, b, res = linear_binary(X, y, 2.0, ASVM(), squared_hinge=True, bias=beta, tol=1e-10)
+        assert res.status.code == "converged"
+        ypm = np.where(y == 1, 1.0, -1.0)
+        xi = np.maximum(0.0, 1.0 - ypm * (X @ w + b))
+        v = b / beta
+        grad_w = w - 2.0 * 2.0 * (ypm * xi) @ X
+        grad_v = v - 2.0 * 2.0 * beta * float(ypm @ xi)
+        assert np.abs(grad_w).max() <= 1e-6 * max(1.0, np.abs(w).max()) and abs(grad_v) <= 1e-6 * max(1.0, abs(v))
+    with pytest.raises(ProblemError, match="one C"):
+        linear_binary(X, y, np.linspace(1, 2, 80), ASVM(), squared_hinge=True)
+    with pytest.raises(ProblemError, match="bias must be > 0"):
+        linear_binary(X, y, 1.0, ASVM(), squared_hinge=True, bias=0.0)
