@@ -21,9 +21,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from qpcore.chunked import ChunkedLowRankQ, ChunkedVector
 from qpcore.lowrank import DiagPlusLowRankQ
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result
+from problems.chunked import chunked_data, is_dask_array, loss_sum
 from problems.svm import two_class_labels
 
 FloatArray = NDArray[np.float64]
@@ -88,23 +90,28 @@ class ASVMProblem:
     def primal(self, u: FloatArray) -> tuple[FloatArray, float]:
         """(w, γ) = (AᵀDu, −eᵀDu) from a dual point (one pass over the data)."""
         Q: DiagPlusLowRankQ = self.qp.Q  # type: ignore[assignment]
-        p = Q.rmatvec_lowrank(np.asarray(u, dtype=np.float64))
+        p = Q.rmatvec_lowrank(u if isinstance(u, ChunkedVector) else np.asarray(u, dtype=np.float64))
         return p[:-1].copy(), float(p[-1])
 
     def decode(self, result: Result | FloatArray) -> LinearSVMModel:
         """The classifier of a result (or of a dual point)."""
-        u = result.x if isinstance(result, Result) else np.asarray(result, dtype=np.float64)
+        u: Any = result.x if isinstance(result, Result) else result
+        if not isinstance(u, ChunkedVector):
+            u = np.asarray(u, dtype=np.float64)
         w, gamma = self.primal(u)
         return LinearSVMModel(w=w, gamma=gamma, classes=self.classes)
 
     def primal_objective(self, w: FloatArray, gamma: float) -> float:
         """ν/2 Σ max(0, 1 − y_i(a_iᵀw − γ))² + ½(‖w‖² + γ²): the primal at any (w, γ)."""
+        if isinstance(self.A, ChunkedLowRankQ):
+            z = np.concatenate((np.asarray(w, dtype=np.float64), [gamma]))
+            return float(0.5 * self.nu * loss_sum(self.A, z, power=2) + 0.5 * (w @ w + gamma * gamma))
         margin = self.y * (np.asarray(self.A @ w, dtype=np.float64).ravel() - gamma)
         xi = np.maximum(0.0, 1.0 - margin)
         return float(0.5 * self.nu * xi @ xi + 0.5 * (w @ w + gamma * gamma))
 
 
-def asvm_dual(A: Any, y: ArrayLike, nu: float = 2.0, *, dense: bool | None = None) -> ASVMProblem:
+def asvm_dual(A: Any, y: ArrayLike, nu: float = 2.0, *, dense: bool | None = None, client: Any = None) -> ASVMProblem:
     """Build the ASVM dual min ½uᵀ(I/ν + HHᵀ)u − eᵀu, u ≥ 0, H = D[A, −e], without copying A.
 
     Parameters
@@ -118,6 +125,10 @@ def asvm_dual(A: Any, y: ArrayLike, nu: float = 2.0, *, dense: bool | None = Non
     dense : bool, optional
         Hold sparse data as a dense array (faster BLAS passes). Default: when the dense copy is
         at most 256 MB and the density at least 2%.
+    client : distributed.Client or str, optional
+        For a dask array A (row chunks on a cluster): the cluster's client or scheduler address
+        (the default client when omitted). The data stay on the workers, the dual variable lives
+        with them (:mod:`problems.chunked`), and ASVM runs its passes there.
 
     Returns
     -------
@@ -130,6 +141,12 @@ def asvm_dual(A: Any, y: ArrayLike, nu: float = 2.0, *, dense: bool | None = Non
     """
     if not (isinstance(nu, (int, float, np.floating, np.integer)) and np.isfinite(nu) and nu > 0):
         raise ProblemError(f"nu: must be finite and > 0, got {nu!r}")
+    if is_dask_array(A):
+        data = chunked_data(A, y, d=1.0 / float(nu), bias=-1.0, client=client)
+        space = data.Q.space
+        qp = QP.trusted(data.Q, space.full(-1.0), space.full(0.0), space.full(np.inf),  # type: ignore[arg-type]
+                        np.zeros((0, space.m)), np.zeros(0))
+        return ASVMProblem(qp=qp, A=data.Q, y=data.y, nu=float(nu), classes=data.classes)  # type: ignore[arg-type]
     if sp.issparse(A):
         m, n = A.shape
         density = A.nnz / max(1, m * n)

@@ -26,12 +26,14 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from qpcore.chunked import ChunkedLowRankQ, ChunkedVector
 from qpcore.gram import as_float_matrix
 from qpcore.kkt import KKT, kkt
 from qpcore.lowrank import DiagPlusLowRankQ
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result
 from problems.asvm import LinearSVMModel
+from problems.chunked import chunked_data, is_dask_array, loss_sum
 from problems.svm import _check_C, two_class_labels
 
 FloatArray = NDArray[np.float64]
@@ -131,6 +133,8 @@ class HingeProblem:
             The m margins.
         """
         w = self._w(w)
+        if isinstance(self.X, ChunkedLowRankQ):
+            return self.X.matvec_lowrank(w)  # type: ignore[return-value]
         d = self.n_features
         out = np.asarray(self.X @ w[:d], dtype=np.float64).ravel()
         if self.dim > d:
@@ -151,6 +155,8 @@ class HingeProblem:
         float
         """
         w = self._w(w)
+        if isinstance(self.X, ChunkedLowRankQ):
+            return float(0.5 * (w @ w) + loss_sum(self.X, w, self.C))  # type: ignore[arg-type]
         loss = np.maximum(0.0, 1.0 - self.margins(w))
         return float(0.5 * (w @ w) + self.C @ loss)
 
@@ -167,7 +173,7 @@ class HingeProblem:
         ndarray
             Length :attr:`dim`.
         """
-        a = np.asarray(alpha, dtype=np.float64)
+        a: Any = alpha if isinstance(alpha, ChunkedVector) else np.asarray(alpha, dtype=np.float64)
         if a.shape != (self.qp.n,):
             raise ProblemError(f"alpha: shape mismatch, expected ({self.qp.n},), got {a.shape}")
         Q: DiagPlusLowRankQ = self.qp.Q  # type: ignore[assignment]
@@ -186,7 +192,7 @@ class HingeProblem:
         -------
         float
         """
-        a = np.asarray(alpha, dtype=np.float64)
+        a: Any = alpha if isinstance(alpha, ChunkedVector) else np.asarray(alpha, dtype=np.float64)
         v = self.primal_of(a)
         return float(a.sum() - 0.5 * (v @ v))
 
@@ -225,7 +231,7 @@ class HingeProblem:
             F(w) from one pass over the data (its own margins), D(α) from one pass (Hᵀα), and
             ``qpcore.kkt`` of α with the gradient H(Hᵀα) − e from one more pass.
         """
-        a = np.asarray(alpha, dtype=np.float64)
+        a: Any = alpha if isinstance(alpha, ChunkedVector) else np.asarray(alpha, dtype=np.float64)
         F = self.primal_objective(w)
         v = self.primal_of(a)
         D = float(a.sum() - 0.5 * (v @ v))
@@ -280,7 +286,7 @@ def _data(X: Any, dense: bool | None) -> Any:
 
 
 def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float = 1.0,
-              dense: bool | None = None) -> HingeProblem:
+              dense: bool | None = None, client: Any = None) -> HingeProblem:
     """Build the hinge-loss linear SVM min ½‖w‖² + Σ C_i max(0, 1 − y_i(x_iᵀw[:d] + β·w[d])).
 
     Parameters
@@ -298,6 +304,10 @@ def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float =
     dense : bool, optional
         Hold sparse data as a dense array. Default: when the dense copy is at most 256 MB and the
         density at least 2/3 (then a dense pass reads fewer bytes than a CSR one).
+    client : distributed.Client or str, optional
+        For a dask array X (row chunks on a cluster): the cluster's client or scheduler address
+        (the default client when omitted). The data stay on the workers (:mod:`problems.chunked`)
+        and the cutting planes run their passes there; C must then be a scalar.
 
     Returns
     -------
@@ -313,6 +323,18 @@ def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float =
         raise ProblemError(f"bias: must be a real number ≥ 0, got {bias!r}")
     if not (np.isfinite(bias) and bias >= 0):
         raise ProblemError(f"bias: must be finite and ≥ 0, got {bias!r}")
+    if is_dask_array(X):
+        if np.ndim(C):
+            raise ProblemError("C: give one value for chunked data (per-example weights are not supported there)")
+        Cs = _check_C(C, 1)[0]
+        beta = float(bias)
+        data = chunked_data(X, y, d=0.0, bias=beta if beta > 0 else None, client=client)
+        space = data.Q.space
+        Cv = space.full(Cs)
+        qp = QP.trusted(data.Q, space.full(-1.0), space.full(0.0), Cv,  # type: ignore[arg-type]
+                        np.zeros((0, space.m)), np.zeros(0))
+        return HingeProblem(qp=qp, X=data.Q, y=data.y, C=Cv, bias=beta,  # type: ignore[arg-type]
+                            classes=data.classes, n_features=data.n_features, dim=data.n_features + (beta > 0))
     X = _data(X, dense)
     m, d = (int(s) for s in X.shape)
     if m == 0:

@@ -8,13 +8,14 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.optimality import (DEFAULT_FEAS_TOL, feasibility_scale, pair_gap, primal_violation, projected_gradient,
-                               scores_of, single_violation)
+from qpcore.chunked import chunked_kkt, is_chunked
+from qpcore.optimality import (DEFAULT_FEAS_TOL, bound_violation, feasibility_scale, pair_gap, primal_violation,
+                               projected_gradient, scores_of, single_violation)
 
 if TYPE_CHECKING:
     from qpcore.problem import QP
 
-__all__ = ["KKT", "estimate_multipliers", "kkt"]
+__all__ = ["KKT", "box_terms", "estimate_multipliers", "kkt"]
 
 FloatArray = NDArray[np.float64]
 
@@ -107,6 +108,26 @@ def estimate_multipliers(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray:
     return np.asarray(lam, dtype=np.float64)
 
 
+def box_terms(x: FloatArray, r: FloatArray, lb: FloatArray, ub: FloatArray) -> tuple[float, float, float, float]:
+    """The certificate's per-element terms over a box, for a reduced gradient r = g − Aᵀλ.
+
+    Returns
+    -------
+    (violation, stationarity, complementarity, xmax)
+        The bound violation, ‖P(r)‖∞ (the projected gradient), max_i |z_i|·(distance of x_i to
+        the bound z_i belongs to) and ‖x‖∞; all 0 for empty vectors. :func:`kkt` and the chunked
+        certificate (:func:`qpcore.chunked.chunked_kkt`, per chunk, then the max) both use it.
+    """
+    pg = projected_gradient(x, r, lb, ub)
+    stationarity = float(np.abs(pg).max(initial=0.0))
+    zl, zu = np.maximum(r, 0.0), np.maximum(-r, 0.0)
+    # a multiplier on an infinite bound is a stationarity violation, already counted there
+    dl = np.where(np.isfinite(lb), x - lb, 0.0)
+    du = np.where(np.isfinite(ub), ub - x, 0.0)
+    comp = float(np.maximum(zl * np.abs(dl), zu * np.abs(du)).max(initial=0.0))
+    return bound_violation(x, lb, ub), stationarity, comp, float(np.abs(x).max(initial=0.0))
+
+
 def kkt(qp: QP, x: FloatArray, g: FloatArray | None = None) -> KKT:
     """The KKT certificate of ``x`` for ``qp``.
 
@@ -124,19 +145,15 @@ def kkt(qp: QP, x: FloatArray, g: FloatArray | None = None) -> KKT:
     -------
     KKT
     """
+    if is_chunked(x):
+        return chunked_kkt(qp, x, g)     # the same terms (box_terms), chunk by chunk on the cluster
     x = np.asarray(x, dtype=np.float64)
     if g is None:
         g = qp.gradient(x)
     primal = primal_violation(qp, x)
     lam = estimate_multipliers(qp, x, g)
     r = g - qp.A.T @ lam if qp.m else g.copy()
-    pg = projected_gradient(x, r, qp.lb, qp.ub)
-    stationarity = float(np.abs(pg).max(initial=0.0))
-    zl, zu = np.maximum(r, 0.0), np.maximum(-r, 0.0)
-    # a multiplier on an infinite bound is a stationarity violation, already counted there
-    dl = np.where(np.isfinite(qp.lb), x - qp.lb, 0.0)
-    du = np.where(np.isfinite(qp.ub), qp.ub - x, 0.0)
-    comp = float(np.maximum(zl * np.abs(dl), zu * np.abs(du)).max(initial=0.0))
+    _, stationarity, comp, _ = box_terms(x, r, qp.lb, qp.ub)
     if qp.m == 1:
         s = scores_of(qp, x, g)
         gap = pair_gap(s)              # may be negative: the optimum's slack

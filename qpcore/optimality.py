@@ -242,9 +242,14 @@ def projected_gradient(x: FloatArray, g: FloatArray, lb: FloatArray, ub: FloatAr
     return pg
 
 
+def bound_violation(x: FloatArray, lb: FloatArray, ub: FloatArray) -> float:
+    """The largest violation of lb ≤ x ≤ ub (∞-norm, absolute; 0 for an empty vector)."""
+    return float(np.maximum(np.maximum(lb - x, x - ub), 0.0).max(initial=0.0))
+
+
 def primal_violation(qp: QP, x: FloatArray) -> float:
     """The largest violation of the bounds or of ``A x = b`` (∞-norm, absolute)."""
-    viol = float(np.maximum(np.maximum(qp.lb - x, x - qp.ub), 0.0).max(initial=0.0))
+    viol = bound_violation(x, qp.lb, qp.ub)
     if qp.m:
         viol = max(viol, float(np.abs(qp.A @ x - qp.b).max()))
     return viol
@@ -294,10 +299,21 @@ def lagrangian_bound(qp: QP, w: FloatArray) -> float:
     Q = qp.Q
     if qp.m or not hasattr(Q, "matvec_lowrank") or not hasattr(Q, "d"):
         raise ValueError("lagrangian_bound needs Q = diag(d) + HHᵀ (matvec_lowrank) and no equality rows")
+    if hasattr(Q, "space"):          # row chunks on a cluster: the same terms, chunk by chunk
+        from qpcore.chunked import chunked_lagrangian_bound
+
+        return chunked_lagrangian_bound(qp, w)
     w = np.asarray(w, dtype=np.float64)
     r = np.asarray(Q.matvec_lowrank(w), dtype=np.float64) + qp.c
-    d = np.asarray(Q.d, dtype=np.float64)
-    lb, ub = qp.lb, qp.ub
+    return float(-0.5 * (w @ w) + separable_minimum(r, np.asarray(Q.d, dtype=np.float64), qp.lb, qp.ub))
+
+
+def separable_minimum(r: FloatArray, d: FloatArray | float, lb: FloatArray, ub: FloatArray) -> float:
+    """Σ_i min_{lb_i ≤ t ≤ ub_i} (½ d_i t² + r_i t): the separable part of :func:`lagrangian_bound`.
+
+    Returns −inf when an infinite bound makes a term unbounded below.
+    """
+    d = np.asarray(d, dtype=np.float64)
     # the separable minimizer of ½d t² + r t over [lb, ub]: the clipped stationary point where d > 0,
     # else the bound that r points to (an infinite one makes the bound −inf)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -305,4 +321,4 @@ def lagrangian_bound(qp: QP, w: FloatArray) -> float:
     t = np.where((d == 0) & (r == 0), 0.0, t)
     if not np.isfinite(t).all():
         return -np.inf
-    return float(-0.5 * (w @ w) + (0.5 * d * t * t + r * t).sum())
+    return float((0.5 * d * t * t + r * t).sum())

@@ -9,6 +9,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from qpcore.chunked import all_finite, is_chunked, max_abs_diff, same_point
 from qpcore.kkt import KKT, kkt
 from qpcore.optimality import DEFAULT_FEAS_TOL, lagrangian_bound
 from qpcore.projection import feasible_start
@@ -114,6 +115,14 @@ class PrintReporter:
 def _x0_of(x0: FloatArray | Result | ArrayLike | None, n: int) -> FloatArray | None:
     if x0 is None:
         return None
+    v = x0.x if isinstance(x0, Result) else x0
+    if is_chunked(v):
+        # a point on the cluster stays there: its strategy clips it to the bounds chunk by chunk
+        if v.shape != (n,):
+            raise ProblemError(f"x0: shape mismatch, expected ({n},), got {v.shape}")
+        if not all_finite(v):
+            raise ProblemError("x0: contains NaN or inf")
+        return v  # type: ignore[no-any-return]
     arr = np.array(x0.x if isinstance(x0, Result) else x0, dtype=np.float64)
     if arr.shape != (n,):
         raise ProblemError(f"x0: shape mismatch, expected ({n},), got {arr.shape}")
@@ -193,11 +202,13 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         if res_fn is not None and resume.state is not None:
             state = res_fn(qp, resume.state, tol)
         if state is None:
+            if is_chunked(resume.x):
+                raise ProblemError("resume: a chunked run continues from its point; pass x0=result instead")
             x0 = np.concatenate([resume.x, np.clip(np.zeros(qp.n - n_old), qp.lb[n_old:], qp.ub[n_old:])])
     x0_moved = 0.0
     if state is None:
         start = _x0_of(x0, qp.n)
-        if start is not None:
+        if start is not None and not is_chunked(start):
             start, x0_moved = feasible_start(qp, start, x0_policy, feas_tol)
         state = strategy.init(qp, start, tol)
     state.deadline = float(deadline)
@@ -212,7 +223,7 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     while True:
         if state.iteration % 64 == 0 or state.iteration < 8:
             # a cheap periodic check keeps the last finite point to return if NaN/inf appears
-            if np.isfinite(state.x).all() and np.isfinite(state.g).all():
+            if all_finite(state.x) and all_finite(state.g):
                 last_finite = state.x.copy()
             else:
                 status = Status.NONFINITE
@@ -248,12 +259,12 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     if finish is not None:
         finish(qp, state)
     solve_seconds = perf() - t0
-    if not np.isfinite(state.x).all() or not np.isfinite(state.g).all():
+    if not all_finite(state.x) or not all_finite(state.g):
         status = Status.NONFINITE
         state.x = last_finite
         state.g = qp.gradient(last_finite)
     x = state.x
-    if certify and state.exact is not None and np.array_equal(state.exact[0], x):
+    if certify and state.exact is not None and same_point(state.exact[0], x):
         g = state.exact[1]   # the strategy's own fresh qp.gradient(x) at this very point
     else:
         g = qp.gradient(x) if certify else state.g
@@ -283,7 +294,7 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         "rows_computed": Qs.rows_computed,
         "cache_hits": Qs.cache_hits,
         "cache_misses": Qs.cache_misses,
-        "gradient_drift": float(np.abs(g - state.g).max(initial=0.0)) if certify else float("nan"),
+        "gradient_drift": max_abs_diff(g, state.g) if certify else float("nan"),
         "x0_moved": x0_moved,
         **state.counters,
     }

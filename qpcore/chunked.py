@@ -1,0 +1,645 @@
+"""Row-partitioned data on Dask workers: vectors, the diagonal-plus-low-rank operator, certificates.
+
+When the data outgrow one machine, the methods that touch it only through passes with small
+results (ASVM, the cutting planes) run those passes where the data live. This module is the
+backend for that: the rows of H = diag(s)·[F, β·e] are split into chunks held on the workers of
+a ``dask.distributed`` cluster, and every pass is a **map-reduce on the chunks**: one task per
+chunk computes a partial result from its rows, a tree of combine tasks adds (or takes the max of)
+the partials, and only the root, a k×k matrix, a k-vector or scalars, comes back to the client.
+
+- :class:`RowSpace` is the partition (the client and the chunk sizes) and the two primitives every
+  pass is made of: :meth:`RowSpace.map` (a task per chunk, results kept on the workers) and
+  :meth:`RowSpace.reduce` (the same, then the tree reduction and one small result gathered).
+- :class:`ChunkedVector` is an m-vector of the problem (a dual variable, a gradient, margins) as one
+  numpy array per chunk, on the worker that holds the chunk's rows. Arithmetic builds new chunks
+  on the workers; nothing of length m is gathered unless :meth:`ChunkedVector.to_numpy` is called.
+- :class:`ChunkedLowRankQ` is :class:`qpcore.lowrank.DiagPlusLowRankQ` over the chunks: each chunk
+  holds a ``DiagPlusLowRankQ`` of its own rows, so every per-chunk computation is that class's
+  own (one home for Hᵀv, H z, the weighted Gram matrices), and the chunked operator only adds
+  the reductions.
+- :func:`chunked_kkt` and :func:`chunked_lagrangian_bound` are :func:`qpcore.kkt.kkt` and
+  :func:`qpcore.optimality.lagrangian_bound` for chunked points, computed chunk by chunk with the
+  same per-element functions and reduced.
+
+Dask is the engine (its scheduler places the tasks next to their chunks, and recomputes a lost
+chunk from its source when a worker dies); it is an optional extra and imported only when a
+chunked problem is built. A cluster is never started here: the caller's ``Client`` (or a
+scheduler address to connect to) is used.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from qpcore.operators import OperatorStats
+from qpcore.problem import ProblemError
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["ChunkedLowRankQ", "ChunkedVector", "ClusterError", "RowSpace", "all_finite", "chunked_kkt",
+           "chunked_lagrangian_bound", "connect", "is_chunked", "max_abs_diff", "same_point"]
+
+_SPLIT_EVERY = 8     # fan-in of the tree reduction: a root after ⌈log_8(chunks)⌉ levels
+
+
+class ClusterError(RuntimeError):
+    """The cluster lost work it could not recompute (a worker died and its chunks' source is gone,
+    or the scheduler went away).
+
+    Attributes
+    ----------
+    primal : ndarray or None
+        The best primal point the client held when the run failed (ASVM's (w, γ) = Hᵀu, the
+        cutting planes' w_b): small, on the client, so it survives the loss.
+    iteration : int or None
+        The iteration the run had reached.
+    """
+
+    def __init__(self, message: str, *, primal: FloatArray | None = None, iteration: int | None = None) -> None:
+        super().__init__(message)
+        self.primal = primal
+        self.iteration = iteration
+
+
+def _cluster_errors() -> tuple[type[BaseException], ...]:
+    """The exception types that mean "the cluster lost it", not "a task raised"."""
+    from asyncio import CancelledError, TimeoutError as AsyncTimeout
+
+    from distributed.client import FutureCancelledError
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    return (KilledWorker, FutureCancelledError, CancelledError, CommClosedError, AsyncTimeout, OSError)
+
+
+def connect(client: Any = None) -> Any:
+    """The ``dask.distributed`` client to run on: the one given, one connected to a scheduler
+    address, or the current default client. Never starts a cluster.
+
+    Parameters
+    ----------
+    client : distributed.Client or str, optional
+        A client, or the address of a running scheduler (``"tcp://host:8786"``).
+
+    Returns
+    -------
+    distributed.Client
+
+    Raises
+    ------
+    ProblemError
+        When dask.distributed is not installed or there is no client to use.
+    """
+    try:
+        import distributed
+    except ImportError:  # pragma: no cover - the extra is installed in the tests
+        raise ProblemError("chunked data need dask.distributed: pip install 'qpcore[dask]'") from None
+    if client is None:
+        try:
+            return distributed.get_client()
+        except ValueError:
+            raise ProblemError("no Dask client: create one (distributed.Client(...)) or pass client= "
+                               "or a scheduler address; qpcore never starts a cluster by itself") from None
+    if isinstance(client, str):
+        return distributed.Client(client)
+    if not isinstance(client, distributed.Client):
+        raise ProblemError(f"client: expected a distributed.Client or a scheduler address, got {type(client).__name__}")
+    return client
+
+
+class _Const:
+    """A vector whose entries are all one value: no chunks exist; tasks see ``np.full``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: float) -> None:
+        self.value = float(value)
+
+
+def _call(fn: Callable[..., Any], rows: int, *args: Any) -> Any:
+    """Run a chunk kernel, materializing constant vectors at the chunk's length."""
+    return fn(*(np.full(rows, a.value) if isinstance(a, _Const) else a for a in args))
+
+
+def _pick(pair: Any, i: int) -> Any:
+    return pair[i]
+
+
+def _combine(ops: tuple[str, ...], *parts: Any) -> tuple[Any, ...]:
+    """Combine partial results elementwise: ``sum``, ``max``, ``min``, ``all`` or ``list`` (concatenate)."""
+    out = list(parts[0])
+    for p in parts[1:]:
+        for i, op in enumerate(ops):
+            if op == "sum":
+                out[i] = out[i] + p[i]
+            elif op == "max":
+                out[i] = max(out[i], p[i])
+            elif op == "min":
+                out[i] = min(out[i], p[i])
+            elif op == "all":
+                out[i] = bool(out[i]) and bool(p[i])
+            elif op == "list":
+                out[i] = list(out[i]) + list(p[i])
+            else:
+                raise ValueError(f"unknown combine op {op!r}")
+    return tuple(out)
+
+
+class RowSpace:
+    """A partition of m rows into chunks on a Dask cluster, and the map/reduce primitives.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The client the tasks are submitted through.
+    sizes : sequence of int
+        The rows of each chunk (uneven sizes and empty chunks are allowed).
+    """
+
+    def __init__(self, client: Any, sizes: Sequence[int]) -> None:
+        self.client = client
+        self.sizes = tuple(int(s) for s in sizes)
+        if any(s < 0 for s in self.sizes):
+            raise ProblemError(f"chunk sizes must be ≥ 0, got {self.sizes}")
+        self.offsets = np.concatenate(([0], np.cumsum(self.sizes, dtype=np.int64)))
+        self.m = int(self.offsets[-1])
+        #: tasks submitted and results gathered (the communication a run caused)
+        self.counters = {"maps": 0, "reductions": 0, "tasks": 0, "bytes_gathered": 0}
+
+    @property
+    def n_chunks(self) -> int:
+        """Number of chunks."""
+        return len(self.sizes)
+
+    def _columns(self, args: Sequence[Any]) -> list[list[Any]]:
+        """Per-chunk argument lists: chunked vectors and per-chunk lists are split, the rest broadcast."""
+        cols: list[list[Any]] = []
+        for a in args:
+            if isinstance(a, ChunkedVector):
+                if a.space is not self and a.space.sizes != self.sizes:
+                    raise ProblemError("chunked vectors on different partitions cannot be combined")
+                cols.append([_Const(a.const)] * self.n_chunks if a.parts is None else list(a.parts))
+            elif isinstance(a, PerChunk):
+                cols.append(list(a.items))
+            else:
+                cols.append([a] * self.n_chunks)
+        return cols
+
+    def map(self, fn: Callable[..., Any], *args: Any, name: str = "qpcore-map") -> list[Any]:
+        """One task per chunk, ``fn(*chunk_args)``; the results stay on the workers (futures).
+
+        Arguments that are :class:`ChunkedVector` or :class:`PerChunk` are split by chunk (a
+        constant vector arrives as ``np.full`` of the chunk's length); anything else is passed
+        whole to every task (keep it small: a k-vector, a few scalars).
+        """
+        cols = self._columns(args)
+        n = self.n_chunks
+        self.counters["maps"] += 1
+        self.counters["tasks"] += n
+        futs: list[Any] = self.client.map(_call, [fn] * n, list(self.sizes), *cols, pure=False,
+                                          key=[f"{name}-{_token()}-{i}" for i in range(n)])
+        return futs
+
+    def tree(self, parts: list[Any], ops: tuple[str, ...]) -> Any:
+        """The tree reduction of per-chunk partial results (futures), gathered: one small result."""
+        self.counters["reductions"] += 1
+        if not parts:
+            raise ProblemError("a partition with no chunks")
+        level = list(parts)
+        while len(level) > 1:
+            level = [self.client.submit(_combine, ops, *level[i:i + _SPLIT_EVERY], pure=False)
+                     if len(level[i:i + _SPLIT_EVERY]) > 1 else level[i]
+                     for i in range(0, len(level), _SPLIT_EVERY)]
+            self.counters["tasks"] += len(level)
+        try:
+            out = self.client.gather(level[0])
+        except _cluster_errors() as e:
+            raise ClusterError(f"the Dask cluster lost part of the data and could not recompute it ({type(e).__name__}: "
+                               f"{e}); the run cannot go on") from e
+        self.counters["bytes_gathered"] += _nbytes(out)
+        return out
+
+    def reduce(self, fn: Callable[..., tuple[Any, ...]], *args: Any, ops: tuple[str, ...],
+               name: str = "qpcore-reduce") -> tuple[Any, ...]:
+        """``map`` then ``tree``: ``fn`` returns a tuple of partial results combined by ``ops``."""
+        out: tuple[Any, ...] = self.tree(self.map(fn, *args, name=name), ops)
+        return out
+
+    def map_reduce(self, fn: Callable[..., tuple[Any, Any]], *args: Any, ops: tuple[str, ...],
+                   name: str = "qpcore-pass") -> tuple[list[Any], tuple[Any, ...]]:
+        """One pass that both keeps and reports: ``fn`` returns ``(kept, partial)``; the kept
+        objects stay on the workers (one future per chunk) and the partials are tree-reduced.
+
+        Returns
+        -------
+        (kept, reduced)
+            The per-chunk futures of the kept objects, and the combined partial results.
+        """
+        pairs = self.map(fn, *args, name=name)
+        n = self.n_chunks
+        kept: list[Any] = self.client.map(_pick, pairs, [0] * n, pure=False)
+        partial: list[Any] = self.client.map(_pick, pairs, [1] * n, pure=False)
+        self.counters["tasks"] += 2 * n
+        return kept, self.tree(partial, ops)
+
+    def gather(self, futures: list[Any]) -> list[Any]:
+        """Gather per-chunk results (for small per-chunk objects only), translating cluster losses."""
+        try:
+            out: list[Any] = self.client.gather(futures)
+        except _cluster_errors() as e:
+            raise ClusterError(f"the Dask cluster lost part of the data and could not recompute it ({type(e).__name__}: "
+                               f"{e}); the run cannot go on") from e
+        self.counters["bytes_gathered"] += sum(_nbytes(o) for o in out)
+        return out
+
+    def vector(self, parts: list[Any]) -> ChunkedVector:
+        """A chunked vector from per-chunk futures of 1-D arrays."""
+        return ChunkedVector(self, parts)
+
+    def full(self, value: float) -> ChunkedVector:
+        """The constant vector (no chunks are stored)."""
+        return ChunkedVector(self, None, const=value)
+
+
+class PerChunk:
+    """Per-chunk arguments for :meth:`RowSpace.map` that are not vectors (e.g. the chunks' blocks)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Sequence[Any]) -> None:
+        self.items = list(items)
+
+
+_counter = [0]
+
+
+def _token() -> str:
+    import uuid
+
+    _counter[0] += 1
+    return f"{uuid.uuid4().hex[:8]}{_counter[0]}"
+
+
+def _nbytes(obj: Any) -> int:
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, (tuple, list)):
+        return sum(_nbytes(o) for o in obj)
+    if isinstance(obj, dict):
+        return sum(_nbytes(v) for v in obj.values())
+    return 8
+
+
+# --------------------------------------------------------------------------------------------- vectors
+def _binop(op: str, a: Any, b: Any) -> FloatArray:
+    out: FloatArray = getattr(operator, op)(a, b)
+    return out
+
+
+def _neg(a: FloatArray) -> FloatArray:
+    return -a
+
+
+def _dot(a: FloatArray, b: FloatArray) -> tuple[float]:
+    return (float(a @ b),)
+
+
+def _stats(a: FloatArray) -> tuple[float, float, bool, float]:
+    fin = bool(np.isfinite(a).all())
+    return (float(np.abs(a).max(initial=0.0)) if fin else np.inf, float(a.sum()), fin, float(a.min(initial=np.inf)))
+
+
+def _absdiff(a: FloatArray, b: FloatArray) -> tuple[float]:
+    return (float(np.abs(a - b).max(initial=0.0)),)
+
+
+def _ident(a: FloatArray) -> FloatArray:
+    return a
+
+
+class ChunkedVector:
+    """An m-vector held as one numpy array per chunk of a :class:`RowSpace`, on the workers.
+
+    Arithmetic with scalars and with vectors of the same partition runs on the workers and gives
+    a new chunked vector; reductions (``@``, :meth:`sum`, :meth:`max_abs`, :meth:`all_finite`)
+    bring back one number. Converting to numpy is explicit (:meth:`to_numpy`): ``np.asarray``
+    refuses, so that no accidental gather of m numbers happens.
+
+    Parameters
+    ----------
+    space : RowSpace
+        The partition.
+    parts : list of futures, or None
+        One future per chunk of a float64 array of the chunk's length; None for a constant vector.
+    const : float
+        The value of a constant vector (``parts`` None).
+    """
+
+    __array_ufunc__ = None      # numpy defers to our reflected operators (ndarray + ChunkedVector)
+
+    def __init__(self, space: RowSpace, parts: list[Any] | None, *, const: float = 0.0) -> None:
+        self.space = space
+        self.parts = parts
+        self.const = float(const)
+
+    # ------------------------------------------------------------------ array-like
+    @property
+    def shape(self) -> tuple[int]:
+        """(m,)."""
+        return (self.space.m,)
+
+    @property
+    def size(self) -> int:
+        """m."""
+        return self.space.m
+
+    ndim = 1
+    dtype = np.dtype(np.float64)
+
+    def __len__(self) -> int:
+        return self.space.m
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> NDArray[Any]:
+        raise TypeError("a ChunkedVector lives on the Dask workers; call .to_numpy() to gather it on purpose")
+
+    def copy(self) -> ChunkedVector:
+        """The vector itself: chunks are never changed in place, so a copy is the same chunks."""
+        return self
+
+    def map(self, fn: Callable[..., FloatArray], *others: Any) -> ChunkedVector:
+        """A new vector from ``fn(chunk, *other_chunks)`` on each chunk."""
+        return ChunkedVector(self.space, self.space.map(fn, self, *others))
+
+    def materialize(self) -> ChunkedVector:
+        """A constant vector turned into stored chunks (others are returned as they are)."""
+        if self.parts is not None:
+            return self
+        return self.map(_ident)
+
+    # ------------------------------------------------------------------ arithmetic
+    def _op(self, op: str, other: Any, reflect: bool = False) -> ChunkedVector:
+        if isinstance(other, np.ndarray) and other.ndim:
+            raise TypeError("a ChunkedVector combines with scalars and ChunkedVectors, not with numpy arrays")
+        if not isinstance(other, ChunkedVector):
+            other = float(other)
+            if self.parts is None:
+                v = _binop(op, other, self.const) if reflect else _binop(op, self.const, other)
+                return ChunkedVector(self.space, None, const=float(v))
+        elif self.parts is None and other.parts is None:
+            v = _binop(op, other.const, self.const) if reflect else _binop(op, self.const, other.const)
+            return ChunkedVector(self.space, None, const=float(v))
+        a, b = (other, self) if reflect else (self, other)
+        return ChunkedVector(self.space, self.space.map(_binop, op, a, b, name=f"qpcore-{op}"))
+
+    def __add__(self, other: Any) -> ChunkedVector:
+        return self._op("add", other)
+
+    def __radd__(self, other: Any) -> ChunkedVector:
+        return self._op("add", other, True)
+
+    def __sub__(self, other: Any) -> ChunkedVector:
+        return self._op("sub", other)
+
+    def __rsub__(self, other: Any) -> ChunkedVector:
+        return self._op("sub", other, True)
+
+    def __mul__(self, other: Any) -> ChunkedVector:
+        return self._op("mul", other)
+
+    def __rmul__(self, other: Any) -> ChunkedVector:
+        return self._op("mul", other, True)
+
+    def __truediv__(self, other: Any) -> ChunkedVector:
+        return self._op("truediv", other)
+
+    def __neg__(self) -> ChunkedVector:
+        if self.parts is None:
+            return ChunkedVector(self.space, None, const=-self.const)
+        return self.map(_neg)
+
+    # ------------------------------------------------------------------ reductions
+    def __matmul__(self, other: ChunkedVector) -> float:
+        if not isinstance(other, ChunkedVector):
+            raise TypeError("a ChunkedVector's inner product is with another ChunkedVector")
+        if self.parts is None and other.parts is None:
+            return self.const * other.const * self.space.m
+        (v,) = self.space.reduce(_dot, self, other, ops=("sum",), name="qpcore-dot")
+        return float(v)
+
+    def dot(self, other: ChunkedVector) -> float:
+        """The inner product (one reduction)."""
+        return self @ other
+
+    def _stats(self) -> tuple[float, float, bool, float]:
+        if self.parts is None:
+            fin = bool(np.isfinite(self.const))
+            m = self.space.m
+            return (abs(self.const) if m else 0.0, self.const * m, fin, self.const if m else np.inf)
+        out: tuple[float, float, bool, float] = self.space.reduce(  # type: ignore[assignment]
+            _stats, self, ops=("max", "sum", "all", "min"), name="qpcore-stats")
+        return out
+
+    def sum(self) -> float:
+        """Σ_i v_i."""
+        return float(self._stats()[1])
+
+    def max_abs(self) -> float:
+        """max_i |v_i| (inf when an entry is not finite; 0 for an empty vector)."""
+        return float(self._stats()[0])
+
+    def min(self) -> float:
+        """min_i v_i (inf for an empty vector)."""
+        return float(self._stats()[3])
+
+    def all_finite(self) -> bool:
+        """Whether every entry is finite."""
+        return bool(self._stats()[2])
+
+    # ------------------------------------------------------------------ leaving the cluster
+    def to_numpy(self) -> FloatArray:
+        """Gather the whole vector on the client (m numbers: for tests and small problems)."""
+        if self.parts is None:
+            return np.full(self.space.m, self.const)
+        chunks = self.space.gather(self.parts)
+        return np.concatenate([np.asarray(c, dtype=np.float64) for c in chunks]) if chunks else np.zeros(0)
+
+    def to_dask(self) -> Any:
+        """The vector as a dask array with the partition's chunks (nothing is gathered)."""
+        import dask
+        import dask.array as da
+
+        v = self.materialize()
+        assert v.parts is not None
+        blocks = [da.from_delayed(dask.delayed(f), shape=(s,), dtype=np.float64)
+                  for f, s in zip(v.parts, self.space.sizes)]
+        return da.concatenate(blocks) if blocks else da.zeros(0)
+
+    def __repr__(self) -> str:
+        kind = f"constant {self.const}" if self.parts is None else f"{self.space.n_chunks} chunks"
+        return f"ChunkedVector(m={self.space.m}, {kind})"
+
+
+def is_chunked(v: Any) -> bool:
+    """Whether ``v`` is a :class:`ChunkedVector`."""
+    return isinstance(v, ChunkedVector)
+
+
+def all_finite(v: Any) -> bool:
+    """Whether every entry of a numpy or chunked vector is finite."""
+    if isinstance(v, ChunkedVector):
+        return v.all_finite()
+    return bool(np.isfinite(v).all())
+
+
+def same_point(a: Any, b: Any) -> bool:
+    """Whether two points are the same: identity of chunks for chunked vectors (they are never
+    changed in place), equality of entries for numpy arrays."""
+    if isinstance(a, ChunkedVector) or isinstance(b, ChunkedVector):
+        if not (isinstance(a, ChunkedVector) and isinstance(b, ChunkedVector)):
+            return False
+        if a.parts is None or b.parts is None:
+            return a.parts is None and b.parts is None and a.const == b.const
+        return all(x is y or x.key == y.key for x, y in zip(a.parts, b.parts))
+    return bool(np.array_equal(a, b))
+
+
+def max_abs_diff(a: Any, b: Any) -> float:
+    """max_i |a_i − b_i| for numpy or chunked vectors (one reduction for chunked ones)."""
+    if isinstance(a, ChunkedVector) and isinstance(b, ChunkedVector):
+        (v,) = a.space.reduce(_absdiff, a, b, ops=("max",), name="qpcore-absdiff")
+        return float(v)
+    return float(np.abs(np.asarray(a) - np.asarray(b)).max(initial=0.0))
+
+
+# --------------------------------------------------------------------------------------------- the operator
+def _block_rmatvec(block: Any, v: FloatArray) -> tuple[FloatArray]:
+    out: FloatArray = block.rmatvec_lowrank(v)
+    return (out,)
+
+
+def _block_matvec(block: Any, z: FloatArray) -> FloatArray:
+    out: FloatArray = block.matvec_lowrank(z)
+    return out
+
+
+def _block_qmatvec(block: Any, x: FloatArray, p: FloatArray) -> FloatArray:
+    out: FloatArray = block.matvec_lowrank(p)
+    out += block.d * x
+    return out
+
+
+def _block_diag(block: Any) -> FloatArray:
+    out: FloatArray = block.diag()
+    return out
+
+
+class ChunkedLowRankQ:
+    """Q = d·I + HHᵀ over row chunks on a Dask cluster; each chunk holds a
+    :class:`qpcore.lowrank.DiagPlusLowRankQ` of its rows (built and validated on the worker).
+
+    Parameters
+    ----------
+    space : RowSpace
+        The partition of the m rows.
+    blocks : list of futures
+        One future per chunk of a ``DiagPlusLowRankQ`` of the chunk's rows.
+    d : float
+        The diagonal, one value for all rows (≥ 0).
+    p : int
+        Columns of the data part F.
+    bias : float or None
+        β of H's constant column (None: no such column).
+    sparse : bool
+        Whether the chunks hold CSR data.
+    """
+
+    def __init__(self, space: RowSpace, blocks: list[Any], d: float, p: int, bias: float | None,
+                 sparse: bool) -> None:
+        self.space = space
+        self.blocks = PerChunk(blocks)
+        self.d = float(d)
+        self.p = int(p)
+        self.bias = bias
+        self.k = self.p + (bias is not None)
+        self.sparse = bool(sparse)
+        self.stats = OperatorStats()
+
+    @property
+    def psd(self) -> bool:
+        """Always True: d ≥ 0 and HHᵀ ⪰ 0."""
+        return True
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(m, m)."""
+        return (self.space.m, self.space.m)
+
+    def diag(self) -> ChunkedVector:
+        """Q_ii as a chunked vector."""
+        return ChunkedVector(self.space, self.space.map(_block_diag, self.blocks, name="qpcore-diag"))
+
+    def rmatvec_lowrank(self, v: ChunkedVector) -> FloatArray:
+        """Hᵀv, a k-vector: a partial per chunk, tree-reduced."""
+        (out,) = self.space.reduce(_block_rmatvec, self.blocks, v, ops=("sum",), name="qpcore-Htv")
+        return np.asarray(out, dtype=np.float64)
+
+    def matvec_lowrank(self, z: FloatArray) -> ChunkedVector:
+        """H z, a chunked vector (z is sent to every chunk)."""
+        z = np.asarray(z, dtype=np.float64)
+        return ChunkedVector(self.space, self.space.map(_block_matvec, self.blocks, z, name="qpcore-Hz"))
+
+    def matvec(self, x: ChunkedVector) -> ChunkedVector:
+        """Q x = d x + H(Hᵀx): one reduction and one map."""
+        p = self.rmatvec_lowrank(x)
+        return ChunkedVector(self.space, self.space.map(_block_qmatvec, self.blocks, x, p, name="qpcore-Qx"))
+
+    def rows(self, idx: Any) -> FloatArray:
+        """Not available: rows of Q would be m long, gathered on the client."""
+        raise ProblemError("rows of Q are not formed for chunked data (each would be m long); "
+                           "use a strategy that works through passes (ASVM, the cutting planes)")
+
+
+# --------------------------------------------------------------------------------------------- certificates
+def _kkt_chunk(x: FloatArray, g: FloatArray, lb: FloatArray, ub: FloatArray) -> tuple[float, float, float, float]:
+    from qpcore.kkt import box_terms
+
+    return box_terms(x, g, lb, ub)
+
+
+def chunked_kkt(qp: Any, x: ChunkedVector, g: ChunkedVector | None = None) -> Any:
+    """:func:`qpcore.kkt.kkt` of a chunked point of a problem without equality rows.
+
+    One reduction (two more for g when it is not given): the bound violation, the projected
+    gradient's ∞-norm, the complementarity and ‖x‖∞, each from the same per-element formulas as
+    in process (:func:`qpcore.kkt.box_terms`), per chunk, then the max over chunks.
+    """
+    from qpcore.kkt import KKT
+
+    if qp.m:
+        raise ProblemError("chunked problems have no equality rows")
+    if g is None:
+        g = qp.gradient(x)
+    assert g is not None
+    primal, stat, comp, xmax = x.space.reduce(_kkt_chunk, x, g, qp.lb, qp.ub, ops=("max", "max", "max", "max"),
+                                              name="qpcore-kkt")
+    return KKT(primal=float(primal), stationarity=float(stat), complementarity=float(comp), gap=float(stat),
+               multipliers=np.zeros(0), z=g, primal_scale=max(1.0, float(xmax)))
+
+
+def _bound_chunk(block: Any, w: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray) -> tuple[float]:
+    from qpcore.optimality import separable_minimum
+
+    r = np.asarray(block.matvec_lowrank(w), dtype=np.float64) + c
+    return (separable_minimum(r, block.d, lb, ub),)
+
+
+def chunked_lagrangian_bound(qp: Any, w: FloatArray) -> float:
+    """:func:`qpcore.optimality.lagrangian_bound` for a chunked operator: one reduction."""
+    Q: ChunkedLowRankQ = qp.Q
+    w = np.asarray(w, dtype=np.float64)
+    (total,) = Q.space.reduce(_bound_chunk, Q.blocks, w, qp.c, qp.lb, qp.ub, ops=("sum",), name="qpcore-bound")
+    return float(-0.5 * (w @ w) + total)
