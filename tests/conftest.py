@@ -39,3 +39,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                                        "the repository")
         for item in marked:
             item.add_marker(skip)
+
+
+# --- a local Dask cluster for the chunked (distributed) backend ----------------------------------
+
+@pytest.fixture(scope="session")
+def dask_client():  # type: ignore[no-untyped-def]
+    """A ``distributed.LocalCluster`` with 2 worker processes (1 thread each), shared by the session.
+
+    The chunked backend's tests run on it as they would on a real cluster: every chunk task is
+    pickled to another process. Started once; about 3 s.
+    """
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=40)
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
