@@ -10,6 +10,7 @@ few counts reach the client.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -110,8 +111,7 @@ def chunked_data(X: Any, y: Any, *, d: float, bias: float | None, client: Any = 
         Before any solve: no client, NaN/inf in X or y, a shape mismatch, labels that are not two
         classes.
     """
-    import dask.array as da
-
+    da: Any = importlib.import_module("dask.array")
     client = connect(client)
     if X.ndim != 2:
         raise ProblemError(f"X: expected a 2-D dask array (rows are points), got {X.ndim} dimensions")

@@ -330,10 +330,10 @@ def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float =
         beta = float(bias)
         data = chunked_data(X, y, d=0.0, bias=beta if beta > 0 else None, client=client)
         space = data.Q.space
-        Cv = space.full(Cs)
-        qp = QP.trusted(data.Q, space.full(-1.0), space.full(0.0), Cv,  # type: ignore[arg-type]
+        Cc: Any = space.full(Cs)
+        qp = QP.trusted(data.Q, space.full(-1.0), space.full(0.0), Cc,  # type: ignore[arg-type]
                         np.zeros((0, space.m)), np.zeros(0))
-        return HingeProblem(qp=qp, X=data.Q, y=data.y, C=Cv, bias=beta,  # type: ignore[arg-type]
+        return HingeProblem(qp=qp, X=data.Q, y=data.y, C=Cc, bias=beta,  # type: ignore[arg-type]
                             classes=data.classes, n_features=data.n_features, dim=data.n_features + (beta > 0))
     X = _data(X, dense)
     m, d = (int(s) for s in X.shape)

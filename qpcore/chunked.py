@@ -29,6 +29,7 @@ scheduler address to connect to) is used.
 
 from __future__ import annotations
 
+import importlib
 import operator
 from typing import Any, Callable, Sequence
 
@@ -95,7 +96,7 @@ def connect(client: Any = None) -> Any:
         When dask.distributed is not installed or there is no client to use.
     """
     try:
-        import distributed
+        distributed: Any = importlib.import_module("distributed")
     except ImportError:  # pragma: no cover - the extra is installed in the tests
         raise ProblemError("chunked data need dask.distributed: pip install 'qpcore[dask]'") from None
     if client is None:
@@ -120,17 +121,30 @@ class _Const:
         self.value = float(value)
 
 
+_PICK = "__qpcore_pick__"
+
+
+def _arg(a: Any, rows: int) -> Any:
+    if isinstance(a, _Const):
+        return np.full(rows, a.value)
+    if isinstance(a, dict) and _PICK in a:
+        return a["value"][a[_PICK]]
+    return a
+
+
 def _call(fn: Callable[..., Any], rows: int, *args: Any) -> Any:
-    """Run a chunk kernel, materializing constant vectors at the chunk's length."""
-    return fn(*(np.full(rows, a.value) if isinstance(a, _Const) else a for a in args))
+    """Run a chunk kernel: constant vectors become ``np.full`` of the chunk's length, and a part
+    kept by :meth:`RowSpace.map_reduce` is taken out of its task's (kept, partial) pair."""
+    return fn(*(_arg(a, rows) for a in args))
 
 
-def _pick(pair: Any, i: int) -> Any:
-    return pair[i]
+def _combine(ops: tuple[str, ...], *parts: Any, pick: int | None = None) -> tuple[Any, ...]:
+    """Combine partial results elementwise: ``sum``, ``max``, ``min``, ``all`` or ``list`` (concatenate).
 
-
-def _combine(ops: tuple[str, ...], *parts: Any) -> tuple[Any, ...]:
-    """Combine partial results elementwise: ``sum``, ``max``, ``min``, ``all`` or ``list`` (concatenate)."""
+    With ``pick``, each part is a task's (kept, partial) pair and its element ``pick`` is used.
+    """
+    if pick is not None:
+        parts = tuple(p[pick] for p in parts)
     out = list(parts[0])
     for p in parts[1:]:
         for i, op in enumerate(ops):
@@ -182,9 +196,9 @@ class RowSpace:
             if isinstance(a, ChunkedVector):
                 if a.space is not self and a.space.sizes != self.sizes:
                     raise ProblemError("chunked vectors on different partitions cannot be combined")
-                cols.append([_Const(a.const)] * self.n_chunks if a.parts is None else list(a.parts))
+                cols.append([_Const(a.const)] * self.n_chunks if a.parts is None else a.columns())
             elif isinstance(a, PerChunk):
-                cols.append(list(a.items))
+                cols.append(a.columns())
             else:
                 cols.append([a] * self.n_chunks)
         return cols
@@ -204,23 +218,25 @@ class RowSpace:
                                           key=[f"{name}-{_token()}-{i}" for i in range(n)])
         return futs
 
-    def tree(self, parts: list[Any], ops: tuple[str, ...]) -> Any:
-        """The tree reduction of per-chunk partial results (futures), gathered: one small result."""
+    def tree(self, parts: list[Any], ops: tuple[str, ...], pick: int | None = None) -> Any:
+        """The tree reduction of per-chunk partial results (futures), gathered: one small result.
+
+        Combine tasks of fan-in 8 run on the workers until at most 8 partials are left; those
+        are gathered and combined on the client (so a pass over ≤ 8 chunks costs one round trip,
+        and the client never receives more than 8 partials whatever the number of chunks).
+        With ``pick``, the parts are (kept, partial) pairs and the first level takes the partial.
+        """
         self.counters["reductions"] += 1
         if not parts:
             raise ProblemError("a partition with no chunks")
         level = list(parts)
-        while len(level) > 1:
-            level = [self.client.submit(_combine, ops, *level[i:i + _SPLIT_EVERY], pure=False)
-                     if len(level[i:i + _SPLIT_EVERY]) > 1 else level[i]
+        while len(level) > _SPLIT_EVERY or pick is not None:
+            level = [self.client.submit(_combine, ops, *level[i:i + _SPLIT_EVERY], pick=pick, pure=False)
                      for i in range(0, len(level), _SPLIT_EVERY)]
+            pick = None
             self.counters["tasks"] += len(level)
-        try:
-            out = self.client.gather(level[0])
-        except _cluster_errors() as e:
-            raise ClusterError(f"the Dask cluster lost part of the data and could not recompute it ({type(e).__name__}: "
-                               f"{e}); the run cannot go on") from e
-        self.counters["bytes_gathered"] += _nbytes(out)
+        gathered = self.gather(level)
+        out = gathered[0] if len(gathered) == 1 else _combine(ops, *gathered)
         return out
 
     def reduce(self, fn: Callable[..., tuple[Any, ...]], *args: Any, ops: tuple[str, ...],
@@ -237,14 +253,12 @@ class RowSpace:
         Returns
         -------
         (kept, reduced)
-            The per-chunk futures of the kept objects, and the combined partial results.
+            The per-chunk futures of the (kept, partial) pairs, and the combined partial results.
+            Wrap the pairs as ``ChunkedVector(space, pairs, pick=0)`` or ``PerChunk(pairs,
+            pick=0)``; tasks that take them receive the kept object alone (no extra task).
         """
         pairs = self.map(fn, *args, name=name)
-        n = self.n_chunks
-        kept: list[Any] = self.client.map(_pick, pairs, [0] * n, pure=False)
-        partial: list[Any] = self.client.map(_pick, pairs, [1] * n, pure=False)
-        self.counters["tasks"] += 2 * n
-        return kept, self.tree(partial, ops)
+        return pairs, self.tree(pairs, ops, pick=1)
 
     def gather(self, futures: list[Any]) -> list[Any]:
         """Gather per-chunk results (for small per-chunk objects only), translating cluster losses."""
@@ -268,10 +282,17 @@ class RowSpace:
 class PerChunk:
     """Per-chunk arguments for :meth:`RowSpace.map` that are not vectors (e.g. the chunks' blocks)."""
 
-    __slots__ = ("items",)
+    __slots__ = ("items", "pick")
 
-    def __init__(self, items: Sequence[Any]) -> None:
+    def __init__(self, items: Sequence[Any], *, pick: int | None = None) -> None:
         self.items = list(items)
+        self.pick = pick
+
+    def columns(self) -> list[Any]:
+        """The per-chunk task arguments (picked out of (kept, partial) pairs on the worker)."""
+        if self.pick is None:
+            return list(self.items)
+        return [{_PICK: self.pick, "value": f} for f in self.items]
 
 
 _counter = [0]
@@ -341,10 +362,19 @@ class ChunkedVector:
 
     __array_ufunc__ = None      # numpy defers to our reflected operators (ndarray + ChunkedVector)
 
-    def __init__(self, space: RowSpace, parts: list[Any] | None, *, const: float = 0.0) -> None:
+    def __init__(self, space: RowSpace, parts: list[Any] | None, *, const: float = 0.0,
+                 pick: int | None = None) -> None:
         self.space = space
         self.parts = parts
         self.const = float(const)
+        self.pick = pick
+
+    def columns(self) -> list[Any]:
+        """The per-chunk task arguments (see :meth:`RowSpace.map_reduce` for ``pick``)."""
+        assert self.parts is not None
+        if self.pick is None:
+            return list(self.parts)
+        return [{_PICK: self.pick, "value": f} for f in self.parts]
 
     # ------------------------------------------------------------------ array-like
     @property
@@ -375,8 +405,9 @@ class ChunkedVector:
         return ChunkedVector(self.space, self.space.map(fn, self, *others))
 
     def materialize(self) -> ChunkedVector:
-        """A constant vector turned into stored chunks (others are returned as they are)."""
-        if self.parts is not None:
+        """Stored chunks of their own: a constant vector, or one picked from pairs, is copied into
+        plain chunks (others are returned as they are)."""
+        if self.parts is not None and self.pick is None:
             return self
         return self.map(_ident)
 
@@ -439,9 +470,8 @@ class ChunkedVector:
             fin = bool(np.isfinite(self.const))
             m = self.space.m
             return (abs(self.const) if m else 0.0, self.const * m, fin, self.const if m else np.inf)
-        out: tuple[float, float, bool, float] = self.space.reduce(  # type: ignore[assignment]
-            _stats, self, ops=("max", "sum", "all", "min"), name="qpcore-stats")
-        return out
+        mx, total, fin, mn = self.space.reduce(_stats, self, ops=("max", "sum", "all", "min"), name="qpcore-stats")
+        return float(mx), float(total), bool(fin), float(mn)
 
     def sum(self) -> float:
         """Σ_i v_i."""
@@ -464,14 +494,13 @@ class ChunkedVector:
         """Gather the whole vector on the client (m numbers: for tests and small problems)."""
         if self.parts is None:
             return np.full(self.space.m, self.const)
-        chunks = self.space.gather(self.parts)
+        chunks = self.space.gather(self.materialize().parts if self.pick is not None else self.parts)  # type: ignore[arg-type]
         return np.concatenate([np.asarray(c, dtype=np.float64) for c in chunks]) if chunks else np.zeros(0)
 
     def to_dask(self) -> Any:
         """The vector as a dask array with the partition's chunks (nothing is gathered)."""
-        import dask
-        import dask.array as da
-
+        dask: Any = importlib.import_module("dask")
+        da: Any = importlib.import_module("dask.array")
         v = self.materialize()
         assert v.parts is not None
         blocks = [da.from_delayed(dask.delayed(f), shape=(s,), dtype=np.float64)
@@ -503,7 +532,7 @@ def same_point(a: Any, b: Any) -> bool:
             return False
         if a.parts is None or b.parts is None:
             return a.parts is None and b.parts is None and a.const == b.const
-        return all(x is y or x.key == y.key for x, y in zip(a.parts, b.parts))
+        return a.pick == b.pick and all(x is y or x.key == y.key for x, y in zip(a.parts, b.parts))
     return bool(np.array_equal(a, b))
 
 
@@ -610,7 +639,7 @@ def _kkt_chunk(x: FloatArray, g: FloatArray, lb: FloatArray, ub: FloatArray) -> 
     return box_terms(x, g, lb, ub)
 
 
-def chunked_kkt(qp: Any, x: ChunkedVector, g: ChunkedVector | None = None) -> Any:
+def chunked_kkt(qp: Any, x: Any, g: Any = None) -> Any:
     """:func:`qpcore.kkt.kkt` of a chunked point of a problem without equality rows.
 
     One reduction (two more for g when it is not given): the bound violation, the projected
@@ -626,6 +655,7 @@ def chunked_kkt(qp: Any, x: ChunkedVector, g: ChunkedVector | None = None) -> An
     assert g is not None
     primal, stat, comp, xmax = x.space.reduce(_kkt_chunk, x, g, qp.lb, qp.ub, ops=("max", "max", "max", "max"),
                                               name="qpcore-kkt")
+    # z is the reduced gradient, here g itself, left on the cluster
     return KKT(primal=float(primal), stationarity=float(stat), complementarity=float(comp), gap=float(stat),
                multipliers=np.zeros(0), z=g, primal_scale=max(1.0, float(xmax)))
 

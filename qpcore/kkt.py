@@ -146,7 +146,8 @@ def kkt(qp: QP, x: FloatArray, g: FloatArray | None = None) -> KKT:
     KKT
     """
     if is_chunked(x):
-        return chunked_kkt(qp, x, g)     # the same terms (box_terms), chunk by chunk on the cluster
+        out: KKT = chunked_kkt(qp, x, g)     # the same terms (box_terms), chunk by chunk on the cluster
+        return out
     x = np.asarray(x, dtype=np.float64)
     if g is None:
         g = qp.gradient(x)

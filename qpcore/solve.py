@@ -115,7 +115,7 @@ class PrintReporter:
 def _x0_of(x0: FloatArray | Result | ArrayLike | None, n: int) -> FloatArray | None:
     if x0 is None:
         return None
-    v = x0.x if isinstance(x0, Result) else x0
+    v: Any = x0.x if isinstance(x0, Result) else x0
     if is_chunked(v):
         # a point on the cluster stays there: its strategy clips it to the bounds chunk by chunk
         if v.shape != (n,):
