@@ -27,6 +27,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "problems": ("qpcore_cli", "qpcore_sklearn", "sklearn"),
 }
 
+#: optional extras no module may import at import time
+OPTIONAL = ("dask", "distributed")
+
 #: modules not checked yet, each with the reason
 PENDING: dict[str, str] = {}   # modules exempted from the check, with the reason (none)
 
@@ -67,6 +70,9 @@ def test_import_loads_no_higher_layer(package: str, module: str, path: Path) -> 
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     bad = [m for m in loaded if _is_within(m, FORBIDDEN[package])]
     assert bad == [], f"importing {module} loads {bad}"
+    # dask is an optional extra: imported only when chunked data are built, never by an import
+    extra = [m for m in loaded if _is_within(m, OPTIONAL)]
+    assert extra == [], f"importing {module} loads the optional {extra}"
 
 
 def _imported_names(path: Path) -> list[tuple[int, str]]:
