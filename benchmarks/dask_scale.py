@@ -372,6 +372,28 @@ def worker_memory(client: Any, reset: bool = False) -> dict[str, dict[str, Any]]
     return out
 
 
+class WorkerPeaks:
+    """Each worker's peak memory over a row, and over each solve: every checkpoint reads the
+    high-water mark since the previous one and resets it (``process_memory(reset=True)``), so the
+    row's peak is the largest reading (the first covers the data's generation and the build)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.peak: dict[str, float] = {}
+        self.last: dict[str, dict[str, Any]] = {}
+
+    def checkpoint(self) -> dict[str, float | None]:
+        """The peak of each worker (MB) since the previous checkpoint."""
+        self.last = worker_memory(self.client, reset=True)
+        out: dict[str, float | None] = {}
+        for a, v in self.last.items():
+            h = v.get("hwm_mb") if v.get("hwm_mb") is not None else v.get("ru_maxrss_mb")
+            out[a] = h
+            if h is not None:
+                self.peak[a] = max(self.peak.get(a, 0.0), float(h))
+        return out
+
+
 def _blas_info() -> list[dict[str, Any]]:
     try:
         threadpoolctl = _mod("threadpoolctl")
@@ -533,8 +555,8 @@ def primal_value(family: str, prob: Any, z: FloatArray) -> float:
 
 
 def engines_available(client: Any, strategies: tuple[str, ...] = STRATEGIES) -> dict[str, str | None]:
-    """For each strategy, None when it solves a tiny chunked problem, else why not (e.g. the
-    ProblemError of a chunked engine that has not landed)."""
+    """For each strategy, None when it runs (5 iterations at most) on a tiny chunked problem, else
+    why not (e.g. the ProblemError of a chunked engine that has not landed)."""
     da = _mod("dask.array")
 
     spec = DataSpec(rows=600, features=3, chunk_rows=200)
@@ -549,7 +571,7 @@ def engines_available(client: Any, strategies: tuple[str, ...] = STRATEGIES) -> 
             fam = FAMILY[s]
             if fam not in probs:
                 probs[fam] = build_problem(fam, Xd, yd, C_DEFAULT, client)
-            res = solve(probs[fam].qp, make_strategy(s), tol=1e-3, time_limit=60.0)
+            res = solve(probs[fam].qp, make_strategy(s), tol=1e-3, max_iter=5, time_limit=60.0)
             out[s] = None
             del res
         except Exception as e:  # noqa: BLE001
@@ -711,6 +733,7 @@ def bench_compare(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: A
     rec: dict[str, Any] = {"kind": "compare", "data": spec.describe(), "generate_s": round(t_gen, 2),
                            "gather_s": round(t_gather, 2), "positive": float(np.mean(yn > 0)),
                            "workers_after_data": worker_memory(client), "strategies": {}}
+    peaks = WorkerPeaks(client)
     for fam in _families(strategies):
         t0 = time.perf_counter()
         p_in = build_problem(fam, Xn, yn, ctx.C)
@@ -720,10 +743,12 @@ def bench_compare(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: A
         t_dk = time.perf_counter() - t0
         log(f"[{row.token}] {fam} problem built in {t_in:.2f} s in process, {t_dk:.2f} s chunked (not timed)")
         for s in (s for s in strategies if FAMILY[s] == fam):
-            rec["strategies"][s] = _compare_strategy(row, s, p_in, p_dk, ctx, client)
+            rec["strategies"][s] = _compare_strategy(row, s, p_in, p_dk, ctx, peaks)
             rec["strategies"][s]["build_s"] = {"in": round(t_in, 3), "dask": round(t_dk, 3)}
         del p_in, p_dk
         gc.collect()
+    peaks.checkpoint()
+    rec["workers_end"], rec["workers_peak_mb"] = peaks.last, peaks.peak
     rec["client"] = process_memory()
     rec["scheduler"] = scheduler_memory(client)
     del X, y, Xn, yn
@@ -731,7 +756,7 @@ def bench_compare(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: A
     return rec
 
 
-def _compare_strategy(row: RowSpec, s: str, p_in: Any, p_dk: Any, ctx: Ctx, client: Any) -> dict[str, Any]:
+def _compare_strategy(row: RowSpec, s: str, p_in: Any, p_dk: Any, ctx: Ctx, peaks: WorkerPeaks) -> dict[str, Any]:
     fam, tol = FAMILY[s], ctx.tol[s]
     labels = [f"in@{t}t" for t in ctx.threads]
     order = [labels[0], "dask", *labels[1:]]
@@ -739,9 +764,9 @@ def _compare_strategy(row: RowSpec, s: str, p_in: Any, p_dk: Any, ctx: Ctx, clie
     for p in range(ctx.repeat):
         for k in order:
             if k == "dask":
-                worker_memory(client, reset=True)
+                peaks.checkpoint()
                 r = ctx.meter.run(lambda: solve_run(p_dk, fam, s, tol, ctx.time_limit, None))
-                r["worker_peak_mb"] = {a: v.get("hwm_mb") for a, v in worker_memory(client).items()}
+                r["worker_peak_mb"] = peaks.checkpoint()
                 if "z" in r:      # the same judge for both sides: the in-process float64 problem
                     r["objective"] = primal_value(fam, p_in, r["z"])
                     r["objective_chunked"] = r["objective_own"]
@@ -789,6 +814,7 @@ def bench_scale(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: Any
     rec: dict[str, Any] = {"kind": "scale", "data": spec.describe(), "generate_s": round(t_gen, 2),
                            "client_start": client_start, "workers_after_data": worker_memory(client),
                            "strategies": {}}
+    peaks = WorkerPeaks(client)
     for fam in _families(strategies):
         t0 = time.perf_counter()
         prob = build_problem(fam, X, y, ctx.C, client)
@@ -797,9 +823,9 @@ def bench_scale(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: Any
         for s in (s for s in strategies if FAMILY[s] == fam):
             runs = []
             for p in range(ctx.repeat):
-                worker_memory(client, reset=True)
+                peaks.checkpoint()
                 r = ctx.meter.run(lambda: solve_run(prob, fam, s, ctx.tol[s], ctx.time_limit, None))
-                r["worker_peak_mb"] = {a: v.get("hwm_mb") for a, v in worker_memory(client).items()}
+                r["worker_peak_mb"] = peaks.checkpoint()
                 if "objective_own" in r:
                     r["objective"] = r["objective_own"]
                 runs.append(r)
@@ -810,7 +836,8 @@ def bench_scale(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: Any
                                     "converged": all(st == "converged" for st in summ["statuses"])}
         del prob
         gc.collect()
-    rec["workers_end"] = worker_memory(client)
+    peaks.checkpoint()
+    rec["workers_end"], rec["workers_peak_mb"] = peaks.last, peaks.peak
     rec["scheduler"] = scheduler_memory(client)
     rec["client"] = process_memory()
     rec["client_bar"] = {"limit_mb": BAR_CLIENT_MB, "met": bool(rec["client"]["ru_maxrss_mb"] < BAR_CLIENT_MB)}
@@ -955,12 +982,15 @@ def render(store: dict[str, Any], page: Path) -> None:
                      f"client ru_maxrss {_mb((rec.get('client') or {}).get('ru_maxrss_mb'))} MB (holds the in-process "
                      f"copy); workers after the data: "
                      + ", ".join(f"{_mb(v.get('rss_mb'))} MB" for v in (rec.get("workers_after_data") or {}).values())
+                     + "; worker peaks over the row: "
+                     + ", ".join(f"{_mb(v)} MB" for _, v in sorted((rec.get("workers_peak_mb") or {}).items()))
                      + _judge_note(rec))
         L += [""]
     if scale:
         L += ["## At scale: the data only on the workers", "",
               "Peak memory: the client's `ru_maxrss` (its lifetime peak, bar < 1 GB: scale rows run first), the "
-              "scheduler's, and each worker's high-water mark during the solve (reset before each run). Per "
+              "scheduler's, and each worker's high-water mark during each solve (reset before it; over the whole row: the "
+              "largest of all readings, generation and builds included). Per "
               "iteration: reductions / tasks / bytes gathered to the client.", "",
               "| row | strategy | tol | chunked s | status | iterations | primal objective | certificate | "
               "per iteration | worker peak MB (solve) | load |",
@@ -984,7 +1014,7 @@ def render(store: dict[str, Any], page: Path) -> None:
                 ("**met**" if bar.get("met") else "**not met**") + (" (scheduler in this process)" if same else ""),
                 _mb((rec.get("client_start") or {}).get("ru_maxrss_mb")),
                 _mb(sc.get("ru_maxrss_mb")) + (" (same process)" if same else ""),
-                " / ".join(_mb(v.get("ru_maxrss_mb")) for _, v in sorted(wk.items())) or "–",
+                " / ".join(_mb(v) for _, v in sorted((rec.get("workers_peak_mb") or {}).items())) or "–",
                 " / ".join(_mb(v.get("spilled_mb")) for _, v in sorted(wk.items())) or "–",
                 f"{rec.get('generate_s')}"]) + " |")
         L += [""]
