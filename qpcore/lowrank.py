@@ -29,7 +29,7 @@ FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
 
-__all__ = ["DiagPlusLowRankQ", "SMWFactor"]
+__all__ = ["DiagPlusLowRankQ", "SMWFactor", "SmallFactor", "factor_identity_plus"]
 
 _BLOCK_BYTES = 8 << 20   # row blocks of at most 8 MB keep temporaries small next to the data
 
@@ -299,6 +299,69 @@ class DiagPlusLowRankQ:
         return SMWFactor(self, mask, rhs)
 
 
+class SmallFactor:
+    """A factorization of the k×k SMW matrix M = I + G (G ⪰ 0): its Cholesky factor, or a symmetric
+    eigendecomposition with the eigenvalues floored at 1 (the bound M ⪰ I holds exactly, so the
+    floor only removes rounding). Built by :func:`factor_identity_plus`.
+
+    Attributes
+    ----------
+    chol : tuple or None
+        ``scipy.linalg.cho_factor``'s (lower factor, True), or None for the fallback.
+    eig : tuple of ndarray or None
+        (floored eigenvalues, eigenvectors) of the fallback, or None.
+    """
+
+    __slots__ = ("chol", "eig")
+
+    def __init__(self, chol: Any = None, eig: tuple[FloatArray, FloatArray] | None = None) -> None:
+        self.chol = chol
+        self.eig = eig
+
+    def solve(self, t: FloatArray) -> FloatArray:
+        """M⁻¹ t."""
+        if self.eig is not None:
+            lam, V = self.eig
+            out: FloatArray = V @ ((V.T @ t) / lam)
+            return out
+        return np.asarray(sla.cho_solve(self.chol, t, check_finite=False), dtype=np.float64)
+
+
+def factor_identity_plus(G: FloatArray, *, fallback: bool = True) -> SmallFactor | None:
+    """Factor M = I + G for a Gram matrix G ⪰ 0: Cholesky, else (when ``fallback``) the floored
+    eigendecomposition, else None.
+
+    The one home of the SMW system's factorization: :class:`SMWFactor` and the chunked ASVM
+    (``strategies.asvm_chunked``) both call it. A caller whose G came from rank updates passes
+    ``fallback=False`` first, so that a failure (rounding in an extremely ill-conditioned H) is
+    answered by rebuilding G from the rows, and only a rebuilt G that still fails falls back.
+
+    Parameters
+    ----------
+    G : ndarray
+        k×k, symmetric positive semidefinite up to rounding.
+    fallback : bool
+        Whether to fall back to the eigendecomposition when the Cholesky factorization fails or
+        is not finite.
+
+    Returns
+    -------
+    SmallFactor or None
+        None only when the Cholesky factorization failed and ``fallback`` is False.
+    """
+    M = G + np.eye(G.shape[0])
+    try:
+        chol = sla.cho_factor(M, lower=True, check_finite=False)
+        if np.isfinite(chol[0]).all():
+            return SmallFactor(chol=chol)
+    except np.linalg.LinAlgError:
+        pass
+    if not fallback:
+        return None
+    lam, V = np.linalg.eigh(M)
+    return SmallFactor(eig=(np.maximum(lam, 1.0), V))
+
+
 class SMWFactor:
     """A factor of Q_BB = D_B + H_B H_Bᵀ through the k×k matrix M = I + H_Bᵀ D_B⁻¹ H_B.
 
@@ -343,19 +406,14 @@ class SMWFactor:
         self._factorize()
 
     def _factorize(self) -> None:
-        M = self.G + np.eye(self.Q.k)
-        try:
-            self._chol: Any = sla.cho_factor(M, lower=True, check_finite=False)
-            self._eig: tuple[FloatArray, FloatArray] | None = None
-            if not np.isfinite(self._chol[0]).all():
-                raise np.linalg.LinAlgError("non-finite Cholesky factor")
-        except np.linalg.LinAlgError:
-            if self._since:
-                self._rebuild()
-                return
+        # after rank updates a failure is first blamed on their rounding: rebuild from the rows
+        small = factor_identity_plus(self.G, fallback=not self._since)
+        if small is None:
+            self._rebuild()
+            return
+        if small.eig is not None:
             self.counters["fallbacks"] += 1
-            lam, V = np.linalg.eigh(M)
-            self._eig = (np.maximum(lam, 1.0), V)
+        self._small = small
 
     def condition(self) -> float:
         """An estimate of cond(M) = cond(I + H_Bᵀ D_B⁻¹ H_B) (eigenvalues of the k×k matrix)."""
@@ -363,11 +421,7 @@ class SMWFactor:
         return float(lam[-1] / max(lam[0], np.finfo(np.float64).tiny))
 
     def _small_solve(self, t: FloatArray) -> FloatArray:
-        if self._eig is not None:
-            lam, V = self._eig
-            out: FloatArray = V @ ((V.T @ t) / lam)
-            return out
-        return np.asarray(sla.cho_solve(self._chol, t, check_finite=False), dtype=np.float64)
+        return self._small.solve(t)
 
     def update(self, add: IndexArray, remove: IndexArray) -> None:
         """B ← B ∪ add ∖ remove, by rank updates or a rebuild, whichever touches fewer rows."""

@@ -26,6 +26,10 @@ Limits: one step is a few passes over the data, so ``max_iter`` bounds the work;
 deadline a step skips its projection step (4b), and the projected search itself stops taking
 products once the deadline has passed. The problem class has no fixed variables (ub = inf) and
 no negative curvature (d > 0 and HHᵀ ⪰ 0 make Q positive definite), so neither needs handling.
+
+Data on a Dask cluster: when Q is a :class:`qpcore.chunked.ChunkedLowRankQ` (``asvm_dual`` of a
+dask array) the same iteration runs with u and g chunk by chunk on the workers and only the k×k
+system on the client (:mod:`strategies.asvm_chunked`); ``init`` and ``step`` hand over to it.
 """
 
 from __future__ import annotations
@@ -34,10 +38,12 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from qpcore.chunked import ChunkedLowRankQ
 from qpcore.lowrank import DiagPlusLowRankQ, SMWFactor
 from qpcore.optimality import projected_gradient
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State, Status, bound_status
+from strategies.asvm_chunked import ChunkedASVMWork, init_chunked, step_chunked
 from strategies.gradient_projection import projected_search
 
 FloatArray = NDArray[np.float64]
@@ -119,9 +125,10 @@ class ASVM:
         Parameters
         ----------
         qp : QP
-            A nonnegativity QP with a ``DiagPlusLowRankQ`` (d > 0) and no equality rows.
-        x0 : ndarray, optional
-            A start; the face solve's clipped minimizer when None.
+            A nonnegativity QP with a ``DiagPlusLowRankQ`` (d > 0) and no equality rows, or a
+            ``ChunkedLowRankQ`` (data on a Dask cluster, :mod:`strategies.asvm_chunked`).
+        x0 : ndarray or ChunkedVector, optional
+            A start (a ``ChunkedVector`` for chunked data); the face solve's clipped minimizer when None.
         tol : float
             The tolerance on the projected-gradient norm.
 
@@ -135,6 +142,8 @@ class ASVM:
             For another operator, equality rows, bounds other than u ≥ 0, d ≤ 0 or k > max_rank.
         """
         Q = qp.Q
+        if isinstance(Q, ChunkedLowRankQ):
+            return init_chunked(self, qp, x0, tol)     # rows on a Dask cluster: u lives with them
         if not isinstance(Q, DiagPlusLowRankQ):
             raise ProblemError("ASVM: Q must be a DiagPlusLowRankQ (diag(d) + HHᵀ); "
                                f"got {type(Q).__name__}")
@@ -290,6 +299,9 @@ class ASVM:
         state : State
             Mutated in place.
         """
+        if isinstance(state.extra, ChunkedASVMWork):
+            step_chunked(self, qp, state)
+            return
         work: ASVMWork = state.extra
         Q: DiagPlusLowRankQ = qp.Q  # type: ignore[assignment]
         if work.flat >= self.stall:
