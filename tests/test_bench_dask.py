@@ -69,8 +69,11 @@ def test_generator_matches_numpy_whatever_the_chunking(dask_client: Any) -> None
 
 def test_rows_and_chunks() -> None:
     rows = ds.parse_rows("7m,30m", features=32, chunk_rows=None, seed=16, flip=0.1)
-    assert [(r.kind, r.data.rows, len(r.data.chunks())) for r in rows] == [("scale", 30_000_000, 30),
-                                                                            ("compare", 7_000_000, 7)]
+    # about 1M rows a chunk, as many chunks on each of the 2 workers
+    assert [(r.kind, r.data.rows, r.data.chunks()) for r in rows] == [("scale", 30_000_000, (1_000_000,) * 30),
+                                                                      ("compare", 7_000_000, (875_000,) * 8)]
+    seven = ds.parse_rows("7m", features=32, chunk_rows=1_000_000, seed=16, flip=0.1)
+    assert seven[0].data.chunks() == (1_000_000,) * 7
     small = _rows("20k,20k:scale")
     assert [r.kind for r in small] == ["scale", "compare"]
     assert all(sum(r.data.chunks()) == ROWS and len(r.data.chunks()) == CHUNKS for r in small)
@@ -108,6 +111,8 @@ def test_small_benchmark_end_to_end(dask_client: Any, tmp_path: Path) -> None:
         assert per["reductions"] >= 1 and per["tasks"] >= CHUNKS
         assert per["bytes_gathered"] > 0 and d["counters"]["bytes_gathered"] > 0
         assert all(v > 0 for v in d["worker_peak_max_mb"].values())
+    # the chunks are spread evenly over the 2 workers
+    assert sorted(comp["rows_per_worker"].values()) == [ROWS // 2, ROWS // 2]
     assert scale["client"]["ru_maxrss_mb"] > 0 and len(scale["workers_end"]) == 2
     assert all(v > 0 for v in scale["workers_peak_mb"].values()) and len(comp["workers_peak_mb"]) == 2
     page = tmp_path / "dask.md"
