@@ -49,7 +49,9 @@ def _dask(X: Any, sizes: tuple[int, ...], sparse: bool = False) -> Any:
 def _both(X: np.ndarray, y: np.ndarray, sizes: tuple[int, ...], nu: float, tol: float, *, sparse: bool = False,
           **kw: Any) -> tuple[qpcore.Result, qpcore.Result, qpcore.QP]:
     """The chunked run, the in-process run of the same problem, and the in-process problem."""
-    chunked = qpcore.solve(asvm_dual(_dask(X, sizes, sparse), y, nu).qp, ASVM(), tol=tol, **kw)
+    P = asvm_dual(_dask(X, sizes, sparse), y, nu)
+    assert P.qp.Q.sparse == sparse and P.qp.Q.space.sizes == sizes
+    chunked = qpcore.solve(P.qp, ASVM(), tol=tol, **kw)
     qp = asvm_dual(sp.csr_matrix(X) if sparse else X, y, nu, dense=not sparse).qp
     return chunked, qpcore.solve(qp, ASVM(), tol=tol, **kw), qp
 
@@ -113,7 +115,6 @@ def test_safeguards_agree(dask_client: Any) -> None:
     ref = qpcore.solve(qp, ASVM(), x0, tol=1e-9)
     _agree(res, ref, 1e-9, qp)
     assert all(res.stats[k] > 0 for k in SAFEGUARDS), res.stats
-    assert {k: res.stats[k] for k in SAFEGUARDS} == {k: ref.stats[k] for k in SAFEGUARDS}
 
 
 def test_below_the_rounding_floor_ends_honestly(dask_client: Any) -> None:
