@@ -246,6 +246,7 @@ class DiagPlusLowRankQ:
         t = np.zeros(k)
         total = self._m if idx is None else int(idx.size)
         step = self._block_rows
+        buf: FloatArray | None = None
         for a in range(0, total, step):
             b = min(total, a + step)
             rows: Any = slice(a, b) if idx is None else idx[a:b]
@@ -268,7 +269,11 @@ class DiagPlusLowRankQ:
                     if self.bias is not None:
                         t[p] += float(self.bias * coef @ rr)
                 continue
-            Y = np.empty((b - a, k))
+            if buf is None:
+                # one buffer for every block of this call: a fresh one per block page-faults
+                # where the allocator returns memory eagerly (Dask workers trim at 64 KB)
+                buf = np.empty((min(step, total), k))
+            Y = buf[:b - a]
             np.multiply(self.F[rows], coef[:, None], out=Y[:, :p])
             if self.bias is not None:
                 Y[:, p] = self.bias * coef
