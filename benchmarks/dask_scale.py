@@ -1054,6 +1054,19 @@ def render(store: dict[str, Any], page: Path) -> None:
                 " / ".join(_mb(v.get("spilled_mb")) for _, v in sorted(wk.items())) or "–",
                 f"{rec.get('generate_s')}", _placed(rec)]) + " |")
         L += [""]
+    if not rows:
+        L += ["## Rows and bars (not measured yet)", "",
+              f"- **7,000,000 × 32** (8 chunks of 875,000 rows, 4 on each worker), chunked against in process on the "
+              f"same data: ASVM and OCAS at most {BAR_RATIO:g}× the in-process time at 2 BLAS threads (1 thread shown "
+              "beside it), the same objective; active-set OCAS reported too.",
+              f"- **30,000,000 × 32** (7.7 GB, 30 chunks of 1,000,000 rows), on the workers only: ASVM and OCAS "
+              f"converge, the client's peak memory below {BAR_CLIENT_MB / 1024:g} GB; time, each worker's peak and "
+              "the bytes gathered to the client, reductions and tasks per iteration.", "",
+              "Both rows: one invocation on a quiet 2-core machine, 2 worker processes of 1 thread, "
+              "`python -m benchmarks.dask_scale --rows 7m,30m --repeat 3`.", ""]
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text("\n".join(L))
+        return
     L += ["## Runs", ""]
     for key, rec in rows.items():
         run = rec.get("_run", {})
