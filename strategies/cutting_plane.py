@@ -33,12 +33,13 @@ a periodic exact refresh.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from qpcore.chunked import ChunkedLowRankQ
 from qpcore.operators import DenseQ
 from qpcore.problem import QP, ProblemError
 from qpcore.solve import Strategy
@@ -49,7 +50,7 @@ FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 IndexArray = NDArray[np.intp]
 
-__all__ = ["ActiveSetOCAS", "BMRM", "OCAS", "line_search"]
+__all__ = ["ActiveSetOCAS", "BMRM", "OCAS", "line_search", "step_in_window"]
 
 _SELECT_BELOW = 512      # the line search sorts at most this many breakpoints (selection above)
 
@@ -123,6 +124,35 @@ def line_search(wd: float, dd: float, r: FloatArray, delta: FloatArray, u: Float
         else:
             base += jl
             ts, jumps = ts[~left], jumps[~left]
+    return step_in_window(s0, dd, base, ts, jumps, t_max), examined
+
+
+def step_in_window(s0: float, dd: float, base: float, ts: FloatArray, jumps: FloatArray,
+                   t_max: float = np.inf) -> float:
+    """The last, exact step of :func:`line_search` (and of its distributed form), once the breakpoints
+    that matter are known: the right derivative of φ is s0 + t·dd + base + Σ_{t_i ≤ t} jump_i over the
+    window's breakpoints ``ts``, every breakpoint left of the window being counted in ``base``.
+
+    Parameters
+    ----------
+    s0 : float
+        φ's right derivative at 0 (< 0: a descent direction).
+    dd : float
+        φ's curvature ‖d‖² (≥ 0).
+    base : float
+        The jumps of the breakpoints left of the window (where the derivative is still < 0).
+    ts, jumps : ndarray
+        The window's breakpoints (any order, ties allowed) and their jumps u_i|δ_i|.
+    t_max : float
+        Upper end of the search interval.
+
+    Returns
+    -------
+    float
+        The minimizer in [0, t_max]: the kink where the derivative turns ≥ 0, the zero of the
+        derivative between two kinks, or past the window's last breakpoint (t_max when φ is
+        linear and still decreasing there).
+    """
     order = np.argsort(ts, kind="stable")
     ts, jumps = ts[order], jumps[order]
     cum = base + np.cumsum(jumps)
@@ -137,9 +167,9 @@ def line_search(wd: float, dd: float, r: FloatArray, delta: FloatArray, u: Float
     else:
         total = float(cum[-1]) if cum.size else base     # cum already starts from base
         if dd <= 0:
-            return float(t_max), examined    # linear and decreasing to the end of the interval
+            return float(t_max)      # linear and decreasing to the end of the interval
         t = -(s0 + total) / dd
-    return float(min(max(t, 0.0), t_max)), examined
+    return float(min(max(t, 0.0), t_max))
 
 
 # --------------------------------------------------------------------------------------------- cuts
@@ -172,12 +202,15 @@ class Cuts:
     members: list[Any]
     idle: NDArray[np.int64]
     n: int = 0
+    mix: Callable[[float, Any, float, Any], Any] | None = None
 
     @classmethod
-    def empty(cls, dim: int, capacity: int = 16) -> Cuts:
-        """No cuts yet; buffers for ``capacity`` of them."""
+    def empty(cls, dim: int, capacity: int = 16,
+              mix: Callable[[float, Any, float, Any], Any] | None = None) -> Cuts:
+        """No cuts yet; buffers for ``capacity`` of them. ``mix(f0, member0, f1, member1)`` forms an
+        aggregated cut's member (default: the m-vector f0·member0 + f1·member1)."""
         return cls(A=np.zeros((capacity, dim)), b=np.zeros(capacity), G=np.zeros((capacity, capacity)),
-                   beta=np.zeros(0), slack=1.0, members=[], idle=np.zeros(capacity, dtype=np.int64))
+                   beta=np.zeros(0), slack=1.0, members=[], idle=np.zeros(capacity, dtype=np.int64), mix=mix)
 
     def _grow(self) -> None:
         cap = 2 * self.A.shape[0]
@@ -225,7 +258,10 @@ class Cuts:
         f0, f1 = (b0 / tot, b1 / tot) if tot > 0 else (0.5, 0.5)
         self.A[0] = f0 * self.A[0] + f1 * self.A[1]
         self.b[0] = f0 * self.b[0] + f1 * self.b[1]
-        self.members[0] = f0 * _member_vector(self.members[0], m) + f1 * _member_vector(self.members[1], m)
+        if self.mix is not None:
+            self.members[0] = self.mix(f0, self.members[0], f1, self.members[1])
+        else:
+            self.members[0] = f0 * _member_vector(self.members[0], m) + f1 * _member_vector(self.members[1], m)
         self.beta[0] = tot
         keep = np.ones(self.n, dtype=bool)
         keep[1] = False
@@ -360,6 +396,18 @@ def _risk(m: FloatArray, rho: FloatArray, u: FloatArray) -> float:
     return float(u @ np.maximum(rho - m, 0.0))
 
 
+def _chunked(qp: QP) -> bool:
+    """Whether the data are row chunks on a Dask cluster (then the passes run there)."""
+    return isinstance(qp.Q, ChunkedLowRankQ)
+
+
+def _engine() -> Any:
+    """The chunked engine, imported on first use (it imports this module)."""
+    import strategies.cutting_plane_chunked as engine
+
+    return engine
+
+
 @attrs.frozen
 class _CuttingPlane:
     """Shared configuration and machinery (see the module docstring)."""
@@ -406,7 +454,12 @@ class _CuttingPlane:
         ------
         ProblemError
             When the problem is not of this form.
+        qpcore.chunked.ClusterError
+            For chunked data, when the cluster loses data it cannot recompute.
         """
+        if _chunked(qp):
+            out: State = _engine().init(self, qp, x0, tol)
+            return out
         _check_problem(qp)
         Q: Any = qp.Q
         rho, u = -qp.c, qp.ub
@@ -443,7 +496,17 @@ class _CuttingPlane:
         return False
 
     def step(self, qp: QP, state: State) -> None:
-        """One iteration: the reduced problem, one evaluation, the new point and one new cut."""
+        """One iteration: the reduced problem, one evaluation, the new point and one new cut.
+
+        For chunked data (:mod:`strategies.cutting_plane_chunked`) the same iteration, its passes
+        on the workers; a :class:`qpcore.chunked.ClusterError` carries ``primal = w_b``.
+        """
+        if _chunked(qp):
+            _engine().step(self, qp, state)
+            return
+        self._iterate(qp, state)
+
+    def _iterate(self, qp: QP, state: State) -> None:
         cs: CutState = state.extra
         before = (cs.F_b, cs.dual)
         self._solve_reduced(state)
@@ -460,7 +523,11 @@ class _CuttingPlane:
             state.stop = Status.STALLED
 
     def finish(self, qp: QP, state: State) -> None:
-        """Write the dual point α_i = u_i Σ_t β_t [i ∈ V_t] (clipped to the box) into ``state.x``."""
+        """Write the dual point α_i = u_i Σ_t β_t [i ∈ V_t] (clipped to the box) into ``state.x``
+        (for chunked data a chunked vector, built chunk by chunk on the workers)."""
+        if _chunked(qp):
+            _engine().finish(self, qp, state)
+            return
         cs: CutState = state.extra
         m = qp.n
         acc = np.zeros(m)
@@ -579,6 +646,9 @@ class BMRM(_CuttingPlane):
     """
 
     def _advance(self, qp: QP, state: State) -> None:
+        if _chunked(qp):
+            _engine().advance_bmrm(self, qp, state)
+            return
         cs: CutState = state.extra
         Q: Any = qp.Q
         t = time.perf_counter()
@@ -617,6 +687,9 @@ class OCAS(_CuttingPlane):
             raise ProblemError(f"mu: must be in (0, 1], got {self.mu}")
 
     def _advance(self, qp: QP, state: State) -> None:
+        if _chunked(qp):
+            _engine().advance_ocas(self, qp, state)
+            return
         cs: CutState = state.extra
         Q: Any = qp.Q
         t0 = time.perf_counter()
@@ -698,12 +771,21 @@ class ActiveSetOCAS(OCAS):
             raise ProblemError(f"radius: must be ≥ 1, got {self.radius}")
 
     def _start(self, qp: QP, state: State) -> None:
+        if _chunked(qp):
+            _engine().start_active(self, qp, state)
+            return
         Q: Any = qp.Q
         norms = np.sqrt(np.maximum(Q.diag(), 0.0))     # ‖h_i‖ (d = 0)
         state.extra.active = _Active(norms=norms)
 
     def converged(self, qp: QP, state: State, tol: float) -> bool:
         """As OCAS, but a stop is claimed only on an exactly evaluated F(w_b)."""
+        if _chunked(qp):
+            done: bool = _engine().converged_active(self, qp, state, tol)
+            return done
+        return self._converged(qp, state, tol)
+
+    def _converged(self, qp: QP, state: State, tol: float) -> bool:
         cs: CutState = state.extra
         act: _Active = cs.active
         gap = cs.F_b - cs.dual
@@ -729,11 +811,9 @@ class ActiveSetOCAS(OCAS):
         never gets worse in exact terms)."""
         cs: CutState = state.extra
         act: _Active = cs.active
-        Q: Any = qp.Q
         t0 = time.perf_counter()
         estimate = cs.F_b
-        cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
-        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
+        self._evaluate_best(qp, state)
         cs.eval_seconds += time.perf_counter() - t0
         if not act.exact and cs.F_b > estimate + 1e-12 * abs(cs.F_b):
             # the inactive part was wrong: its cuts were no subgradients and may not cut off the
@@ -745,6 +825,16 @@ class ActiveSetOCAS(OCAS):
             state.counters["reverted"] = state.counters.get("reverted", 0) + 1
         act.exact = True
         self._keep_best(state)
+
+    def _evaluate_best(self, qp: QP, state: State) -> None:
+        """w_b's margins and F(w_b) from all examples (one pass)."""
+        if _chunked(qp):
+            _engine().evaluate_best(self, qp, state)
+            return
+        cs: CutState = state.extra
+        Q: Any = qp.Q
+        cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
+        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
 
     def _keep_best(self, state: State) -> None:
         cs: CutState = state.extra
@@ -800,6 +890,9 @@ class ActiveSetOCAS(OCAS):
     def _active_iteration(self, qp: QP, state: State) -> bool:
         """OCAS's evaluation, line search and cut over the active set; False (nothing changed)
         when the margins would move past the step bound."""
+        if _chunked(qp):
+            moved: bool = _engine().active_iteration(self, qp, state)
+            return moved
         cs: CutState = state.extra
         act: _Active = cs.active
         d = cs.w_t - cs.w_b
@@ -852,6 +945,9 @@ class ActiveSetOCAS(OCAS):
         state.extra.trace[-1]["primal_exact"] = bool(state.extra.active.exact)
 
     def _rebuild(self, qp: QP, state: State) -> None:
+        if _chunked(qp):
+            _engine().rebuild(self, qp, state)
+            return
         cs: CutState = state.extra
         act: _Active = cs.active
         Q: Any = qp.Q
