@@ -28,6 +28,10 @@ examples that can cross the margin only (the rest enter through an aggregated li
 a periodic exact refresh.
 
 ``tol`` of ``qpcore.solve`` is libocas's TolRel: stop when F(w_b) − D ≤ tol·|F(w_b)|.
+
+For data held as row chunks on a Dask cluster (``hinge_svm`` of a dask array, a
+:class:`qpcore.chunked.ChunkedLowRankQ`) the same strategies, with the same iteration, statuses and
+certificate, run their passes where the data are: :mod:`strategies.cutting_plane_chunked`.
 """
 
 from __future__ import annotations
