@@ -90,7 +90,7 @@ import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
 from benchmarks.incas import LOAD_MARGIN, LOAD_TAU, OTHERS_MARGIN, _busy_seconds, blas_threads, thread_limit  # noqa: E402
-from benchmarks.measure import REPO, machine_info, median, now_iso  # noqa: E402
+from benchmarks.measure import REPO, _status_kb, machine_info, median, now_iso  # noqa: E402
 
 FloatArray = NDArray[np.float64]
 
@@ -360,15 +360,6 @@ def _tail(path: Path, n: int = 800) -> str:
         return ""
 
 
-def _status_kb(key: str) -> int | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 def process_memory(reset: bool = False, dask_worker: Any = None) -> dict[str, Any]:
