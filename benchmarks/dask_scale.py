@@ -360,8 +360,6 @@ def _tail(path: Path, n: int = 800) -> str:
         return ""
 
 
-
-
 def process_memory(reset: bool = False, dask_worker: Any = None) -> dict[str, Any]:
     """This process's memory in MB: current RSS, the kernel's high-water mark (VmHWM: since the last
     reset) and ``ru_maxrss``. ``reset`` sets the high-water mark (and ru_maxrss) to the current RSS
