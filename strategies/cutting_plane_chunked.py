@@ -206,9 +206,7 @@ def _cut_of(blk: Any, m: FloatArray, rho: Any, u: Any) -> tuple[FloatArray, floa
     (a work array: bool 0; float 1 is used)."""
     n = m.size
     viol = np.less(m, rho, out=_work(n, 0, "b"))    # ρ − m > 0: a difference of doubles is 0 only at equality
-    v = _work(n, 1)
-    v.fill(0.0)
-    np.copyto(v, u, where=viol)
+    v = np.multiply(viol, u, out=_work(n, 1))     # u_i or 0 (u finite ≥ 0): the in-process np.where
     a = np.asarray(blk.rmatvec_lowrank(v), dtype=np.float64)
     return a, _dot(v, rho), viol
 
