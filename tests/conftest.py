@@ -43,12 +43,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # --- a local Dask cluster for the chunked (distributed) backend ----------------------------------
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_client():  # type: ignore[no-untyped-def]
-    """A ``distributed.LocalCluster`` with 2 worker processes (1 thread each), shared by the session.
+    """A ``distributed.LocalCluster`` with 2 worker processes (1 thread each), per test module.
 
     The chunked backend's tests run on it as they would on a real cluster: every chunk task is
-    pickled to another process. Started once; about 3 s.
+    pickled to another process. About 3 s to start; closed at the module's end so that no idle
+    cluster shares the machine with the wall-clock tests of the time limits that run later.
     """
     distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
