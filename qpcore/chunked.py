@@ -138,6 +138,10 @@ def _call(fn: Callable[..., Any], rows: int, *args: Any) -> Any:
     return fn(*(_arg(a, rows) for a in args))
 
 
+def _pick(pair: Any, i: int) -> Any:
+    return pair[i]
+
+
 def _combine(ops: tuple[str, ...], *parts: Any, pick: int | None = None) -> tuple[Any, ...]:
     """Combine partial results elementwise: ``sum``, ``max``, ``min``, ``all`` or ``list`` (concatenate).
 
@@ -258,7 +262,12 @@ class RowSpace:
             pick=0)``; tasks that take them receive the kept object alone (no extra task).
         """
         pairs = self.map(fn, *args, name=name)
-        return pairs, self.tree(pairs, ops, pick=1)
+        # the partial is taken out by a tiny task beside each pair, so the kept m-vector never
+        # travels to a combining worker
+        n = self.n_chunks
+        partials: list[Any] = self.client.map(_pick, pairs, [1] * n, pure=False)
+        self.counters["tasks"] += n
+        return pairs, self.tree(partials, ops)
 
     def gather(self, futures: list[Any]) -> list[Any]:
         """Gather per-chunk results (for small per-chunk objects only), translating cluster losses."""
