@@ -10,14 +10,16 @@ The bottom layer: the problem (:class:`QP`), the linear-algebra backends, the pe
 """
 
 from qpcore.kkt import KKT, kkt
-from qpcore.operators import DenseQ, Kernel, KernelQ, OperatorStats, QOperator
+from qpcore.operators import Capability, DenseQ, Kernel, KernelQ, OperatorStats, QOperator
 from qpcore.optimality import DEFAULT_FEAS_TOL, Scores
 from qpcore.problem import QP, ProblemError
 from qpcore.rules import PairRule, RuleView, SetRule, WorkingSetRule
-from qpcore.solve import PrintReporter, Progress, Reporter, Strategy, solve
-from qpcore.state import Result, State, Status, bound_status
+from qpcore.solve import PrintReporter, Progress, Reporter, solve
+from qpcore.state import Result, State, Status, Work, bound_status
+from qpcore.strategy import Strategy, check_operator
 
-__all__ = ["DEFAULT_FEAS_TOL", "KKT", "QP", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "PairRule", "PrintReporter",
+__all__ = ["DEFAULT_FEAS_TOL", "KKT", "QP", "Capability", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "PairRule",
+           "PrintReporter",
            "ProblemError", "Progress", "QOperator", "Reporter", "Result", "RuleView", "Scores", "SetRule", "State",
-           "Status", "Strategy", "WorkingSetRule", "bound_status", "kkt", "solve"]
+           "Status", "Strategy", "Work", "WorkingSetRule", "bound_status", "check_operator", "kkt", "solve"]
 __version__ = "0.1.0"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 from collections import OrderedDict
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
@@ -12,11 +13,40 @@ from numpy.typing import ArrayLike, NDArray
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["PSD_CHECK_MAX_N", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "QOperator", "cross_block",
+__all__ = ["PSD_CHECK_MAX_N", "Capability", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "QOperator", "cross_block",
            "negative_curvature", "principal_block", "squared_norms"]
 IndexArray = NDArray[np.intp]
 
 KernelName = Literal["linear", "rbf", "poly", "sigmoid", "precomputed"]
+
+
+class Capability(enum.Enum):
+    """What an operator offers beyond the :class:`QOperator` core (``shape``, ``diag``, ``matvec``,
+    ``rows``, ``row``, ``stats``), declared in its ``capabilities`` class attribute.
+
+    A strategy lists what it needs in ``requires`` (:class:`qpcore.strategy.Strategy`); the check is
+    made once when it starts, with an error naming the missing capability, and the code that
+    follows reads the declaration instead of probing for methods.
+    """
+
+    #: ``cached(i) -> bool``: whether row i is in the operator's row cache.
+    ROW_CACHE = "row_cache"
+    #: ``prefetch(idx) -> int``: compute and cache the uncached rows among idx in one block.
+    PREFETCH = "prefetch"
+    #: ``block(idx)``: the principal block Q[idx][:, idx] without computing the full rows.
+    BLOCK = "block"
+    #: ``cross(idx, cols)``: Q[idx][:, cols] without computing the full rows, nothing cached.
+    CROSS = "cross"
+    #: ``cross_into(i, j, out) -> bool``: ``cross`` computed straight into a caller's buffer.
+    CROSS_INTO = "cross_into"
+    #: ``cache_bytes`` and ``footprint``: a row-cache budget a strategy's own row buffer shares.
+    BUDGET = "budget"
+    #: Q = diag(d) + HHᵀ with ``d``, ``k``, ``matvec_lowrank`` (H w) and ``rmatvec_lowrank`` (Hᵀ v).
+    LOWRANK = "lowrank"
+    #: ``subset(idx)``: the operator of the rows idx (low-rank operators' active sets).
+    SUBSET = "subset"
+    #: the rows live on a cluster (:class:`qpcore.chunked.ChunkedLowRankQ`): no ``rows``, passes only.
+    CHUNKED = "chunked"
 
 
 @attrs.define(slots=True)
@@ -36,7 +66,16 @@ class OperatorStats:
 
 @runtime_checkable
 class QOperator(Protocol):
-    """What a strategy may ask of Q."""
+    """What a strategy may ask of Q.
+
+    Besides the methods, every operator declares ``capabilities`` (the optional methods it offers,
+    :class:`Capability`), ``row_dtype`` (the dtype ``rows`` returns) and ``row_eps`` (the relative
+    error bound of the entries ``rows`` returns: the dtype's eps for exact rows, more for rows
+    computed in single precision). ``psd`` is True when Q is known positive semidefinite, None
+    when unknown.
+    """
+
+    capabilities: ClassVar[frozenset[Capability]]
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -44,6 +83,21 @@ class QOperator(Protocol):
         ...
 
     stats: OperatorStats
+
+    @property
+    def row_dtype(self) -> np.dtype[Any]:
+        """The dtype of the rows ``rows`` returns."""
+        ...
+
+    @property
+    def row_eps(self) -> float:
+        """Relative error bound of the entries ``rows`` returns."""
+        ...
+
+    @property
+    def psd(self) -> bool | None:
+        """True when Q is known positive semidefinite, None when unknown."""
+        ...
 
     def diag(self) -> FloatArray:
         """The diagonal of Q."""
@@ -187,6 +241,8 @@ class DenseQ:
         Square, finite, symmetric (to 1e-10 relative) real matrix.
     """
 
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.BLOCK, Capability.CROSS})
+
     def __init__(self, M: ArrayLike) -> None:
         from qpcore.problem import ProblemError
 
@@ -226,6 +282,16 @@ class DenseQ:
     def shape(self) -> tuple[int, int]:
         """(n, n)."""
         return (int(self.M.shape[0]), int(self.M.shape[1]))
+
+    @property
+    def row_dtype(self) -> np.dtype[Any]:
+        """float64: rows are views of the matrix."""
+        return np.dtype(np.float64)
+
+    @property
+    def row_eps(self) -> float:
+        """float64's eps: the entries are the matrix's own."""
+        return float(np.finfo(np.float64).eps)
 
     def diag(self) -> FloatArray:
         """The diagonal of Q."""
@@ -386,6 +452,10 @@ class KernelQ:
         (single rows and ``matvec`` stay float64). The entries' error bound is ``row_eps``.
     """
 
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({
+        Capability.ROW_CACHE, Capability.PREFETCH, Capability.BLOCK, Capability.CROSS, Capability.CROSS_INTO,
+        Capability.BUDGET})
+
     def __init__(self, X: Any, kernel: Kernel, scale: ArrayLike | None = None, *, cache_bytes: int = 200 << 20,
                  dtype: Any = np.float64, dense_threshold: float = 0.05, compute_dtype: Any = np.float64) -> None:
         from qpcore.problem import ProblemError
@@ -425,7 +495,7 @@ class KernelQ:
         self.X = X
         self.kernel = kernel
         self.s = s
-        self.dtype = np.dtype(dtype)
+        self.dtype: np.dtype[Any] = np.dtype(dtype)
         self._n = n
         self.cache_bytes = int(cache_bytes)
         self._row_bytes = n * self.dtype.itemsize
@@ -506,6 +576,11 @@ class KernelQ:
     def psd(self) -> bool | None:
         """Whether Q = diag(s) K diag(s) is known PSD (from the kernel; None: unknown)."""
         return self.kernel.psd
+
+    @property
+    def row_dtype(self) -> np.dtype[Any]:
+        """The storage type of rows (``dtype``)."""
+        return self.dtype
 
     @property
     def shape(self) -> tuple[int, int]:

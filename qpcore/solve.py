@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol
 
 import attrs
 import numpy as np
@@ -15,39 +15,11 @@ from qpcore.optimality import DEFAULT_FEAS_TOL, lagrangian_bound
 from qpcore.projection import feasible_start
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result, State, Status
+from qpcore.strategy import Strategy
 
 FloatArray = NDArray[np.float64]
 
 __all__ = ["PrintReporter", "Progress", "Reporter", "Strategy", "solve"]
-
-
-@runtime_checkable
-class Strategy(Protocol):
-    """A solution strategy: frozen configuration; all run data lives in ``State``.
-
-    Optional methods the loop uses when present: ``resume(qp, state, tol) -> State | None``
-    (continue a previous run, see ``solve(resume=)``), ``sync_gradient(qp, state)`` (bring
-    ``state.g`` up to date before a progress snapshot, for strategies that update it lazily) and
-    ``finish(qp, state)`` (bring ``state.x`` up to date before the certificate, for strategies
-    that keep their point in another form, as the cutting planes keep cut weights).
-
-    Optional attributes: ``criterion`` — ``"kkt"`` (the default: ``tol`` bounds the KKT measure)
-    or ``"relative_gap"`` (``tol`` bounds the duality gap of ``state.primal`` relative to the
-    primal objective, libocas's TolRel; ``tol_abs``, when the strategy has it, bounds the gap
-    itself).
-    """
-
-    def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
-        """Validate the problem for this strategy and build the initial state."""
-        ...
-
-    def step(self, qp: QP, state: State) -> None:
-        """One iteration, mutating ``state`` (sets ``state.done`` once optimal to tol)."""
-        ...
-
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        """Whether ``state`` is optimal to ``tol`` (cheap: called every iteration)."""
-        ...
 
 
 class Progress:
@@ -231,7 +203,7 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         if state.stop is not None:
             status = state.stop
             break
-        if strategy.converged(qp, state, tol):
+        if strategy.converged(qp, state, tol):  # type: ignore[attr-defined]  # transitional: state.done next
             status = Status.CONVERGED
             break
         if state.iteration >= limit_iter:

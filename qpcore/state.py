@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -12,9 +12,25 @@ from numpy.typing import NDArray
 
 from qpcore.kkt import KKT
 
-__all__ = ["Result", "State", "Status", "bound_status"]
+__all__ = ["Result", "State", "Status", "Work", "bound_status"]
 
 FloatArray = NDArray[np.float64]
+W = TypeVar("W", bound="Work")
+
+
+class Work:
+    """Base class of a strategy's own part of the :class:`State` (shrink mask, factor, cuts ...).
+
+    Each strategy subclasses it (an ``attrs`` class works: the base has no fields and no
+    ``__init__``) and reads it back typed through ``state.work(MyWork)``.
+    """
+
+    __slots__ = ()
+
+    def release(self) -> None:
+        """Drop the buffers a finished run no longer needs (row buffers, caches): ``solve`` calls it
+        on the final state unless asked to keep everything. What ``resume`` needs stays. The
+        default does nothing."""
 
 
 class Status(enum.Enum):
@@ -57,8 +73,9 @@ class State:
         Steps taken.
     counters : dict
         Strategy counters (shown in ``Result.stats``).
-    extra : Any
-        A slot the strategy owns (shrink mask, factor, cutting planes ...).
+    work : Work or None
+        The part the strategy owns (shrink mask, factor, cutting planes ...), given as the
+        ``work=`` argument or by :meth:`set_work`, read back by :meth:`work`.
     done : bool
         Set by the strategy when it has verified optimality to the tolerance.
     stop : Status or None
@@ -84,13 +101,55 @@ class State:
     status: NDArray[np.int8]
     iteration: int = 0
     counters: dict[str, int] = attrs.Factory(dict)
-    extra: Any = None
+    _work: Work | None = attrs.field(default=None, alias="work")
     done: bool = False
     stop: Status | None = None
     exact: tuple[FloatArray, FloatArray] | None = None
     deadline: float = float("inf")
     nonconvex: bool = False
     primal: FloatArray | None = None
+
+    def work(self, kind: type[W]) -> W:
+        """The strategy's work state, checked to be a ``kind``.
+
+        Parameters
+        ----------
+        kind : type
+            The strategy's :class:`Work` subclass.
+
+        Returns
+        -------
+        Work
+            The work state, typed as ``kind``.
+
+        Raises
+        ------
+        TypeError
+            When the state holds no work state, or one of another kind (another strategy's).
+        """
+        w = self._work
+        if not isinstance(w, kind):
+            held = "no work state" if w is None else f"a {type(w).__name__}"
+            raise TypeError(f"state: holds {held}, not a {kind.__name__} (a state from another strategy?)")
+        return w
+
+    def work_or_none(self, kind: type[W]) -> W | None:
+        """The work state when it is a ``kind`` (``resume`` takes over only its own kind), else None."""
+        w = self._work
+        return w if isinstance(w, kind) else None
+
+    def set_work(self, work: Work | None) -> None:
+        """Replace the strategy's work state."""
+        self._work = work
+
+    @property
+    def extra(self) -> Work | None:
+        """The work state untyped (transitional: use :meth:`work`)."""
+        return self._work
+
+    @extra.setter
+    def extra(self, value: Work | None) -> None:
+        self._work = value
 
     def out_of_time(self) -> bool:
         """Whether the run's deadline has passed (cheap: one clock read)."""
