@@ -17,9 +17,10 @@ the partials, and only the root, a k×k matrix, a k-vector or scalars, comes bac
   holds a ``DiagPlusLowRankQ`` of its own rows, so every per-chunk computation is that class's
   own (one home for Hᵀv, H z, the weighted Gram matrices), and the chunked operator only adds
   the reductions.
-- :func:`chunked_kkt` and :func:`chunked_lagrangian_bound` are :func:`qpcore.kkt.kkt` and
-  :func:`qpcore.optimality.lagrangian_bound` for chunked points, computed chunk by chunk with the
-  same per-element functions and reduced.
+- The certificate: ``ChunkedVector`` is a :class:`qpcore.vectors.DistributedVector` and
+  ``ChunkedLowRankQ`` a :class:`qpcore.vectors.DistributedOperator`, so :func:`qpcore.kkt.kkt`,
+  :func:`qpcore.optimality.lagrangian_bound` and the loop ask them (``kkt_terms``,
+  ``lagrangian_bound``, ``all_finite``...) and compute the same per-element terms chunk by chunk.
 
 Dask is the engine (its scheduler places the tasks next to their chunks, and recomputes a lost
 chunk from its source when a worker dies); it is an optional extra and imported only when a
@@ -36,13 +37,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from qpcore.kkt import box_terms
 from qpcore.operators import OperatorStats
+from qpcore.optimality import separable_minimum
 from qpcore.problem import ProblemError
+from qpcore.vectors import DistributedOperator, DistributedVector, all_finite, max_abs_diff, same_point
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["ChunkedLowRankQ", "ChunkedVector", "ClusterError", "RowSpace", "all_finite", "chunked_kkt",
-           "chunked_lagrangian_bound", "connect", "is_chunked", "max_abs_diff", "same_point"]
+__all__ = ["ChunkedLowRankQ", "ChunkedVector", "ClusterError", "RowSpace", "all_finite", "connect", "is_chunked",
+           "max_abs_diff", "same_point"]
 
 _SPLIT_EVERY = 8     # fan-in of the tree reduction: a root after ⌈log_8(chunks)⌉ levels
 
@@ -351,7 +355,7 @@ def _ident(a: FloatArray) -> FloatArray:
     return a
 
 
-class ChunkedVector:
+class ChunkedVector(DistributedVector):
     """An m-vector held as one numpy array per chunk of a :class:`RowSpace`, on the workers.
 
     Arithmetic with scalars and with vectors of the same partition runs on the workers and gives
@@ -498,6 +502,21 @@ class ChunkedVector:
         """Whether every entry is finite."""
         return bool(self._stats()[2])
 
+    def same_point(self, other: DistributedVector) -> bool:
+        """Whether ``other`` is the same point: the same chunks (they are never changed in place)."""
+        if not isinstance(other, ChunkedVector):
+            return False
+        if self.parts is None or other.parts is None:
+            return self.parts is None and other.parts is None and self.const == other.const
+        return self.pick == other.pick and all(x is y or x.key == y.key for x, y in zip(self.parts, other.parts))
+
+    def max_abs_diff(self, other: DistributedVector) -> float:
+        """max_i |self_i − other_i| (one reduction)."""
+        if not isinstance(other, ChunkedVector):
+            raise TypeError("a ChunkedVector is compared with another ChunkedVector")
+        (v,) = self.space.reduce(_absdiff, self, other, ops=("max",), name="qpcore-absdiff")
+        return float(v)
+
     # ------------------------------------------------------------------ leaving the cluster
     def to_numpy(self) -> FloatArray:
         """Gather the whole vector on the client (m numbers: for tests and small problems)."""
@@ -526,33 +545,6 @@ def is_chunked(v: Any) -> bool:
     return isinstance(v, ChunkedVector)
 
 
-def all_finite(v: Any) -> bool:
-    """Whether every entry of a numpy or chunked vector is finite."""
-    if isinstance(v, ChunkedVector):
-        return v.all_finite()
-    return bool(np.isfinite(v).all())
-
-
-def same_point(a: Any, b: Any) -> bool:
-    """Whether two points are the same: identity of chunks for chunked vectors (they are never
-    changed in place), equality of entries for numpy arrays."""
-    if isinstance(a, ChunkedVector) or isinstance(b, ChunkedVector):
-        if not (isinstance(a, ChunkedVector) and isinstance(b, ChunkedVector)):
-            return False
-        if a.parts is None or b.parts is None:
-            return a.parts is None and b.parts is None and a.const == b.const
-        return a.pick == b.pick and all(x is y or x.key == y.key for x, y in zip(a.parts, b.parts))
-    return bool(np.array_equal(a, b))
-
-
-def max_abs_diff(a: Any, b: Any) -> float:
-    """max_i |a_i − b_i| for numpy or chunked vectors (one reduction for chunked ones)."""
-    if isinstance(a, ChunkedVector) and isinstance(b, ChunkedVector):
-        (v,) = a.space.reduce(_absdiff, a, b, ops=("max",), name="qpcore-absdiff")
-        return float(v)
-    return float(np.abs(np.asarray(a) - np.asarray(b)).max(initial=0.0))
-
-
 # --------------------------------------------------------------------------------------------- the operator
 def _block_rmatvec(block: Any, v: FloatArray) -> tuple[FloatArray]:
     out: FloatArray = block.rmatvec_lowrank(v)
@@ -575,7 +567,7 @@ def _block_diag(block: Any) -> FloatArray:
     return out
 
 
-class ChunkedLowRankQ:
+class ChunkedLowRankQ(DistributedOperator):
     """Q = d·I + HHᵀ over row chunks on a Dask cluster; each chunk holds a
     :class:`qpcore.lowrank.DiagPlusLowRankQ` of its rows (built and validated on the worker).
 
@@ -640,45 +632,34 @@ class ChunkedLowRankQ:
         raise ProblemError("rows of Q are not formed for chunked data (each would be m long); "
                            "use a strategy that works through passes (ASVM, the cutting planes)")
 
+    # ------------------------------------------------------------------ the certificate, chunk by chunk
+    def kkt_terms(self, qp: Any, x: Any, g: Any) -> tuple[float, float, float, float]:
+        """:func:`qpcore.kkt.box_terms` of a chunked point, per chunk, then the max: one reduction.
+
+        Raises
+        ------
+        ProblemError
+            When the problem has equality rows (chunked problems have none).
+        """
+        if qp.m:
+            raise ProblemError("chunked problems have no equality rows")
+        primal, stat, comp, xmax = self.space.reduce(_kkt_chunk, x, g, qp.lb, qp.ub, ops=("max", "max", "max", "max"),
+                                                     name="qpcore-kkt")
+        return float(primal), float(stat), float(comp), float(xmax)
+
+    def lagrangian_bound(self, qp: Any, w: FloatArray) -> float:
+        """:func:`qpcore.optimality.lagrangian_bound` chunk by chunk: one reduction."""
+        w = np.asarray(w, dtype=np.float64)
+        (total,) = self.space.reduce(_bound_chunk, self.blocks, w, qp.c, qp.lb, qp.ub, ops=("sum",),
+                                     name="qpcore-bound")
+        return float(-0.5 * (w @ w) + total)
+
 
 # --------------------------------------------------------------------------------------------- certificates
 def _kkt_chunk(x: FloatArray, g: FloatArray, lb: FloatArray, ub: FloatArray) -> tuple[float, float, float, float]:
-    from qpcore.kkt import box_terms
-
     return box_terms(x, g, lb, ub)
 
 
-def chunked_kkt(qp: Any, x: Any, g: Any = None) -> Any:
-    """:func:`qpcore.kkt.kkt` of a chunked point of a problem without equality rows.
-
-    One reduction (two more for g when it is not given): the bound violation, the projected
-    gradient's ∞-norm, the complementarity and ‖x‖∞, each from the same per-element formulas as
-    in process (:func:`qpcore.kkt.box_terms`), per chunk, then the max over chunks.
-    """
-    from qpcore.kkt import KKT
-
-    if qp.m:
-        raise ProblemError("chunked problems have no equality rows")
-    if g is None:
-        g = qp.gradient(x)
-    assert g is not None
-    primal, stat, comp, xmax = x.space.reduce(_kkt_chunk, x, g, qp.lb, qp.ub, ops=("max", "max", "max", "max"),
-                                              name="qpcore-kkt")
-    # z is the reduced gradient, here g itself, left on the cluster
-    return KKT(primal=float(primal), stationarity=float(stat), complementarity=float(comp), gap=float(stat),
-               multipliers=np.zeros(0), z=g, primal_scale=max(1.0, float(xmax)))
-
-
 def _bound_chunk(block: Any, w: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray) -> tuple[float]:
-    from qpcore.optimality import separable_minimum
-
     r = np.asarray(block.matvec_lowrank(w), dtype=np.float64) + c
     return (separable_minimum(r, block.d, lb, ub),)
-
-
-def chunked_lagrangian_bound(qp: Any, w: FloatArray) -> float:
-    """:func:`qpcore.optimality.lagrangian_bound` for a chunked operator: one reduction."""
-    Q: ChunkedLowRankQ = qp.Q
-    w = np.asarray(w, dtype=np.float64)
-    (total,) = Q.space.reduce(_bound_chunk, Q.blocks, w, qp.c, qp.lb, qp.ub, ops=("sum",), name="qpcore-bound")
-    return float(-0.5 * (w @ w) + total)

@@ -8,7 +8,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.chunked import chunked_kkt, is_chunked
+from qpcore.vectors import DistributedOperator
 from qpcore.optimality import (DEFAULT_FEAS_TOL, bound_violation, feasibility_scale, pair_gap, primal_violation,
                                projected_gradient, scores_of, single_violation)
 
@@ -115,8 +115,8 @@ def box_terms(x: FloatArray, r: FloatArray, lb: FloatArray, ub: FloatArray) -> t
     -------
     (violation, stationarity, complementarity, xmax)
         The bound violation, ‖P(r)‖∞ (the projected gradient), max_i |z_i|·(distance of x_i to
-        the bound z_i belongs to) and ‖x‖∞; all 0 for empty vectors. :func:`kkt` and the chunked
-        certificate (:func:`qpcore.chunked.chunked_kkt`, per chunk, then the max) both use it.
+        the bound z_i belongs to) and ‖x‖∞; all 0 for empty vectors. :func:`kkt` and a
+        distributed operator's ``kkt_terms`` (per chunk, then the max) both use it.
     """
     pg = projected_gradient(x, r, lb, ub)
     stationarity = float(np.abs(pg).max(initial=0.0))
@@ -145,9 +145,13 @@ def kkt(qp: QP, x: FloatArray, g: FloatArray | None = None) -> KKT:
     -------
     KKT
     """
-    if is_chunked(x):
-        out: KKT = chunked_kkt(qp, x, g)     # the same terms (box_terms), chunk by chunk on the cluster
-        return out
+    if isinstance(qp.Q, DistributedOperator):
+        # rows held elsewhere (no equality rows): the same terms (box_terms), computed where they are
+        if g is None:
+            g = qp.gradient(x)
+        primal, stat, comp, xmax = qp.Q.kkt_terms(qp, x, g)
+        return KKT(primal=primal, stationarity=stat, complementarity=comp, gap=stat, multipliers=np.zeros(0), z=g,
+                   primal_scale=max(1.0, xmax))
     x = np.asarray(x, dtype=np.float64)
     if g is None:
         g = qp.gradient(x)

@@ -32,6 +32,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from qpcore.vectors import DistributedOperator
+
 if TYPE_CHECKING:
     from qpcore.problem import QP
 
@@ -299,10 +301,8 @@ def lagrangian_bound(qp: QP, w: FloatArray) -> float:
     Q = qp.Q
     if qp.m or not hasattr(Q, "matvec_lowrank") or not hasattr(Q, "d"):
         raise ValueError("lagrangian_bound needs Q = diag(d) + HHᵀ (matvec_lowrank) and no equality rows")
-    if hasattr(Q, "space"):          # row chunks on a cluster: the same terms, chunk by chunk
-        from qpcore.chunked import chunked_lagrangian_bound
-
-        return chunked_lagrangian_bound(qp, w)
+    if isinstance(Q, DistributedOperator):     # rows held elsewhere: the same terms, computed there
+        return Q.lagrangian_bound(qp, w)
     w = np.asarray(w, dtype=np.float64)
     r = np.asarray(Q.matvec_lowrank(w), dtype=np.float64) + qp.c
     return float(-0.5 * (w @ w) + separable_minimum(r, np.asarray(Q.d, dtype=np.float64), qp.lb, qp.ub))

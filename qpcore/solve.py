@@ -9,13 +9,13 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.chunked import all_finite, is_chunked, max_abs_diff, same_point
 from qpcore.kkt import KKT, kkt
 from qpcore.optimality import DEFAULT_FEAS_TOL, lagrangian_bound
 from qpcore.projection import feasible_start
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result, State, Status
 from qpcore.strategy import Strategy
+from qpcore.vectors import all_finite, is_distributed, max_abs_diff, same_point
 
 FloatArray = NDArray[np.float64]
 
@@ -88,7 +88,7 @@ def _x0_of(x0: FloatArray | Result | ArrayLike | None, n: int) -> FloatArray | N
     if x0 is None:
         return None
     v: Any = x0.x if isinstance(x0, Result) else x0
-    if is_chunked(v):
+    if is_distributed(v):
         # a point on the cluster stays there: its strategy clips it to the bounds chunk by chunk
         if v.shape != (n,):
             raise ProblemError(f"x0: shape mismatch, expected ({n},), got {v.shape}")
@@ -174,13 +174,13 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         if res_fn is not None and resume.state is not None:
             state = res_fn(qp, resume.state, tol)
         if state is None:
-            if is_chunked(resume.x):
+            if is_distributed(resume.x):
                 raise ProblemError("resume: a chunked run continues from its point; pass x0=result instead")
             x0 = np.concatenate([resume.x, np.clip(np.zeros(qp.n - n_old), qp.lb[n_old:], qp.ub[n_old:])])
     x0_moved = 0.0
     if state is None:
         start = _x0_of(x0, qp.n)
-        if start is not None and not is_chunked(start):
+        if start is not None and not is_distributed(start):
             start, x0_moved = feasible_start(qp, start, x0_policy, feas_tol)
         state = strategy.init(qp, start, tol)
     state.deadline = float(deadline)
