@@ -5,8 +5,8 @@
 The bottom layer: the problem (:class:`QP`), the linear-algebra backends, the per-run
 :class:`State` and the :class:`Result`, the one loop (:func:`solve`), the certificate
 (:func:`kkt`) and its primitives (:mod:`qpcore.optimality`), the working-set protocol
-(:mod:`qpcore.rules`) and the test kit (:mod:`qpcore.testing`). It imports nothing from
-``strategies`` or ``problems``.
+(:mod:`qpcore.rules`) and the test kit (:mod:`qpcore.testing`, :mod:`qpcore.reference`). It
+imports nothing from ``strategies`` or ``problems``.
 """
 
 from qpcore.kkt import KKT, kkt

@@ -475,7 +475,7 @@ QP_FIELDS = {"problem", "strategy", "n", "m_equality", "tol", "status", "status_
 
 def test_solve_qp_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     import qpcore
-    from qpcore.testing import dense_reference
+    from qpcore.reference import dense_reference
 
     rng = np.random.default_rng(4)
     n = 40

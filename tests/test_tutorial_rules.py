@@ -18,7 +18,8 @@ import qpcore
 from problems.datasets import load_dataset
 from problems.svm import csvc
 from qpcore.problem import ProblemError
-from qpcore.testing import assert_kkt, dense_reference, svm_duals
+from qpcore.reference import assert_kkt, dense_reference
+from qpcore.testing import svm_duals
 from strategies.decomposition import Decomposition, SteepestFeasible
 from strategies.smo import SMO
 

@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 
 from qpcore import QP, kkt
 from qpcore.projection import project_box_equality
-from qpcore.testing import (box_equality_qps, box_qps, dense_reference, gradient_scale, lowrank_qps, nonneg_qps,
-                            planted_qps, svm_duals)
+from qpcore.reference import dense_reference, gradient_scale
+from qpcore.testing import box_equality_qps, box_qps, lowrank_qps, nonneg_qps, planted_qps, svm_duals
 
 osqp = pytest.importorskip("osqp")
 sp = pytest.importorskip("scipy.sparse")

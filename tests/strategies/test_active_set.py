@@ -10,7 +10,8 @@ from scipy.optimize import nnls as scipy_nnls
 
 import qpcore
 from problems.least_squares import nnls
-from qpcore.testing import box_equality_qps, box_qps, check_against_reference, nonneg_qps, svm_duals
+from qpcore.reference import check_against_reference
+from qpcore.testing import box_equality_qps, box_qps, nonneg_qps, svm_duals
 from strategies.active_set import DenseActiveSet
 
 

@@ -14,7 +14,8 @@ from problems.asvm import asvm_dual
 from problems.datasets import load_dataset
 from problems.random import random_lowrank_qp
 from qpcore.lowrank import DiagPlusLowRankQ
-from qpcore.testing import check_against_reference, dense_reference, gradient_scale, lowrank_qps, nonneg_qps
+from qpcore.reference import check_against_reference, dense_reference, gradient_scale
+from qpcore.testing import lowrank_qps, nonneg_qps
 from strategies.asvm import ASVM
 from strategies.gradient_projection import GPCG
 

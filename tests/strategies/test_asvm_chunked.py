@@ -21,7 +21,7 @@ from hypothesis import given, strategies as st
 import qpcore
 from problems.asvm import asvm_dual
 from qpcore.chunked import ChunkedVector, ClusterError
-from qpcore.testing import gradient_scale
+from qpcore.reference import gradient_scale
 from strategies.asvm import ASVM
 
 da = pytest.importorskip("dask.array")

@@ -10,7 +10,8 @@ from hypothesis import given
 import qpcore
 from problems.datasets import load_dataset
 from problems.svm import csvc
-from qpcore.testing import assert_kkt, dense_reference, svm_duals
+from qpcore.reference import assert_kkt, dense_reference
+from qpcore.testing import svm_duals
 from strategies.active_set import DenseActiveSet
 from qpcore.rules import RuleView
 from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible

@@ -15,7 +15,8 @@ import qpcore
 from problems.least_squares import bounded_least_squares
 from qpcore.generators import random_degenerate_qp
 from qpcore.operators import DenseQ
-from qpcore.testing import assert_kkt, box_qps, check_against_reference, nonneg_qps
+from qpcore.reference import assert_kkt, check_against_reference
+from qpcore.testing import box_qps, nonneg_qps
 from strategies.gradient_projection import GPCG, _FaceFactor
 
 NEWTON = GPCG(face_solver="cholesky")

@@ -17,8 +17,8 @@ from problems.least_squares import bounded_least_squares, nnls
 from problems.svm import csvc
 from qpcore.gram import GramQ
 from qpcore.operators import Kernel, KernelQ
-from qpcore.testing import (box_equality_qps, box_qps, check_against_reference, nonneg_qps, planted_qps,
-                            svm_duals)
+from qpcore.reference import check_against_reference
+from qpcore.testing import box_equality_qps, box_qps, nonneg_qps, planted_qps, svm_duals
 from qpcore.optimality import projected_gradient
 from strategies.gradient_projection import GPCG, projected_search
 from strategies.smo import SMO

@@ -20,7 +20,8 @@ from problems.asvm import asvm_dual
 from problems.svm import csvc
 from qpcore.problem import ProblemError
 from qpcore.state import State, Status
-from qpcore.testing import assert_kkt, box_equality_qps, box_qps, dense_reference, svm_duals, warm_starts
+from qpcore.reference import assert_kkt, dense_reference
+from qpcore.testing import box_equality_qps, box_qps, svm_duals, warm_starts
 from strategies.active_set import DenseActiveSet
 from strategies.asvm import ASVM
 from strategies.decomposition import Decomposition, SteepestFeasible

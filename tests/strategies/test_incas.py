@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 import qpcore
 from problems.datasets import load_dataset
 from problems.svm import csvc
-from qpcore.testing import assert_kkt, box_equality_qps, check_against_reference, dense_reference, svm_duals, warm_starts
+from qpcore.reference import assert_kkt, check_against_reference, dense_reference
+from qpcore.testing import box_equality_qps, svm_duals, warm_starts
 from strategies.incas import INCAS
 
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qpcore.operators import Kernel
-from qpcore.testing import dense_reference
+from qpcore.reference import dense_reference
 from strategies.incremental import IncrementalSVM
 
 REL = 1e-9

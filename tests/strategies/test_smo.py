@@ -12,7 +12,8 @@ import qpcore
 from qpcore.rules import RuleView
 from problems.datasets import load_dataset
 from problems.svm import csvc, fixed_threshold_svm
-from qpcore.testing import assert_kkt, dense_reference, svm_duals
+from qpcore.reference import assert_kkt, dense_reference
+from qpcore.testing import svm_duals
 from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule, make_rule
 
 RULES = ["wss2", "mvp", "platt"]
