@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Literal, Protocol
 
 import attrs
 import numpy as np
@@ -19,7 +19,7 @@ from qpcore.vectors import all_finite, is_distributed, max_abs_diff, same_point
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["PrintReporter", "Progress", "Reporter", "Strategy", "solve"]
+__all__ = ["PrintReporter", "Progress", "Reporter", "Strategy", "iterate", "solve"]
 
 
 class Progress:
@@ -103,11 +103,83 @@ def _x0_of(x0: FloatArray | Result | ArrayLike | None, n: int) -> FloatArray | N
     return arr
 
 
+def iterate(qp: QP, strategy: Strategy, state: State, *, max_iter: int | None = None,
+            deadline: float | None = None, observe: Callable[[State], bool] | None = None) -> Status:
+    """Step ``strategy`` on ``state`` until it is done, stops, or a limit is hit: the loop under
+    :func:`solve`, without its start, reporting or certificate.
+
+    For nested solves (decomposition's subproblems, the cutting planes' reduced QP): build the
+    state with ``strategy.init(sub, x0, tol)``, call ``iterate``, read ``state.x`` (call
+    ``strategy.finish(sub, state)`` first for a strategy that keeps its point in another form).
+    A trace of the inner run goes through ``observe``, not through fields of the library.
+
+    Parameters
+    ----------
+    qp : QP
+        The problem.
+    strategy : Strategy
+        The method; ``state`` must come from its ``init`` (or ``resume``).
+    state : State
+        Mutated in place. On ``nonfinite`` its ``x`` is the last finite point of the run (checked
+        every 64 steps and at the end) and ``g`` the gradient there.
+    max_iter : int, optional
+        Bound on ``state.iteration`` (the state's steps, counted from its start).
+    deadline : float, optional
+        A ``time.perf_counter()`` value; it becomes ``state.deadline`` (which long steps check
+        inside). None keeps the state's own (inf unless set).
+    observe : callable, optional
+        Called with the state after each step; returning True ends the run as ``stopped``.
+
+    Returns
+    -------
+    Status
+        ``converged`` once the strategy set ``state.done``, the strategy's ``state.stop``, or
+        ``max_iter``, ``time_limit``, ``nonfinite``, ``stopped``. Not a certificate: only
+        :func:`solve` checks the point against the problem.
+    """
+    if deadline is not None:
+        state.deadline = float(deadline)
+    limit = max_iter if max_iter is not None else np.iinfo(np.int64).max
+    perf = time.perf_counter
+    last_finite = state.x.copy()
+    while True:
+        if state.iteration % 64 == 0 or state.iteration < 8:
+            # a cheap periodic check keeps the last finite point to return if NaN/inf appears
+            if all_finite(state.x) and all_finite(state.g):
+                last_finite = state.x.copy()
+            else:
+                status = Status.NONFINITE
+                break
+        if state.stop is not None:
+            status = state.stop
+            break
+        if state.done:
+            status = Status.CONVERGED
+            break
+        if state.iteration >= limit:
+            status = Status.MAX_ITER
+            break
+        if perf() >= state.deadline:
+            status = Status.TIME_LIMIT
+            break
+        strategy.step(qp, state)
+        state.iteration += 1
+        if observe is not None and observe(state):
+            status = Status.STOPPED
+            break
+    if not all_finite(state.x) or not all_finite(state.g):
+        status = Status.NONFINITE
+        state.x = last_finite
+        state.g = qp.gradient(last_finite)
+    return status
+
+
 def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None = None, *, tol: float = 1e-3,
           max_iter: int | None = None, time_limit: float | None = None,
           callback: Callable[[Progress], bool | None] | None = None, callback_every: int = 1,
           reporter: Reporter | None = None, certify: bool = True, x0_policy: str = "project",
-          feas_tol: float = DEFAULT_FEAS_TOL, resume: Result | None = None) -> Result:
+          feas_tol: float = DEFAULT_FEAS_TOL, resume: Result | None = None,
+          keep_state: Literal["resume", "all", "none"] = "resume") -> Result:
     """Run ``strategy`` on ``qp`` until converged or a limit is hit.
 
     Parameters
@@ -146,6 +218,12 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         ``resume(qp, state, tol)`` method picks up its own state (INCAS keeps its factor); any
         other strategy starts from the previous point, new variables at their bound nearest 0.
         Exclusive with ``x0``.
+    keep_state : {"resume", "all", "none"}
+        What ``Result.state`` keeps of the strategy's work state. ``"resume"`` (default): what
+        ``resume=`` needs (INCAS's factor and its row buffer, which ``resume`` extends), each
+        work state dropping the rest in :meth:`qpcore.state.Work.release` (decomposition's row
+        buffer, the rule's view of Q); ``"all"``: everything, as the last step left it (to
+        inspect a run); ``"none"``: no work state (x, g, bound status and counters only).
 
     Returns
     -------
@@ -159,6 +237,8 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         raise ProblemError(f"time_limit: must be > 0, got {time_limit}")
     if not feas_tol > 0:
         raise ProblemError(f"feas_tol: must be > 0, got {feas_tol}")
+    if keep_state not in ("resume", "all", "none"):
+        raise ProblemError(f"keep_state: {keep_state!r} is not one of 'resume', 'all', 'none'")
     if x0_policy not in ("project", "raise"):
         raise ProblemError(f"x0_policy: {x0_policy!r} is not one of 'project', 'raise'")
     t0 = time.perf_counter()
@@ -170,9 +250,7 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         n_old = int(resume.x.shape[0])
         if n_old > qp.n:
             raise ProblemError(f"resume: the previous run has {n_old} variables, more than the problem's {qp.n}")
-        res_fn = getattr(strategy, "resume", None)
-        if res_fn is not None and resume.state is not None:
-            state = res_fn(qp, resume.state, tol)
+        state = strategy.resume(qp, resume.state, tol)
         if state is None:
             if is_distributed(resume.x):
                 raise ProblemError("resume: a chunked run continues from its point; pass x0=result instead")
@@ -184,57 +262,34 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
             start, x0_moved = feasible_start(qp, start, x0_policy, feas_tol)
         state = strategy.init(qp, start, tol)
     state.deadline = float(deadline)
-    limit_iter = max_iter if max_iter is not None else np.iinfo(np.int64).max
-    next_report = t0 + reporter.interval if reporter is not None else np.inf
-    status = Status.CONVERGED
     perf = time.perf_counter
-    last_finite = state.x.copy()
-    # a strategy that keeps only part of g current between steps (INCAS: g_S only, until its next
-    # pricing) brings it up to date before anyone reads a progress snapshot
-    sync = getattr(strategy, "sync_gradient", None)
-    while True:
-        if state.iteration % 64 == 0 or state.iteration < 8:
-            # a cheap periodic check keeps the last finite point to return if NaN/inf appears
-            if all_finite(state.x) and all_finite(state.g):
-                last_finite = state.x.copy()
-            else:
-                status = Status.NONFINITE
-                break
-        if state.stop is not None:
-            status = state.stop
-            break
-        if strategy.converged(qp, state, tol):  # type: ignore[attr-defined]  # transitional: state.done next
-            status = Status.CONVERGED
-            break
-        if state.iteration >= limit_iter:
-            status = Status.MAX_ITER
-            break
+    next_report = t0 + reporter.interval if reporter is not None else np.inf
+
+    def observe(st: State) -> bool:
+        nonlocal next_report
         now = perf()
-        if now >= deadline:
-            status = Status.TIME_LIMIT
-            break
         if now >= next_report:
             assert reporter is not None
-            if sync is not None:
-                sync(qp, state)
-            reporter.update(Progress(qp, state, now - t0))
+            # a strategy that keeps only part of g current between steps (INCAS: g_S only, until
+            # its next pricing) brings it up to date before anyone reads a progress snapshot
+            strategy.sync_gradient(qp, st)
+            reporter.update(Progress(qp, st, now - t0))
             next_report = now + reporter.interval
-        strategy.step(qp, state)
-        state.iteration += 1
-        if callback is not None and state.iteration % callback_every == 0:
-            if sync is not None:
-                sync(qp, state)
-            if callback(Progress(qp, state, perf() - t0)):
-                status = Status.STOPPED
-                break
-    finish = getattr(strategy, "finish", None)
-    if finish is not None:
-        finish(qp, state)
+        if callback is not None and st.iteration % callback_every == 0:
+            strategy.sync_gradient(qp, st)
+            return bool(callback(Progress(qp, st, perf() - t0)))
+        return False
+
+    watch = observe if reporter is not None or callback is not None else None
+    status = iterate(qp, strategy, state, max_iter=max_iter, observe=watch)
+    before = state.x
+    strategy.finish(qp, state)
     solve_seconds = perf() - t0
     if not all_finite(state.x) or not all_finite(state.g):
+        # the finish hook wrote a non-finite point: return the one the loop ended with
         status = Status.NONFINITE
-        state.x = last_finite
-        state.g = qp.gradient(last_finite)
+        state.x = before if before is not state.x and all_finite(before) else np.clip(np.zeros(qp.n), qp.lb, qp.ub)
+        state.g = qp.gradient(state.x)
     x = state.x
     if certify and state.exact is not None and same_point(state.exact[0], x):
         g = state.exact[1]   # the strategy's own fresh qp.gradient(x) at this very point
@@ -246,9 +301,9 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         # the strategy's primal point, judged by the problem alone: a lower bound and the gap
         lower = lagrangian_bound(qp, state.primal)
         cert = attrs.evolve(cert, lower_bound=lower, duality_gap=objective - lower)
-    if getattr(strategy, "criterion", "kkt") == "relative_gap":
+    if strategy.criterion == "relative_gap":
         gap_met = (cert.duality_gap <= tol * abs(cert.lower_bound) * (1 + 1e-9) + 1e-12
-                   or cert.duality_gap <= float(getattr(strategy, "tol_abs", 0.0)))
+                   or cert.duality_gap <= strategy.tol_abs)
     else:
         gap_met = cert.measure <= tol * (1 + 1e-9) + 1e-12
     if status is Status.CONVERGED:
@@ -270,6 +325,10 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         "x0_moved": x0_moved,
         **state.counters,
     }
+    if keep_state == "none":
+        state.set_work(None)
+    elif keep_state == "resume":
+        state.release()
     result = Result(x=x, multipliers=cert.multipliers, z=cert.z, status=status, objective=objective, kkt=cert,
                     iterations=state.iteration, stats=stats, state=state)
     if reporter is not None:

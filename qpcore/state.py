@@ -142,6 +142,11 @@ class State:
         """Replace the strategy's work state."""
         self._work = work
 
+    def release(self) -> None:
+        """Let the work state drop what a finished run no longer needs (:meth:`Work.release`)."""
+        if self._work is not None:
+            self._work.release()
+
     @property
     def extra(self) -> Work | None:
         """The work state untyped (transitional: use :meth:`work`)."""
@@ -191,7 +196,8 @@ class Result:
     stats : dict
         Time, rows computed, cache hits and strategy counters.
     state : State
-        The final state, for warm starts.
+        The final state, for warm starts (what it keeps of the strategy's work state:
+        ``solve(keep_state=)``).
     """
 
     x: FloatArray

@@ -27,7 +27,8 @@ from qpcore.problem import QP, ProblemError
 from qpcore.projection import bound_start
 from qpcore.optimality import Scores, direction_masks, maximal_violating_pair, measure, projected_gradient
 from qpcore.rules import RuleView, check_rule, rule_kind
-from qpcore.state import State, Status, bound_status
+from qpcore.state import State, Status, Work, bound_status
+from qpcore.strategy import Strategy
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -37,8 +38,8 @@ TAU = 1e-12  # LIBSVM's guard: curvature below this is treated as non-positive
 
 
 @attrs.define(slots=True, eq=False)
-class SMOWork:
-    """SMO's slot in ``State.extra``: labels, direction masks, the active (unshrunk) set, the rule's view."""
+class SMOWork(Work):
+    """SMO's work state (``state.work(SMOWork)``): labels, direction masks, the active (unshrunk) set, the rule's view."""
 
     y: FloatArray
     QD: FloatArray
@@ -315,7 +316,7 @@ __all__ = ["SMO", "SMOWork", "MaximalViolatingPair", "PlattHeuristic", "SecondOr
 
 
 @attrs.frozen
-class SMO:
+class SMO(Strategy):
     """Sequential minimal optimization as a qpcore ``Strategy``.
 
     Parameters
@@ -356,6 +357,7 @@ class SMO:
     # -- set-up ---------------------------------------------------------------------------------
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the problem has SMO's shape, find a feasible start, compute the gradient."""
+        self.check(qp)
         if not (np.isfinite(qp.lb).all() and np.isfinite(qp.ub).all()):
             raise ProblemError("lb/ub: SMO needs finite bounds on every variable (the SVM box)")
         if qp.m > 1:
@@ -374,9 +376,8 @@ class SMO:
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub))
         view = RuleView(qp, state, seed=self.seed, up=up if qp.m else None, low=low if qp.m else None, diag=QD)
         work = SMOWork(y=y, QD=QD, up=up, low=low, view=view, tol=tol, buf=np.empty(qp.n))
-        state.extra = work
-        row_dtype = np.dtype(getattr(qp.Q, "dtype", np.float64))
-        work.row_eps = float(getattr(qp.Q, "row_eps", np.finfo(row_dtype).eps if row_dtype.kind == "f" else 0.0))
+        state.set_work(work)
+        work.row_eps = qp.Q.row_eps
         work.qmax = float(np.abs(QD).max(initial=0.0))
         work.x_fresh = x.copy()
         if self._use_weights(qp):
@@ -398,13 +399,9 @@ class SMO:
         return bound_start(qp)
 
     # -- iteration ------------------------------------------------------------------------------
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        """True once a full-set selection found nothing to do."""
-        return state.done
-
     def step(self, qp: QP, state: State) -> None:
         """One SMO step: select, shrink or unshrink as LIBSVM does, update two (or one) variables."""
-        work: SMOWork = state.extra
+        work = state.work(SMOWork)
         tol = work.tol
         rule = self.rule
         shrink = self.shrinking and not isinstance(rule, PlattHeuristic)

@@ -11,41 +11,55 @@ import pytest
 
 import qpcore
 from problems.random import random_box_qp
-from qpcore import QP, Progress, ProblemError, Result, State, Status, Strategy, bound_status, kkt, solve
-from qpcore.reference import assert_kkt, dense_reference
+from qpcore import QP, Progress, ProblemError, Result, State, Status, Strategy, Work, bound_status, kkt, solve
+from qpcore.testing import assert_kkt, dense_reference
+
+
+@attrs.define
+class StepWork(Work):
+    """ProjectedGradient's work state: the step length and the tolerance."""
+
+    step: float
+    tol: float
 
 
 @attrs.frozen
-class ProjectedGradient:
+class ProjectedGradient(Strategy):
     """Projected gradient with step 1/L for box QPs (no equality): a minimal Strategy."""
 
+    def accepts(self, qp: QP) -> str | None:
+        return "ProjectedGradient handles box QPs only; use GPCG for equality rows" if qp.m else None
+
     def init(self, qp: QP, x0: np.ndarray | None, tol: float) -> State:
-        if qp.m:
-            raise ProblemError("ProjectedGradient handles box QPs only")
+        self.check(qp)
         x = np.clip(np.zeros(qp.n) if x0 is None else x0, qp.lb, qp.ub)
         L = float(np.abs(qp.Q.rows(np.arange(qp.n))).sum(axis=1).max())  # Gershgorin bound on λ_max
-        return State(x=x, g=qp.gradient(x), status=bound_status(x, qp.lb, qp.ub), extra=1.0 / max(L, 1e-300))
+        state = State(x=x, g=qp.gradient(x), status=bound_status(x, qp.lb, qp.ub),
+                      work=StepWork(step=1.0 / max(L, 1e-300), tol=tol))
+        self.judge(qp, state)
+        return state
+
+    def judge(self, qp: QP, state: State) -> None:
+        state.done = kkt(qp, state.x, state.g).measure <= state.work(StepWork).tol
 
     def step(self, qp: QP, state: State) -> None:
-        x_new = np.clip(state.x - state.extra * state.g, qp.lb, qp.ub)
+        x_new = np.clip(state.x - state.work(StepWork).step * state.g, qp.lb, qp.ub)
         state.g += qp.Q.matvec(x_new - state.x)  # incremental gradient
         state.x[:] = x_new
         state.status[:] = bound_status(state.x, qp.lb, qp.ub)
         state.counters["steps"] = state.counters.get("steps", 0) + 1
-
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        return kkt(qp, state.x, state.g).measure <= tol
+        self.judge(qp, state)
 
 
 @attrs.frozen
 class Sleeper(ProjectedGradient):
     """Sleeps every step and never converges."""
 
+    def judge(self, qp: QP, state: State) -> None:
+        pass
+
     def step(self, qp: QP, state: State) -> None:
         time.sleep(0.005)
-
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        return False
 
 
 @attrs.frozen
@@ -55,13 +69,11 @@ class Liar(ProjectedGradient):
     def init(self, qp: QP, x0: np.ndarray | None, tol: float) -> State:
         state = super().init(qp, x0, tol)
         state.g = np.zeros(qp.n)
+        state.done = True
         return state
 
     def step(self, qp: QP, state: State) -> None:
         pass
-
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        return True
 
 
 @attrs.frozen
@@ -74,9 +86,6 @@ class Exploder(ProjectedGradient):
             state.g[:] = np.nan
         else:
             super().step(qp, state)
-
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        return bool(np.isfinite(state.x).all()) and super().converged(qp, state, tol)
 
 
 @attrs.frozen
@@ -252,8 +261,8 @@ def test_bad_limits(easy: QP, kwargs: dict[str, Any], field: str) -> None:
 def test_reporter_receives_updates_and_one_finish(hard: QP) -> None:
     rep = Recorder(interval=0.0)
     res = solve(hard, ProjectedGradient(), tol=1e-12, max_iter=10, reporter=rep)
-    assert len(rep.updates) == 10  # interval 0: before every step
-    assert [u[0] for u in rep.updates] == list(range(10))
+    assert len(rep.updates) == 10  # interval 0: after every step
+    assert [u[0] for u in rep.updates] == list(range(1, 11))
     assert rep.finished == [res]
 
 

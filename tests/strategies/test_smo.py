@@ -14,7 +14,7 @@ from problems.datasets import load_dataset
 from problems.svm import csvc, fixed_threshold_svm
 from qpcore.reference import assert_kkt, dense_reference
 from qpcore.testing import svm_duals
-from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule, make_rule
+from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule, SMOWork, make_rule
 
 RULES = ["wss2", "mvp", "platt"]
 
@@ -121,7 +121,7 @@ def test_weight_update_matches_kernel_rows() -> None:
     assert a.stats["rows_computed"] < b.stats["rows_computed"]
     assert_kkt(prob.qp, a, 1e-6)
     assert a.objective == pytest.approx(b.objective, rel=1e-8)
-    w = a.state.extra.w
+    w = a.state.work(SMOWork).w
     assert np.allclose(w, np.asarray(X.T @ (a.x * prob.y)).ravel(), atol=1e-10)
 
 
