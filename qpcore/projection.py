@@ -1,7 +1,10 @@
-"""Projections onto the feasible set, building blocks for the Moré–Toraldo GPCG strategy.
+"""Projections onto the feasible set, building blocks for GPCG and for the shared warm start.
 
-The feasible sets are the box ``lb ≤ x ≤ ub`` and the box with one equality row
-``aᵀx = b`` (the SVM-dual shape). Everything is vectorized: no Python loop runs over n.
+The feasible sets are the box ``lb ≤ x ≤ ub``, the box with one equality row ``aᵀx = b`` (the
+SVM-dual shape), with disjoint groups of rows (each variable in at most one row: the projection
+separates into one-row projections, :func:`project_groups`) and with general rows
+(:func:`project_rows`, an exact dual Newton method whose line search is the one-row projection).
+Everything is vectorized over n: Python loops run over rows or groups only.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from qpcore.problem import QP, FloatArray, ProblemError, as_float_vector
 
 BoolArray = NDArray[np.bool_]
 
-__all__ = ["bound_start", "bound_steps", "breakpoints_box", "feasible_start", "project_box", "project_box_equality"]
+__all__ = ["bound_start", "bound_steps", "breakpoints_box", "feasible_start", "project", "project_box",
+           "project_box_equality", "project_groups", "project_rows"]
 
 
 def project_box(x: ArrayLike, lb: ArrayLike, ub: ArrayLike) -> FloatArray:
@@ -205,6 +209,193 @@ def _next_breakpoint(t_lo: FloatArray, t_hi: FloatArray, t: float, *, below: boo
     return float(c.min()) if c.size else np.inf
 
 
+def project_groups(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, group: NDArray[np.intp], coef: ArrayLike,
+                   b: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """Euclidean projection of ``v`` onto the box with disjoint equality groups.
+
+    Each variable is in at most one row (``group[i]`` is its row, −1 for none, ``coef[i]`` its
+    coefficient: :attr:`qpcore.problem.Equality.group` and ``coef``), so the projection separates:
+    one :func:`project_box_equality` per group (exact, vectorized over its members), the variables
+    in no row clipped to the box.
+
+    Parameters
+    ----------
+    v : array_like
+        The point, length n.
+    lb, ub : array_like or float
+        Bounds (may be ±inf where each group stays feasible).
+    group : ndarray of intp
+        The row of each variable, −1 for none.
+    coef : array_like
+        Each variable's coefficient in its row (ignored where ``group`` is −1).
+    b : array_like
+        Right-hand sides, one per group (length m).
+
+    Returns
+    -------
+    x : ndarray
+        The projection.
+    lam : ndarray
+        One multiplier per group: ``x = clip(v + lam[group]·coef)`` on each group's members.
+
+    Raises
+    ------
+    ProblemError
+        When a group's row is infeasible for the bounds (see :func:`project_box_equality`).
+    """
+    vv = as_float_vector(v, "v")
+    n = vv.shape[0]
+    lo, hi = _bounds(lb, ub, n)
+    a = as_float_vector(coef, "coef", n)
+    bb = np.atleast_1d(np.asarray(b, dtype=np.float64))
+    grp = np.asarray(group, dtype=np.intp)
+    if grp.shape != (n,):
+        raise ProblemError(f"group: shape mismatch, expected ({n},), got {grp.shape}")
+    x = np.clip(vv, lo, hi)
+    lam = np.zeros(bb.size)
+    # a Python loop over the groups only (m is small); each projection is vectorized over members
+    order = np.argsort(grp, kind="stable")
+    starts = np.searchsorted(grp[order], np.arange(bb.size + 1))
+    for k in range(bb.size):
+        idx = order[starts[k]:starts[k + 1]]
+        if idx.size == 0:
+            if bb[k] != 0.0:
+                raise ProblemError(f"b: row {k} has no variable but b[{k}] = {bb[k]}")
+            continue
+        x[idx], lam[k] = project_box_equality(vv[idx], lo[idx], hi[idx], a[idx], float(bb[k]))
+    return x, lam
+
+
+def project_rows(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, A: ArrayLike, b: ArrayLike, *,
+                 max_iter: int = 500) -> tuple[FloatArray, FloatArray]:
+    """Euclidean projection of ``v`` onto ``{x : lb ≤ x ≤ ub, A x = b}`` for general rows.
+
+    The method is an exact **dual Newton method** on λ ∈ R^m. The projection is
+    ``x(λ) = clip(v + Aᵀλ, lb, ub)`` at a maximizer of the concave, piecewise-quadratic dual
+    D(λ) = min over the box of ½‖x − v‖² − λᵀ(A x − b), whose gradient is ``b − A x(λ)`` and
+    whose generalized Hessian is −A_F A_Fᵀ, F the coordinates strictly inside their bounds. Each iteration takes
+    the (semismooth) Newton direction d from ``A_F A_Fᵀ d = b − A x`` (least squares, so
+    dependent rows and rows that vanish on F are no obstacle; the gradient itself when that
+    is no ascent direction), then an **exact** line search along d: maximizing D(λ + t d) over
+    t is the one-row projection of ``v + Aᵀλ`` onto ``{(Aᵀd)ᵀx = dᵀb}``
+    (:func:`project_box_equality`, exact and O(n)). The iterates ascend D monotonically and,
+    once F settles, the Newton step is exact, so the method ends after finitely many
+    iterations in exact arithmetic; it stops when ‖A x − b‖∞ reaches rounding level
+    (1e-14 of the size of A x's terms) or stops improving.
+
+    Parameters
+    ----------
+    v : array_like
+        The point, length n (finite).
+    lb, ub : array_like or float
+        Bounds (may be ±inf).
+    A : array_like
+        The rows, shape (m, n) (any signs, dependent rows allowed as long as A x = b is
+        consistent with the bounds).
+    b : array_like
+        Right-hand side, length m.
+    max_iter : int
+        Cap on the Newton iterations.
+
+    Returns
+    -------
+    x : ndarray
+        The projection: in the box exactly, A x = b to rounding (when the set is not empty).
+    lam : ndarray
+        The dual point λ with ``x = clip(v + Aᵀλ, lb, ub)``.
+
+    Raises
+    ------
+    ProblemError
+        On invalid data, or when the iterations end with ‖A x − b‖∞ above 1e-9 of the size of
+        A x's terms (an empty feasible set, as a rule).
+    """
+    vv = as_float_vector(v, "v")
+    n = vv.shape[0]
+    lo, hi = _bounds(lb, ub, n)
+    Am = np.atleast_2d(np.asarray(A, dtype=np.float64))
+    if Am.shape[1] != n or not np.isfinite(Am).all():
+        raise ProblemError(f"A: expected a finite (m, {n}) array, got shape {Am.shape}")
+    bb = np.atleast_1d(np.asarray(b, dtype=np.float64))
+    if bb.shape != (Am.shape[0],) or not np.isfinite(bb).all():
+        raise ProblemError(f"b: expected {Am.shape[0]} finite values")
+    m = Am.shape[0]
+    lam = np.zeros(m)
+    w = vv.copy()                                   # v + Aᵀλ
+    x = np.clip(w, lo, hi)
+    absA = np.abs(Am)
+
+    def size(y: FloatArray) -> float:
+        return max(1.0, float(np.abs(bb).max(initial=0.0)), float((absA @ np.abs(y)).max(initial=0.0)))
+
+    best = np.inf
+    stale = 0
+    for _ in range(max_iter):
+        r = bb - Am @ x
+        res = float(np.abs(r).max(initial=0.0))
+        if res <= 1e-14 * size(x):
+            break
+        # the dual ascends monotonically, the residual's norm need not: stop only when it has not
+        # halved in many iterations (rounding level)
+        if res < 0.5 * best:
+            best, stale = res, 0
+        else:
+            stale += 1
+            if stale > 50:
+                break
+        F = (w > lo) & (w < hi)
+        AF = Am[:, F]
+        d = np.linalg.lstsq(AF @ AF.T, r, rcond=1e-13)[0] if F.any() else r.copy()
+        if not float(r @ d) > 1e-12 * float(np.linalg.norm(r)) * float(np.linalg.norm(d)):
+            d = r.copy()                            # no Newton ascent: the gradient ascends
+        ad = Am.T @ d
+        try:
+            xt, t = project_box_equality(w, lo, hi, ad, float(d @ bb))
+        except ProblemError:
+            break                                   # the line's root lies within rounding of its end
+        if not np.isfinite(t) or t == 0.0:
+            if t == 0.0 and not np.array_equal(xt, x):
+                x = xt
+                continue
+            break
+        w = w + t * ad
+        lam += t * d
+        x = np.clip(w, lo, hi)
+        if float(np.abs(bb - Am @ xt).max(initial=0.0)) < float(np.abs(bb - Am @ x).max(initial=0.0)):
+            x = xt                                  # the line search's exact piece solve
+    if float(np.abs(bb - Am @ x).max(initial=0.0)) > 1e-9 * size(x):
+        raise ProblemError("A x = b: no point of the box meets the rows (the dual Newton projection "
+                           f"ended at a residual of {float(np.abs(bb - Am @ x).max()):.3g})")
+    return x, lam
+
+
+def project(qp: QP, v: ArrayLike) -> FloatArray:
+    """Euclidean projection of ``v`` onto the feasible set of ``qp``, by its equality structure.
+
+    No rows: clip to the box. Disjoint groups (``qp.equality.kind == "groups"``, one row
+    included): :func:`project_groups`. General rows: :func:`project_rows`.
+
+    Parameters
+    ----------
+    qp : QP
+        The problem.
+    v : array_like
+        The point, length n.
+
+    Returns
+    -------
+    ndarray
+    """
+    eq = qp.equality
+    if eq.kind == "none":
+        return np.clip(as_float_vector(v, "v", qp.n), qp.lb, qp.ub)
+    if qp.m == 1:
+        return project_box_equality(v, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
+    if eq.kind == "groups":
+        return project_groups(v, qp.lb, qp.ub, eq.group, eq.coef, qp.b)[0]
+    return project_rows(v, qp.lb, qp.ub, qp.A, qp.b)[0]
+
+
 def bound_steps(x: FloatArray, p: FloatArray, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Step lengths t ≥ 0 at which x + t p meets lo and hi, coordinate by coordinate.
 
@@ -275,8 +466,9 @@ def feasible_start(qp: QP, x0: FloatArray, policy: str = "project", feas_tol: fl
         The warm start (finite, length n).
     policy : {"project", "raise"}
         ``"project"``: replace an infeasible x0 by its Euclidean projection onto
-        ``{lb ≤ x ≤ ub, aᵀx = b}`` (one equality row or none; with several rows an x0 that
-        violates them raises). ``"raise"``: raise a ``ProblemError`` naming the violated constraint.
+        ``{lb ≤ x ≤ ub, A x = b}`` (:func:`project`: one row or disjoint groups exactly, group by
+        group; general rows by the dual Newton method of :func:`project_rows`).
+        ``"raise"``: raise a ``ProblemError`` naming the violated constraint.
     feas_tol : float
         Violations up to ``feas_tol · feasibility_scale`` count as feasible: such an x0 is
         only clipped into the box.
@@ -291,7 +483,7 @@ def feasible_start(qp: QP, x0: FloatArray, policy: str = "project", feas_tol: fl
     Raises
     ------
     ProblemError
-        Under ``"raise"``, or when x0 violates several equality rows.
+        Under ``"raise"`` for an infeasible x0.
     """
     if policy not in ("project", "raise"):
         raise ProblemError(f"x0_policy: {policy!r} is not one of 'project', 'raise'")
@@ -304,7 +496,7 @@ def feasible_start(qp: QP, x0: FloatArray, policy: str = "project", feas_tol: fl
     if worst_bound <= tol and worst_eq <= tol:
         x = np.clip(x0, qp.lb, qp.ub)
         return x, float(np.abs(x - x0).max(initial=0.0))
-    if policy == "raise" or (qp.m > 1 and worst_eq > tol):
+    if policy == "raise":
         if worst_bound > tol:
             i = int(np.argmax(np.maximum(below, above)))
             what = (f"bound {'lb' if below[i] > 0 else 'ub'} at index {i}: x0[{i}] = {x0[i]:.6g} outside "
@@ -312,42 +504,20 @@ def feasible_start(qp: QP, x0: FloatArray, policy: str = "project", feas_tol: fl
         else:
             k = int(np.argmax(res))
             what = f"equality row {k}: A[{k}]·x0 − b[{k}] = {float(qp.A[k] @ x0 - qp.b[k]):.6g}"
-        hint = ("pass a feasible x0 or x0_policy='project'" if policy == "raise"
-                else "projection onto several equality rows is not offered; pass a feasible x0")
-        raise ProblemError(f"x0: infeasible warm start, violates the {what}; {hint}")
-    if qp.m == 1:
-        x = project_box_equality(x0, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
-    else:
-        x = np.clip(x0, qp.lb, qp.ub)
+        raise ProblemError(f"x0: infeasible warm start, violates the {what}; pass a feasible x0 or "
+                           "x0_policy='project'")
+    x = project(qp, x0)
     return x, float(np.abs(x - x0).max(initial=0.0))
 
 
-def bound_start(qp: QP) -> FloatArray:
-    """A feasible start with every variable but one on a bound (dual basic feasible, for SVMs).
-
-    0 clipped to the box; then, for one equality row aᵀx = b, variables in index order move to
-    the bound that reduces the residual, the last one part of the way (the start of SMO and
-    INCAS; α = 0 for an SVM dual, where the residual is 0 already). Variables moved all the way
-    land exactly on their bound.
-
-    Parameters
-    ----------
-    qp : QP
-        Finite bounds wherever the residual needs room; at most one equality row.
-
-    Returns
-    -------
-    ndarray
-    """
-    x = np.clip(np.zeros(qp.n), qp.lb, qp.ub)
-    if qp.m == 0:
-        return x
-    a = qp.A[0]
-    r = float(qp.b[0] - a @ x)
+def _bound_start_row(x: FloatArray, lb: FloatArray, ub: FloatArray, a: FloatArray, b: float) -> FloatArray:
+    """One row of :func:`bound_start`: from x in the box, variables in index order move to the
+    bound that reduces the residual of aᵀx = b, the last one part of the way."""
+    r = float(b - a @ x)
     if r == 0.0:
         return x
     sgn = np.sign(a) * np.sign(r)
-    room = np.where(sgn > 0, qp.ub - x, np.where(sgn < 0, x - qp.lb, 0.0)) * np.abs(a)
+    room = np.where(sgn > 0, ub - x, np.where(sgn < 0, x - lb, 0.0)) * np.abs(a)
     cum = np.cumsum(room)
     k = int(np.searchsorted(cum, abs(r)))
     take = room.copy()
@@ -355,8 +525,71 @@ def bound_start(qp: QP) -> FloatArray:
     if k < take.size:
         take[k] = abs(r) - (cum[k - 1] if k > 0 else 0.0)
     nz = a != 0
-    step = np.zeros(qp.n)
+    step = np.zeros(x.size)
     step[nz] = sgn[nz] * take[nz] / np.abs(a[nz])
-    full = np.arange(qp.n) < k
-    out: FloatArray = np.where(full & (sgn > 0), qp.ub, np.where(full & (sgn < 0), qp.lb, x + step))
-    return np.clip(out, qp.lb, qp.ub)
+    full = np.arange(x.size) < k
+    out: FloatArray = np.where(full & (sgn > 0), ub, np.where(full & (sgn < 0), lb, x + step))
+    return np.clip(out, lb, ub)
+
+
+def _vertex_start(qp: QP) -> FloatArray:
+    """A feasible point of general rows with most variables on a bound: a basic solution of the
+    feasibility LP (HiGHS dual simplex), its basic variables re-solved exactly (the simplex meets
+    A x = b only to its own tolerance), or, if that leaves the box, its exact projection."""
+    from scipy.optimize import linprog
+
+    lb, ub, A, b = qp.lb, qp.ub, qp.A, qp.b
+    bounds = np.column_stack([np.where(np.isfinite(lb), lb, np.nan), np.where(np.isfinite(ub), ub, np.nan)])
+    res = linprog(np.zeros(qp.n), A_eq=A, b_eq=b, bounds=[(None if np.isnan(lo) else lo, None if np.isnan(hi) else hi)
+                                                        for lo, hi in bounds], method="highs-ds")
+    if res.x is None:
+        raise ProblemError("A x = b is infeasible for the bounds (no feasible point found by the LP)")
+    x = np.clip(np.asarray(res.x, dtype=np.float64), lb, ub)
+    scale = np.maximum(1.0, np.abs(x))
+    at = (np.abs(x - lb) <= 1e-9 * scale) | (np.abs(x - ub) <= 1e-9 * scale)
+    x = np.where(np.abs(x - lb) <= 1e-9 * scale, lb, np.where(np.abs(x - ub) <= 1e-9 * scale, ub, x))
+    basic = np.flatnonzero(~at)
+    if basic.size:
+        # the smallest correction of the basic variables that meets the rows exactly
+        x_try = x.copy()
+        x_try[basic] += np.linalg.lstsq(A[:, basic], b - A @ x, rcond=None)[0]
+        size = max(1.0, float(np.abs(b).max(initial=0.0)), float((np.abs(A) @ np.abs(x_try)).max(initial=0.0)))
+        if (np.all(x_try >= lb) and np.all(x_try <= ub)
+                and float(np.abs(A @ x_try - b).max(initial=0.0)) <= 1e-13 * size):
+            return x_try
+    return project_rows(x, lb, ub, A, b)[0]
+
+
+def bound_start(qp: QP) -> FloatArray:
+    """A feasible start with most variables on a bound (dual basic feasible, for SVMs).
+
+    0 clipped to the box; then, for one equality row aᵀx = b, variables in index order move to
+    the bound that reduces the residual, the last one part of the way (the start of SMO and
+    INCAS; α = 0 for an SVM dual, where the residual is 0 already). Variables moved all the way
+    land exactly on their bound. Disjoint groups: the same, group by group. General rows: a
+    basic solution of the feasibility LP (scipy's HiGHS dual simplex, at most m variables off
+    their bounds when the bounds are finite), made exact (:func:`_vertex_start`).
+
+    Parameters
+    ----------
+    qp : QP
+        Finite bounds wherever the residual needs room.
+
+    Returns
+    -------
+    ndarray
+    """
+    x = np.clip(np.zeros(qp.n), qp.lb, qp.ub)
+    eq = qp.equality
+    if eq.kind == "none":
+        return x
+    if qp.m == 1:
+        return _bound_start_row(x, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))
+    if eq.kind == "groups":
+        for k in range(qp.m):
+            idx = eq.members(k)
+            x[idx] = _bound_start_row(x[idx], qp.lb[idx], qp.ub[idx], eq.coef[idx], float(qp.b[k]))
+        return x
+    if float(np.abs(qp.A @ x - qp.b).max()) <= 1e-14 * max(1.0, float(np.abs(qp.b).max())):
+        return x
+    return _vertex_start(qp)

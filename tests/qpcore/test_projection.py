@@ -1,4 +1,5 @@
-"""Projections for GPCG: box, box + one equality row (against KKT and a bisection reference), breakpoints."""
+"""Projections: box, box + one equality row (against KKT and a bisection reference), disjoint groups and
+general rows (against their optimality conditions), the m-row starts, breakpoints."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpcore import ProblemError
-from qpcore.projection import breakpoints_box, project_box, project_box_equality
+from qpcore import QP, ProblemError
+from qpcore.problem import Equality
+from qpcore.projection import (bound_start, breakpoints_box, feasible_start, project_box, project_box_equality,
+                               project_groups, project_rows)
 
 Arr = np.ndarray
 
@@ -238,3 +241,106 @@ def test_bound_steps_ratio_test() -> None:
     tl, tu = bound_steps(x, p, lo, hi)
     np.testing.assert_allclose(tl, [1.0, np.inf, np.inf, np.inf, 2.0])
     np.testing.assert_allclose(tu, [np.inf, 1.0, np.inf, 0.0, np.inf])
+
+
+# --- several rows: disjoint groups and general rows --------------------------------------------
+
+@st.composite
+def row_instances(draw: st.DrawFn, groups: bool = False) -> tuple[Arr, Arr, Arr, Arr, Arr]:
+    """(v, lb, ub, A, b) with 2–5 rows met by a point of the box: general rows (dependent and zero
+    rows, zero columns, infinite and fixed bounds) or, with ``groups``, disjoint groups."""
+    n = draw(st.integers(2, 14))
+    m = draw(st.integers(2, 5))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    if groups:
+        group = rng.integers(-1, m, n)
+        A = np.zeros((m, n))
+        inside = np.flatnonzero(group >= 0)
+        A[group[inside], inside] = rng.choice([-2.0, -1.0, 0.5, 1.0, 3.0], size=inside.size)
+    else:
+        A = rng.standard_normal((m, n))
+        if draw(st.booleans()):
+            A[-1] = A[0] - 2.0 * A[1]          # a dependent row
+        if draw(st.booleans()):
+            A[:, : n // 3] = 0.0                # variables in no row
+        if draw(st.booleans()):
+            A[1] = 0.0                          # a zero row (b = 0 then)
+    lb = np.where(rng.random(n) < 0.2, -np.inf, -rng.random(n) * 2)
+    ub = np.where(rng.random(n) < 0.2, np.inf, rng.random(n) * 2)
+    fixed = rng.random(n) < 0.15
+    lb[fixed] = ub[fixed] = np.where(np.isfinite(lb[fixed]), lb[fixed], 0.0)
+    x0 = np.clip(rng.standard_normal(n), lb, ub)
+    if draw(st.booleans()):                     # a feasible point on the bounds: b at an edge
+        x0 = np.where(np.isfinite(lb), lb, x0)
+    v = rng.standard_normal(n) * draw(st.sampled_from([0.1, 1.0, 10.0]))
+    return v, lb, ub, A, A @ x0
+
+
+def _check_rows(x: Arr, lam: Arr, v: Arr, lb: Arr, ub: Arr, A: Arr, b: Arr) -> None:
+    # the projection's optimality conditions, which characterize it: x in the box, A x = b, and
+    # x = clip(v + Aᵀλ) (the multipliers of the box are x − (v + Aᵀλ), of the right sign by the clip)
+    assert np.all(x >= lb) and np.all(x <= ub)
+    size = 1.0 + float((np.abs(A) @ np.abs(x)).max(initial=0.0)) + float(np.abs(b).max(initial=0.0))
+    assert float(np.abs(A @ x - b).max(initial=0.0)) <= 1e-12 * size
+    w = v + A.T @ lam
+    scale = 1.0 + float(np.abs(w).max(initial=0.0))
+    np.testing.assert_allclose(x, np.clip(w, lb, ub), atol=1e-9 * scale)
+
+
+@given(row_instances())
+def test_project_rows_meets_its_optimality_conditions(inst: tuple[Arr, Arr, Arr, Arr, Arr]) -> None:
+    v, lb, ub, A, b = inst
+    x, lam = project_rows(v, lb, ub, A, b)
+    _check_rows(x, lam, v, lb, ub, A, b)
+    # idempotent: a feasible point is its own projection
+    np.testing.assert_allclose(project_rows(x, lb, ub, A, b)[0], x, atol=1e-10 * (1 + np.abs(x).max()))
+
+
+@given(row_instances(groups=True))
+def test_project_groups_meets_its_optimality_conditions(inst: tuple[Arr, Arr, Arr, Arr, Arr]) -> None:
+    v, lb, ub, A, b = inst
+    eq = Equality.of(A)
+    assert eq.kind == "groups"
+    x, lam = project_groups(v, lb, ub, eq.group, eq.coef, b)
+    _check_rows(x, lam, v, lb, ub, A, b)
+    # the general method agrees with the group-by-group one (the projection is unique)
+    np.testing.assert_allclose(project_rows(v, lb, ub, A, b)[0], x, atol=1e-8 * (1 + np.abs(x).max()))
+
+
+@given(st.one_of(row_instances(), row_instances(groups=True)))
+def test_starts_with_rows_are_feasible(inst: tuple[Arr, Arr, Arr, Arr, Arr]) -> None:
+    v, lb, ub, A, b = inst
+    qp = QP(np.eye(v.size), np.zeros(v.size), lb, ub, A, b)
+    for x in (bound_start(qp), feasible_start(qp, v)[0]):
+        _check_rows(x, np.zeros(A.shape[0]), x, lb, ub, A, b)
+    x, moved = feasible_start(qp, v)
+    np.testing.assert_allclose(x, project_rows(v, lb, ub, A, b)[0], atol=1e-10 * (1 + np.abs(x).max()))
+    assert moved == pytest.approx(float(np.abs(x - v).max()))
+
+
+def test_bound_start_general_rows_is_a_vertex() -> None:
+    # finite bounds: a basic solution has at most m variables off their bounds
+    rng = np.random.default_rng(7)
+    n, m = 30, 3
+    A = rng.standard_normal((m, n))
+    x0 = rng.random(n)
+    qp = QP(np.eye(n), np.zeros(n), 0.0, 1.0, A, A @ x0)
+    x = bound_start(qp)
+    assert np.count_nonzero((x > 0) & (x < 1)) <= m
+    assert float(np.abs(A @ x - qp.b).max()) <= 1e-12 * n
+
+
+def test_bound_start_groups_group_by_group() -> None:
+    # two ±1 groups (the ν-SVC shape): each group's row met by the one-row rule, on the bounds
+    A = np.array([[1.0, 1.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0, -1.0, 1.0]])
+    qp = QP(np.eye(6), np.zeros(6), 0.0, 1.0, A, np.array([1.5, 0.5]))
+    x = bound_start(qp)
+    np.testing.assert_allclose(A @ x, [1.5, 0.5])
+    assert np.count_nonzero((x > 0) & (x < 1)) <= 2
+
+
+def test_project_rows_infeasible_raises() -> None:
+    A = np.array([[1.0, 1.0], [1.0, -1.0]])
+    with pytest.raises(ProblemError, match="no point of the box"):
+        project_rows(np.zeros(2), 0.0, 1.0, A, np.array([2.0, 1.0]))
