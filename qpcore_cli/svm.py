@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 import numpy as np
 import scipy.sparse as sp
 
-from problems.datasets import DataFormatError, load_svmlight
+from problems.svmlight import DataFormatError, load_svmlight
 from problems.svm import csvc
 from qpcore import __version__
 from qpcore.operators import Kernel

@@ -138,7 +138,7 @@ def test_solve_svm_matches_libsvm(capsys: pytest.CaptureFixture[str], svm_files:
                                   tmp_path: Path) -> None:
     """Same dual objective, bias and support as LIBSVM (scikit-learn) at the same tolerance."""
     svm = pytest.importorskip("sklearn.svm")
-    from problems.datasets import load_svmlight
+    from problems.svmlight import load_svmlight
 
     from qpcore import Kernel
 
@@ -421,7 +421,7 @@ def test_make_reporter() -> None:
 
 def test_rich_reporter_on_a_terminal(capsys: pytest.CaptureFixture[str], svm_files: tuple[Path, Path]) -> None:
     pytest.importorskip("rich")
-    from problems.datasets import load_svmlight
+    from problems.svmlight import load_svmlight
     from problems.svm import csvc
     from strategies.smo import SMO
 

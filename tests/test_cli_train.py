@@ -16,7 +16,8 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from problems.datasets import data_dir, dump_svmlight, load_svmlight
+from problems.data import data_dir
+from problems.svmlight import dump_svmlight, load_svmlight
 from problems.multiclass import MulticlassSVM, problems_of, train_multiclass
 from qpcore.operators import Kernel
 from qpcore.state import Status

@@ -341,7 +341,7 @@ def test_predict_before_fit_and_wrong_width() -> None:
 @pytest.mark.parametrize("loss,solver", [("squared_hinge", "asvm"), ("hinge", "ocas"), ("hinge", "ocas-active")])
 def test_adult_matches_liblinear(loss: str, solver: str) -> None:
     """Adult (the issue's third set): one-hot sparse features, train and test split as shipped."""
-    from problems.datasets import load_dataset
+    from problems.data import load_dataset
 
     X, y = load_dataset("adult")
     Xt, yt = load_dataset("adult", "tst")

@@ -99,7 +99,7 @@ def test_digits_one_vs_rest() -> None:
 
 @pytest.mark.data
 def test_adult_agrees_with_libsvm() -> None:
-    from problems.datasets import load_dataset
+    from problems.data import load_dataset
 
     X, y = load_dataset("adult")
     X, y = X[:2000], y[:2000]

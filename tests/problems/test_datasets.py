@@ -1,4 +1,5 @@
-"""Tests of problems.datasets: the SVMlight reader, the shared data and Platt's generators."""
+"""Tests of the data modules: the SVMlight reader (problems.svmlight), the shared data (problems.data), Platt's
+generators (problems.synthetic), and problems.datasets, the name that re-exports them."""
 
 from __future__ import annotations
 
@@ -13,16 +14,15 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-from problems import datasets
-from problems.datasets import (
-    DataFormatError,
-    data_dir,
-    load_dataset,
-    load_svmlight,
-    platt_hyperplane,
-    platt_random_labels,
-    platt_sparse_separable,
-)
+import problems.data
+import problems.datasets
+import problems.float_text
+import problems.svmlight
+import problems.synthetic
+from problems import svmlight
+from problems.data import data_dir, load_dataset
+from problems.svmlight import DataFormatError, load_svmlight
+from problems.synthetic import platt_hyperplane, platt_random_labels, platt_sparse_separable
 
 #: where a checkout's real data live (beside the repository)
 CHECKOUT_DATA = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -94,10 +94,10 @@ def test_ijcnn1_loads_fast(shared: pathlib.Path) -> None:
 
 @pytest.mark.data
 def test_fast_and_slow_parsers_agree_on_real_file(shared: pathlib.Path) -> None:
-    text = datasets._read_text(shared / "adult.tst.bz2")
-    fast = datasets._parse_fast(text, "auto")
+    text = svmlight._read_text(shared / "adult.tst.bz2")
+    fast = svmlight._parse_fast(text, "auto")
     assert fast is not None
-    slow = datasets._parse_slow(text, "adult.tst", "auto")
+    slow = svmlight._parse_slow(text, "adult.tst", "auto")
     for a, b in zip(fast, slow, strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -128,14 +128,14 @@ def test_data_dir_env(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -
 
 @pytest.fixture()
 def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> pathlib.Path:
-    """``problems.datasets`` as if installed in ``tmp_path/site/lib/site-packages``, no QPCORE_DATA.
+    """``problems.data`` as if installed in ``tmp_path/site/lib/site-packages``, no QPCORE_DATA.
 
     Returns a working folder four levels below ``tmp_path/work`` (the search stays in tmp_path).
     """
     site = tmp_path / "site" / "lib" / "site-packages"
     (site / "problems").mkdir(parents=True)
     (site.parent / "shared" / "data").mkdir(parents=True)  # site-packages/../shared/data: never used
-    monkeypatch.setattr(datasets, "__file__", str(site / "problems" / "datasets.py"))
+    monkeypatch.setattr(problems.data, "__file__", str(site / "problems" / "data.py"))
     monkeypatch.delenv("QPCORE_DATA", raising=False)
     cwd = tmp_path / "work" / "a" / "b" / "c" / "d"
     cwd.mkdir(parents=True)
@@ -160,11 +160,11 @@ def test_data_dir_from_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: pathl
                                 installed: pathlib.Path) -> None:
     repo = tmp_path / "checkout" / "repo"
     (repo / "problems").mkdir(parents=True)
-    (repo / "problems" / "datasets.py").write_text("")
+    (repo / "problems" / "data.py").write_text("")
     (repo / "pyproject.toml").write_text("")
     (tmp_path / "checkout" / "shared" / "data").mkdir(parents=True)
     (installed / "shared" / "data").mkdir(parents=True)
-    monkeypatch.setattr(datasets, "__file__", str(repo / "problems" / "datasets.py"))
+    monkeypatch.setattr(problems.data, "__file__", str(repo / "problems" / "data.py"))
     assert data_dir() == (tmp_path / "checkout" / "shared" / "data").resolve()  # before the working folder
 
 
@@ -229,9 +229,9 @@ def test_round_trip_compressions(tmp_path: pathlib.Path, suffix: str) -> None:
     "text", [SMALL, "1 5:1\n-1\n1 2:1 3:1\n", "1 1:1\n2 5:1 6:1\n-1 1:2\n", "1\n"]
 )
 def test_fast_path_handles_and_matches_slow_path(text: str) -> None:
-    fast = datasets._parse_fast(text, "auto")
+    fast = svmlight._parse_fast(text, "auto")
     assert fast is not None  # comments, qid, empty rows, index drops between rows
-    slow = datasets._parse_slow(text, "t", "auto")
+    slow = svmlight._parse_slow(text, "t", "auto")
     for a, b in zip(fast, slow, strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -418,7 +418,18 @@ def test_platt_random_labels() -> None:
     assert big.shape == (20_000, 300)
 
 
-def test_module_does_not_import_sklearn() -> None:
-    source = pathlib.Path(datasets.__file__).read_text()
-    assert "sklearn" not in source.replace("scikit-learn", "")
-    assert os.path.basename(datasets.__file__) == "datasets.py"
+@pytest.mark.parametrize("module", [problems.svmlight, problems.float_text, problems.data, problems.synthetic,
+                                    problems.datasets])
+def test_module_does_not_import_sklearn(module: object) -> None:
+    path = pathlib.Path(str(getattr(module, "__file__")))
+    assert "sklearn" not in path.read_text().replace("scikit-learn", "")
+    assert path.parent.name == "problems"
+
+
+def test_datasets_reexports_the_data_modules() -> None:
+    # the former single module is only a second name: every name is the object of its home module
+    homes = (problems.svmlight, problems.data, problems.synthetic)
+    for name in problems.datasets.__all__:
+        owners = [m for m in homes if name in m.__all__]
+        assert len(owners) == 1, name
+        assert getattr(problems.datasets, name) is getattr(owners[0], name)

@@ -1,5 +1,5 @@
 """problems.risk (the hinge-loss linear SVM: primal, dual QP, certificate) and the SVMlight writer
-problems.datasets.dump_svmlight: bad input, the objectives against brute force, weak duality, the
+problems.svmlight.dump_svmlight: bad input, the objectives against brute force, weak duality, the
 certificate of a tight solve against LIBLINEAR, and writer round trips."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hypothesis.extra import numpy as hnp
 
 import qpcore
 from problems.asvm import LinearSVMModel
-from problems.datasets import dump_svmlight, load_svmlight
+from problems.svmlight import dump_svmlight, load_svmlight
 from problems.risk import HingeCertificate, HingeProblem, hinge_svm
 from qpcore.lowrank import DiagPlusLowRankQ
 from strategies.active_set import DenseActiveSet
@@ -442,9 +442,9 @@ def test_writer_text_is_mostly_repr(tmp_path: pathlib.Path) -> None:
 
 
 def test_writer_many_rows_in_chunks(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from problems import datasets
+    from problems import svmlight
 
-    monkeypatch.setattr(datasets, "_WRITE_NNZ", 64)           # many chunks, some rows alone
+    monkeypatch.setattr(svmlight, "_WRITE_NNZ", 64)           # many chunks, some rows alone
     rng = np.random.default_rng(9)
     S = sp.random(500, 40, density=0.2, random_state=2, format="csr")
     S.data = np.round(S.data * 8) / 4                         # few distinct values: formatted once each

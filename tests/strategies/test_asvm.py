@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import qpcore
 from problems.asvm import asvm_dual
-from problems.datasets import load_dataset
+from problems.data import load_dataset
 from problems.random import random_lowrank_qp
 from qpcore.lowrank import DiagPlusLowRankQ
 from qpcore.reference import check_against_reference, dense_reference, gradient_scale

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 
 import qpcore
-from problems.datasets import load_dataset
+from problems.data import load_dataset
 from problems.svm import csvc
 from qpcore.reference import assert_kkt, dense_reference
 from qpcore.testing import svm_duals

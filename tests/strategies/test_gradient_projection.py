@@ -12,7 +12,7 @@ from scipy.optimize import lsq_linear
 from scipy.optimize import nnls as scipy_nnls
 
 import qpcore
-from problems.datasets import load_dataset
+from problems.data import load_dataset
 from problems.least_squares import bounded_least_squares, nnls
 from problems.svm import csvc
 from qpcore.gram import GramQ

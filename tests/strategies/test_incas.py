@@ -9,7 +9,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import qpcore
-from problems.datasets import load_dataset
+from problems.data import load_dataset
 from problems.svm import csvc
 from qpcore.reference import assert_kkt, check_against_reference, dense_reference
 from qpcore.testing import box_equality_qps, svm_duals, warm_starts

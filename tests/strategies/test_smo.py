@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import qpcore
 from qpcore.rules import RuleView
-from problems.datasets import load_dataset
+from problems.data import load_dataset
 from problems.svm import csvc, fixed_threshold_svm
 from qpcore.reference import assert_kkt, dense_reference
 from qpcore.testing import svm_duals
