@@ -32,42 +32,24 @@ from __future__ import annotations
 
 import importlib
 import operator
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from qpcore.kkt import box_terms
-from qpcore.operators import OperatorStats
+from qpcore.operators import Capability, OperatorStats
 from qpcore.optimality import separable_minimum
 from qpcore.problem import ProblemError
+from qpcore.rowspace import ClusterError, Rows
 from qpcore.vectors import DistributedOperator, DistributedVector, all_finite, max_abs_diff, same_point
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["ChunkedLowRankQ", "ChunkedVector", "ClusterError", "RowSpace", "all_finite", "connect", "is_chunked",
+__all__ = ["ChunkedLowRankQ", "ChunkedRows", "ChunkedVector", "ClusterError", "RowSpace", "all_finite", "connect", "is_chunked",
            "max_abs_diff", "same_point"]
 
 _SPLIT_EVERY = 8     # fan-in of the tree reduction: a root after ⌈log_8(chunks)⌉ levels
-
-
-class ClusterError(RuntimeError):
-    """The cluster lost work it could not recompute (a worker died and its chunks' source is gone,
-    or the scheduler went away).
-
-    Attributes
-    ----------
-    primal : ndarray or None
-        The best primal point the client held when the run failed (ASVM's (w, γ) = Hᵀu, the
-        cutting planes' w_b): small, on the client, so it survives the loss.
-    iteration : int or None
-        The iteration the run had reached.
-    """
-
-    def __init__(self, message: str, *, primal: FloatArray | None = None, iteration: int | None = None) -> None:
-        super().__init__(message)
-        self.primal = primal
-        self.iteration = iteration
 
 
 def _cluster_errors() -> tuple[type[BaseException], ...]:
@@ -255,8 +237,9 @@ class RowSpace:
 
     def map_reduce(self, fn: Callable[..., tuple[Any, Any]], *args: Any, ops: tuple[str, ...],
                    name: str = "qpcore-pass") -> tuple[list[Any], tuple[Any, ...]]:
-        """One pass that both keeps and reports: ``fn`` returns ``(kept, partial)``; the kept
-        objects stay on the workers (one future per chunk) and the partials are tree-reduced.
+        """One pass that both keeps and reports: ``fn`` returns ``(kept..., partial)``; the kept
+        objects stay on the workers (one future per chunk) and the partials (the last elements)
+        are tree-reduced.
 
         Returns
         -------
@@ -269,7 +252,7 @@ class RowSpace:
         # the partial is taken out by a tiny task beside each pair, so the kept m-vector never
         # travels to a combining worker
         n = self.n_chunks
-        partials: list[Any] = self.client.map(_pick, pairs, [1] * n, pure=False)
+        partials: list[Any] = self.client.map(_pick, pairs, [-1] * n, pure=False)
         self.counters["tasks"] += n
         return pairs, self.tree(partials, ops)
 
@@ -371,16 +354,22 @@ class ChunkedVector(DistributedVector):
         One future per chunk of a float64 array of the chunk's length; None for a constant vector.
     const : float
         The value of a constant vector (``parts`` None).
+    pick : int, optional
+        The chunks are the outputs of a pass (tuples) and the vector is their element ``pick``.
+    finite : bool, optional
+        Whether every entry is finite, when the pass that computed the chunks reported it (then
+        :meth:`all_finite` costs no reduction).
     """
 
     __array_ufunc__ = None      # numpy defers to our reflected operators (ndarray + ChunkedVector)
 
     def __init__(self, space: RowSpace, parts: list[Any] | None, *, const: float = 0.0,
-                 pick: int | None = None) -> None:
+                 pick: int | None = None, finite: bool | None = None) -> None:
         self.space = space
         self.parts = parts
         self.const = float(const)
         self.pick = pick
+        self.finite = finite
 
     def columns(self) -> list[Any]:
         """The per-chunk task arguments (see :meth:`RowSpace.map_reduce` for ``pick``)."""
@@ -499,7 +488,9 @@ class ChunkedVector(DistributedVector):
         return float(self._stats()[3])
 
     def all_finite(self) -> bool:
-        """Whether every entry is finite."""
+        """Whether every entry is finite (as reported by the pass that computed it, when it did)."""
+        if self.finite is not None:
+            return self.finite
         return bool(self._stats()[2])
 
     def same_point(self, other: DistributedVector) -> bool:
@@ -567,6 +558,67 @@ def _block_diag(block: Any) -> FloatArray:
     return out
 
 
+class ChunkedRows(Rows):
+    """:class:`qpcore.rowspace.Rows` on a Dask cluster: a task per chunk, tree reductions, and
+    :class:`ChunkedVector` m-vectors that never leave the workers.
+
+    Parameters
+    ----------
+    space : RowSpace
+        The partition (its ``counters`` record the communication).
+    blocks : PerChunk
+        The chunks' ``DiagPlusLowRankQ`` operators.
+    """
+
+    def __init__(self, space: RowSpace, blocks: PerChunk) -> None:
+        self.space = space
+        self.blocks = blocks
+        self.m = space.m
+
+    def map(self, fn: Callable[..., Any], *args: Any, name: str) -> list[Any]:
+        """:meth:`RowSpace.map`."""
+        return self.space.map(fn, *args, name=name)
+
+    def map_reduce(self, fn: Callable[..., tuple[Any, ...]], *args: Any, ops: tuple[str, ...], name: str
+                   ) -> tuple[list[Any], tuple[Any, ...]]:
+        """:meth:`RowSpace.map_reduce`: the outputs stay on the workers, the partials are picked
+        beside them and tree-reduced."""
+        return self.space.map_reduce(fn, *args, ops=ops, name=name)
+
+    def reduce(self, fn: Callable[..., tuple[Any, ...]], *args: Any, ops: tuple[str, ...], name: str
+               ) -> tuple[Any, ...]:
+        """:meth:`RowSpace.reduce`."""
+        return self.space.reduce(fn, *args, ops=ops, name=name)
+
+    def vector(self, outs: list[Any], pick: int, finite: bool | None = None) -> ChunkedVector:
+        """The chunked vector of element ``pick`` of the outputs (picked on the workers)."""
+        return ChunkedVector(self.space, outs, pick=pick, finite=finite)
+
+    def full(self, value: float) -> ChunkedVector:
+        """The constant vector (no chunks stored)."""
+        return self.space.full(value)
+
+    def scalar_or_vector(self, v: Any) -> Any:
+        """A constant chunked vector as its value (tasks then carry one number, no chunk)."""
+        if isinstance(v, ChunkedVector) and v.parts is None:
+            return v.const
+        return v
+
+    def adopt(self, x0: Any) -> ChunkedVector:
+        """``x0`` when it is a chunked vector of this partition.
+
+        Raises
+        ------
+        ProblemError
+            For a numpy array (the start of a chunked problem lives on the cluster) or another partition.
+        """
+        if not isinstance(x0, ChunkedVector):
+            raise ProblemError("x0: a chunked problem starts from a ChunkedVector (e.g. a previous result's x) or None")
+        if x0.space.sizes != self.space.sizes:
+            raise ProblemError(f"x0: its chunks {x0.space.sizes} are not the problem's {self.space.sizes}")
+        return x0
+
+
 class ChunkedLowRankQ(DistributedOperator):
     """Q = d·I + HHᵀ over row chunks on a Dask cluster; each chunk holds a
     :class:`qpcore.lowrank.DiagPlusLowRankQ` of its rows (built and validated on the worker).
@@ -586,6 +638,8 @@ class ChunkedLowRankQ(DistributedOperator):
     sparse : bool
         Whether the chunks hold CSR data.
     """
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.LOWRANK, Capability.CHUNKED})
 
     def __init__(self, space: RowSpace, blocks: list[Any], d: float, p: int, bias: float | None,
                  sparse: bool) -> None:
@@ -607,6 +661,10 @@ class ChunkedLowRankQ(DistributedOperator):
     def shape(self) -> tuple[int, int]:
         """(m, m)."""
         return (self.space.m, self.space.m)
+
+    def row_space(self) -> ChunkedRows:
+        """The chunks and the passes over them (:class:`qpcore.rowspace.Rows`)."""
+        return ChunkedRows(self.space, self.blocks)
 
     def diag(self) -> ChunkedVector:
         """Q_ii as a chunked vector."""

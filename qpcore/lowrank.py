@@ -14,7 +14,7 @@ H is stored implicitly as ``diag(s)·[F, β·e]``: the data F (dense or CSR), an
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg as sla
@@ -22,8 +22,9 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from qpcore.gram import as_float_matrix
-from qpcore.operators import OperatorStats
+from qpcore.operators import Capability, OperatorStats
 from qpcore.problem import ProblemError
+from qpcore.rowspace import LocalRows
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -53,6 +54,9 @@ class DiagPlusLowRankQ:
     ProblemError
         On NaN/inf, negative d, or shapes that do not agree.
     """
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({
+        Capability.LOWRANK, Capability.SUBSET, Capability.BLOCK, Capability.CROSS})
 
     def __init__(self, d: float | ArrayLike, F: Any, *, row_scale: ArrayLike | None = None,
                  bias: float | None = None) -> None:
@@ -90,6 +94,10 @@ class DiagPlusLowRankQ:
         self.k = p + (self.bias is not None)
         self.stats = OperatorStats()
         self._block_rows = max(256, _BLOCK_BYTES // (8 * max(1, self.k)))
+
+    def row_space(self) -> LocalRows:
+        """The rows as one block, for methods written over :class:`qpcore.rowspace.Rows`."""
+        return LocalRows(self)
 
     # ------------------------------------------------------------------ QOperator
     @property
@@ -336,8 +344,9 @@ def factor_identity_plus(G: FloatArray, *, fallback: bool = True) -> SmallFactor
     """Factor M = I + G for a Gram matrix G ⪰ 0: Cholesky, else (when ``fallback``) the floored
     eigendecomposition, else None.
 
-    The one home of the SMW system's factorization: :class:`SMWFactor` and the chunked ASVM
-    (``strategies.asvm_chunked``) both call it. A caller whose G came from rank updates passes
+    The one home of the SMW system's factorization: :class:`SMWFactor` and ASVM
+    (``strategies.asvm``, in process and on a cluster) both call it. A caller whose G came from
+    rank updates passes
     ``fallback=False`` first, so that a failure (rounding in an extremely ill-conditioned H) is
     answered by rebuilding G from the rows, and only a rebuilt G that still fails falls back.
 
