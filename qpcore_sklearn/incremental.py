@@ -29,7 +29,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from qpcore.kkt import KKT
 from qpcore.operators import Kernel
 from qpcore_sklearn._params import gamma_value, positive
-from strategies.incremental import RESERVE, IncrementalSVM
+from strategies.incremental import IncrementalSVM
+from strategies.incremental_path import RESERVE
 
 __all__ = ["IncrementalSVC", "LeaveOneOut"]
 
