@@ -470,7 +470,7 @@ def render(records: list[dict[str, Any]], machines: dict[int, dict[str, Any]], c
                  f"{_f(o.get('peak_mb'), '.0f')} / {_f(p.get('peak_mb'), '.0f') if p else '–'} | "
                  f"{o.get('gp_steps')} / {o.get('cg_steps')} / {o.get('newton_steps')} / {o.get('factorizations')} | "
                  f"{_loads(o)} / {_loads(p) if p else ''}{flag} |")
-    L += ["", "## Bar (issue 14): GPCG ≤ 0.2× the fastest 1e-9 peer on spec_2000_k* (every condition number) "
+    L += ["", "## Bar: GPCG ≤ 0.2× the fastest 1e-9 peer on spec_2000_k* (every condition number) "
           "and on nnls_8000x2000", ""]
     for t in sorted({r["threads"] for r in records}):
         for group, rows in (("spec_2000_k*", [r for r in records if r["row"].startswith("spec_2000_")]),
