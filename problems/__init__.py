@@ -1,4 +1,4 @@
 """Problem generators and data sets for qpcore tests and benchmarks."""
 
-# the modules are the API (problems.svm, problems.datasets, ...); nothing is re-exported here
+# the modules are the API (problems.svm, problems.svmlight, problems.data, ...); nothing is re-exported here
 __all__: list[str] = []
