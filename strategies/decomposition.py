@@ -1,16 +1,28 @@
-"""Osuna decomposition and chunking: working sets of size q, each subproblem solved by any strategy.
+"""Osuna decomposition and chunking: working sets chosen by a rule, each subproblem solved by any strategy.
 
 Osuna, Freund & Girosi (1997) fix all variables outside a working set B and solve the QP in B;
 SMO is the q = 2 extreme, Vapnik's chunking grows B to all support vectors plus the worst
-violators. Numpy wins here where work comes in blocks: the q kernel rows of B come in one BLAS
-product (``qp.Q.rows(B)``), and after the subproblem the gradient of every variable is updated by
-one matrix–vector product ``g += Q[B, :]ᵀ Δx_B``.
+violators. A round of :class:`Decomposition`: the rule picks B from a :class:`qpcore.rules.RuleView`
+of the unshrunk variables; the rows Q[B, :] come from a row buffer sized by the operator's cache
+budget (rows of earlier sets are reused, the new ones computed in blocks); the subproblem over B
+(Q_BB, c_B = g_B − Q_BB x_B, and the equality rows of the groups that B touches, their right-hand
+sides as they stand) is a :class:`qpcore.QP` solved by the inner strategy through
+:func:`qpcore.solve.iterate`, to a tolerance tied to B's own gap; then every gradient entry is
+updated by one block product ``g += Q[B, :]ᵀ Δx_B``.
 
-The problem shape is SMO's: finite bounds and either one equality row (the C-SVC dual,
-``yᵀx = b``) or none. Working-set rules are small classes with ``select(qp, state, tol)``:
-:class:`SteepestFeasible` (SVMlight's q/2-top/q/2-bottom rule, reusing part of the previous set,
-with an occasional random set), :class:`Chunking` and :class:`OsunaSwap`; a user's rule plugs in
-the same way.
+The problem shape: finite bounds, and no equality or disjoint equality groups (each variable in
+at most one row, any nonzero coefficients; the C-SVC dual's ``yᵀx = 0`` is one group, and a
+variable in no row moves alone). General rows are refused, naming
+:class:`~strategies.active_set.DenseActiveSet`. Without an ``inner`` strategy, one that takes
+every subproblem is chosen from the problem: SMO without shrinking when there is no equality or
+every variable sits in a group with coefficient ±1, else the dense active set.
+
+Working-set rules have ``select(view, tol)``: the set rules :class:`SteepestFeasible` (SVMlight's
+q/2-top/q/2-bottom rule, within each group, reusing part of the previous set), :class:`Chunking`
+and :class:`OsunaSwap`, and SMO's pair rules taken as sets of size 2; a user's rule plugs in the
+same way. Shrinking (LIBSVM's test, each variable against its own group) narrows the buffered
+rows to the active columns; convergence is claimed only after the gradient has been recomputed
+exactly over all variables where shrinking or float32 rows could hide a violation.
 """
 
 from __future__ import annotations
