@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from qpcore.vectors import DistributedOperator
 from qpcore.optimality import (DEFAULT_FEAS_TOL, bound_violation, feasibility_scale, pair_gap, primal_violation,
-                               projected_gradient, scores_of, single_violation)
+                               projected_gradient, scores, scores_of, single_violation)
 
 if TYPE_CHECKING:
     from qpcore.problem import QP
@@ -35,9 +35,11 @@ class KKT:
     gap : float
         For one equality row: the maximal-violating-pair gap m(x) − M(x) (LIBSVM's stopping
         measure; ≤ 0 at an exact optimum), combined with the projected gradient of variables
-        outside the equality (a_i = 0). For no equality: equals ``stationarity``.
+        outside the equality (a_i = 0); for several disjoint groups the largest gap over the
+        groups (LIBSVM's Solver_NU). For no equality or general rows: equals ``stationarity``.
     multipliers : ndarray
-        Equality multipliers λ (length m): for an SVM dual, λ = rho = −bias.
+        Equality multipliers λ (length m): for an SVM dual, λ = rho = −bias; one per group for
+        disjoint groups.
     z : ndarray
         Reduced gradient g − Aᵀλ: bound multipliers, ≥ 0 at a lower bound, ≤ 0 at an upper one.
     primal_scale : float
@@ -61,6 +63,8 @@ class KKT:
     primal_scale: float = 1.0
     lower_bound: float = float("nan")
     duality_gap: float = float("nan")
+    paired: bool = False
+    """Whether the rows are disjoint groups (m ≥ 1), so that :attr:`measure` is the pair gap."""
 
     def relative_gap(self) -> float:
         """``duality_gap / max(|lower_bound|, tiny)``: libocas's TolRel measure (NaN without a bound)."""
@@ -68,8 +72,9 @@ class KKT:
 
     @property
     def measure(self) -> float:
-        """The stopping measure compared with ``tol``: the gap with one equality, else stationarity."""
-        return max(self.gap, 0.0) if self.multipliers.size == 1 else self.stationarity
+        """The stopping measure compared with ``tol``: the (largest group's) pair gap when the rows are
+        disjoint groups, else the stationarity with the best multipliers."""
+        return max(self.gap, 0.0) if self.paired else self.stationarity
 
     def feasible(self, feas_tol: float = DEFAULT_FEAS_TOL) -> bool:
         """Whether ``primal ≤ feas_tol · primal_scale`` (feasible to a relative tolerance)."""
@@ -81,31 +86,82 @@ class KKT:
         return self.measure <= tol and self.feasible(feas_tol)
 
 
+def _one_row_multiplier(a: FloatArray, x: FloatArray, g: FloatArray, lb: FloatArray, ub: FloatArray) -> float:
+    # the mean of g_i / a_i over free variables of the row (LIBSVM's rho), else the midpoint of
+    # the interval stationarity allows: max_up v ≤ −λ ≤ min_low v
+    free = (x < ub) & (x > lb) & (a != 0)
+    if free.any():
+        return float(np.mean(g[free] / a[free]))
+    s = scores(x, g, lb, ub, a)
+    pu, pl = s.pair_masks()
+    lo = -float(s.v[pl].min()) if pl.any() else -np.inf
+    hi = -float(s.v[pu].max()) if pu.any() else np.inf
+    if np.isfinite(lo) and np.isfinite(hi):
+        return 0.5 * (lo + hi)
+    return lo if np.isfinite(lo) else (hi if np.isfinite(hi) else 0.0)
+
+
+def _best_multipliers_lp(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray | None:
+    """λ minimizing ‖P(g − Aᵀλ)‖∞ exactly: a linear program in (λ, t), m + 1 variables.
+
+    Each free variable bounds |r_i| ≤ t, one at its lower bound r_i ≥ −t, one at its upper bound
+    r_i ≤ t (r = g − Aᵀλ); fixed variables bound nothing. None when the solver fails.
+    """
+    from scipy.optimize import linprog
+
+    A, m = qp.A, qp.m
+    inc, dec = x < qp.ub, x > qp.lb
+    # r_i ≤ t where x_i may decrease (free or at ub): g_i − a_iᵀλ − t ≤ 0
+    # −r_i ≤ t where x_i may increase (free or at lb): −g_i + a_iᵀλ − t ≤ 0
+    up_rows, lo_rows = np.flatnonzero(dec), np.flatnonzero(inc)
+    if up_rows.size + lo_rows.size == 0:
+        return np.zeros(m)
+    G = np.vstack([np.hstack([-A[:, up_rows].T, -np.ones((up_rows.size, 1))]),
+                   np.hstack([A[:, lo_rows].T, -np.ones((lo_rows.size, 1))])])
+    h = np.concatenate([-g[up_rows], g[lo_rows]])
+    cost = np.zeros(m + 1)
+    cost[-1] = 1.0
+    res = linprog(cost, A_ub=G, b_ub=h, bounds=[(None, None)] * m + [(0, None)], method="highs")
+    if res.status != 0:
+        return None
+    return np.asarray(res.x[:m], dtype=np.float64)
+
+
 def estimate_multipliers(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray:
-    """Equality multipliers λ from the gradient: the mean over free variables (LIBSVM's rho),
-    else the midpoint of the feasible interval; least squares on free variables for m > 1."""
+    """Equality multipliers λ from the gradient.
+
+    One row, or disjoint groups, row by row: the mean of g_i/a_i over the free variables
+    (LIBSVM's rho), else the midpoint of the interval stationarity allows. General rows: least
+    squares on the free variables; when that leaves a projected reduced gradient above rounding
+    (too few free variables to fix λ, or a degenerate point), the exact minimizer of
+    ‖P(g − Aᵀλ)‖∞ by a small linear program.
+    """
     m = qp.m
     if m == 0:
         return np.zeros(0)
+    eq = qp.equality
+    if eq.kind == "groups":
+        lam = np.zeros(m)
+        for k in range(m):
+            idx = np.flatnonzero(qp.A[k])
+            if idx.size:
+                lam[k] = _one_row_multiplier(qp.A[k, idx], x[idx], g[idx], qp.lb[idx], qp.ub[idx])
+        return lam
     free = (x < qp.ub) & (x > qp.lb)
-    if m == 1:
-        a = qp.A[0]
-        f = free & (a != 0)
-        if f.any():
-            return np.array([float(np.mean(g[f] / a[f]))])
-        # λ = −v: stationarity needs max_up v ≤ −λ ≤ min_low v
-        s = scores_of(qp, x, g)
-        pu, pl = s.pair_masks()
-        lo = -float(s.v[pl].min()) if pl.any() else -np.inf
-        hi = -float(s.v[pu].max()) if pu.any() else np.inf
-        if np.isfinite(lo) and np.isfinite(hi):
-            return np.array([0.5 * (lo + hi)])
-        return np.array([lo if np.isfinite(lo) else (hi if np.isfinite(hi) else 0.0)])
     Af = qp.A[:, free]
-    if Af.shape[1] == 0:
-        return np.zeros(m)
-    lam, *_ = np.linalg.lstsq(Af.T, g[free], rcond=None)
-    return np.asarray(lam, dtype=np.float64)
+    lam = np.zeros(m)
+    if Af.shape[1]:
+        lam = np.asarray(np.linalg.lstsq(Af.T, g[free], rcond=None)[0], dtype=np.float64)
+    r = g - qp.A.T @ lam
+    stat = float(np.abs(projected_gradient(x, r, qp.lb, qp.ub)).max(initial=0.0))
+    scale = max(1.0, float(np.abs(g).max(initial=0.0)))
+    if stat > 1e-12 * scale:
+        better = _best_multipliers_lp(qp, x, g)
+        if better is not None:
+            r2 = g - qp.A.T @ better
+            if float(np.abs(projected_gradient(x, r2, qp.lb, qp.ub)).max(initial=0.0)) < stat:
+                lam = better
+    return lam
 
 
 def box_terms(x: FloatArray, r: FloatArray, lb: FloatArray, ub: FloatArray) -> tuple[float, float, float, float]:
@@ -159,7 +215,8 @@ def kkt(qp: QP, x: FloatArray, g: FloatArray | None = None) -> KKT:
     lam = estimate_multipliers(qp, x, g)
     r = g - qp.A.T @ lam if qp.m else g.copy()
     _, stationarity, comp, _ = box_terms(x, r, qp.lb, qp.ub)
-    if qp.m == 1:
+    paired = qp.equality.kind == "groups"
+    if paired:
         s = scores_of(qp, x, g)
         gap = pair_gap(s)              # may be negative: the optimum's slack
         if s.single is not None:
@@ -169,4 +226,4 @@ def kkt(qp: QP, x: FloatArray, g: FloatArray | None = None) -> KKT:
     else:
         gap = stationarity
     return KKT(primal=primal, stationarity=stationarity, complementarity=comp, gap=float(gap),
-               multipliers=lam, z=r, primal_scale=feasibility_scale(qp, x))
+               multipliers=lam, z=r, primal_scale=feasibility_scale(qp, x), paired=paired)

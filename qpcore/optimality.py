@@ -15,8 +15,16 @@ One sign convention and one vocabulary, LIBSVM's:
   ``low_i and v_i < 0``, by ``|P(g)_i|``, the projected gradient.
 - A fixed variable (``lb_i = ub_i``) is in neither mask and never violates.
 
+- With several rows that split the variables into **disjoint groups** (each variable in at most
+  one row: ``qp.equality.kind == "groups"``; ν-SVC has two), ``a_i`` is the variable's own
+  coefficient and all of the above holds group by group: a pair moves two variables of one
+  group, the pair gap is the largest over groups of ``max_{up ∩ k} v − min_{low ∩ k} v``
+  (LIBSVM's Solver_NU), and ``Scores.group`` tells each variable's group.
+
 The **measure** (what ``tol`` is compared with) is the pair gap combined with the largest single
-violation (their maximum); with no equality it is ``‖P(g)‖∞``. ``qpcore.kkt`` reports it, the
+violation (their maximum); with no equality it is ``‖P(g)‖∞``. General rows (a variable in
+several rows) have no pair structure; :func:`qpcore.kkt` measures them by the projected reduced
+gradient with the best multipliers. ``qpcore.kkt`` reports it, the
 strategies stop on it, and working-set rules score with the same arrays.
 
 Every function takes plain arrays, so a strategy restricts any of them to an active set by
@@ -41,7 +49,7 @@ FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 IndexArray = NDArray[np.intp]
 
-__all__ = ["Scores", "direction_masks", "lagrangian_bound", "feasibility_scale", "maximal_violating_pair", "measure", "pair_gap",
+__all__ = ["Scores", "direction_masks", "group_gaps", "lagrangian_bound", "feasibility_scale", "maximal_violating_pair", "measure", "pair_gap",
            "primal_violation", "projected_gradient", "scores", "scores_of", "single_violation",
            "DEFAULT_FEAS_TOL"]
 
@@ -63,12 +71,28 @@ class Scores:
     single : ndarray of bool or None
         Variables outside the equality (a_i = 0); None when there is an equality row and every
         a_i ≠ 0 (the SVM dual), all True when there is no equality.
+    group : ndarray of intp or None
+        Each variable's group (its row of A; −1 for single variables) when the rows are several
+        disjoint groups; None for one group (or none). Pairs form within a group only.
     """
 
     v: FloatArray
     up: BoolArray
     low: BoolArray
     single: BoolArray | None
+    group: IndexArray | None = None
+
+    @property
+    def n_groups(self) -> int:
+        """Number of groups pairs form in (1 without ``group``)."""
+        return 1 if self.group is None else int(self.group.max(initial=-1)) + 1
+
+    def in_group(self, k: int) -> BoolArray:
+        """Mask of group k's variables (every paired variable when there is one group)."""
+        if self.group is None:
+            return np.ones(self.v.shape, dtype=bool) if self.single is None else ~self.single
+        out: BoolArray = self.group == k
+        return out
 
     @property
     def paired(self) -> bool:
@@ -96,10 +120,13 @@ class Scores:
         when both); single variables: ``|P(g)_i|``. The measure is at most the largest entry.
         """
         out = np.zeros(self.v.shape)
-        pu, pl = self.pair_masks()
-        if pu.any() and pl.any():
-            m_up, m_low = float(self.v[pu].max()), float(self.v[pl].min())
-            out = np.maximum(np.where(pu, self.v - m_low, 0.0), np.where(pl, m_up - self.v, 0.0))
+        pu0, pl0 = self.pair_masks()
+        for k in range(self.n_groups):
+            inside = self.in_group(k) if self.group is not None else None
+            pu, pl = (pu0, pl0) if inside is None else (pu0 & inside, pl0 & inside)
+            if pu.any() and pl.any():
+                m_up, m_low = float(self.v[pu].max()), float(self.v[pl].min())
+                out = np.maximum(out, np.maximum(np.where(pu, self.v - m_low, 0.0), np.where(pl, m_up - self.v, 0.0)))
         su, sl = self.single_masks()
         out = np.maximum(out, np.where(su, np.maximum(self.v, 0.0), 0.0))
         out = np.maximum(out, np.where(sl, np.maximum(-self.v, 0.0), 0.0))
@@ -129,7 +156,7 @@ def direction_masks(x: FloatArray, lb: FloatArray, ub: FloatArray, a: FloatArray
 
 
 def scores(x: FloatArray, g: FloatArray, lb: FloatArray, ub: FloatArray, a: FloatArray | None = None, *,
-           unit: bool = False, out: FloatArray | None = None) -> Scores:
+           group: IndexArray | None = None, unit: bool = False, out: FloatArray | None = None) -> Scores:
     """The :class:`Scores` of a point.
 
     Parameters
@@ -137,7 +164,10 @@ def scores(x: FloatArray, g: FloatArray, lb: FloatArray, ub: FloatArray, a: Floa
     x, g, lb, ub : ndarray
         Point, gradient and bounds (any subset of the variables, consistently).
     a : ndarray, optional
-        The equality row (None: no equality, every variable single).
+        The equality row (None: no equality, every variable single); with several disjoint
+        groups, each variable's own coefficient (``qp.equality.coef``).
+    group : ndarray of intp, optional
+        Each variable's group (``qp.equality.group``) when there are several; None for one.
     unit : bool
         Promise that every ``a_i`` is ±1 (the SVM dual): ``v = −a·g`` by one multiply.
     out : ndarray, optional
@@ -155,7 +185,7 @@ def scores(x: FloatArray, g: FloatArray, lb: FloatArray, ub: FloatArray, a: Floa
         v = np.multiply(a, g, out=out)
         np.negative(v, out=v)
         up, low = direction_masks(x, lb, ub, a)
-        return Scores(v=v, up=up, low=low, single=None)
+        return Scores(v=v, up=up, low=low, single=None, group=group)
     nz = a != 0
     if out is None:
         out = np.empty(g.shape)
@@ -167,25 +197,45 @@ def scores(x: FloatArray, g: FloatArray, lb: FloatArray, ub: FloatArray, a: Floa
         # single variables keep −g and the plain increase / decrease masks
         up = np.where(single, x < ub, up)
         low = np.where(single, x > lb, low)
-    return Scores(v=out, up=up, low=low, single=single)
+    return Scores(v=out, up=up, low=low, single=single, group=group)
 
 
 def scores_of(qp: QP, x: FloatArray, g: FloatArray) -> Scores:
-    """:func:`scores` for a problem with at most one equality row.
+    """:func:`scores` for ``qp``: per group for disjoint groups (one row included).
 
-    With several rows there is no pair structure; every variable is scored as single (the
+    With general rows there is no pair structure; every variable is scored as single (the
     certificate then uses the projected reduced gradient instead).
     """
-    a = qp.A[0] if qp.m == 1 else None
-    return scores(x, g, qp.lb, qp.ub, a)
+    eq = qp.equality
+    if eq.kind != "groups":
+        return scores(x, g, qp.lb, qp.ub, None)
+    return scores(x, g, qp.lb, qp.ub, eq.coef, group=eq.group_ids)
+
+
+def group_gaps(s: Scores) -> FloatArray:
+    """Per group, ``max_{up ∩ k} v − min_{low ∩ k} v`` (−inf where either side is empty)."""
+    pu, pl = s.pair_masks()
+    out = np.full(s.n_groups, -np.inf)
+    for k in range(s.n_groups):
+        if s.group is None:
+            u, lo = pu, pl
+        else:
+            inside = s.group == k
+            u, lo = pu & inside, pl & inside
+        if u.any() and lo.any():
+            out[k] = float(s.v[u].max() - s.v[lo].min())
+    return out
 
 
 def pair_gap(s: Scores) -> float:
-    """``max_{up} v − min_{low} v`` over the variables in the equality; −inf when either side is empty."""
-    pu, pl = s.pair_masks()
-    if not pu.any() or not pl.any():
-        return -np.inf
-    return float(s.v[pu].max() - s.v[pl].min())
+    """The largest over groups of ``max_{up} v − min_{low} v`` (one group: the classic MVP gap);
+    −inf when no group has both sides."""
+    if s.group is None:
+        pu, pl = s.pair_masks()
+        if not pu.any() or not pl.any():
+            return -np.inf
+        return float(s.v[pu].max() - s.v[pl].min())
+    return float(group_gaps(s).max(initial=-np.inf))
 
 
 def single_violation(s: Scores) -> float:
@@ -204,8 +254,16 @@ def measure(s: Scores) -> float:
 
 def maximal_violating_pair(s: Scores) -> tuple[int, int] | None:
     """``(argmax_{up} v, argmin_{low} v)`` over the variables in the equality (Keerthi et al.
-    2001), or None when either side is empty."""
+    2001), or None when either side is empty. With several groups: the pair of the group with the
+    largest gap (both ends in that group)."""
     pu, pl = s.pair_masks()
+    if s.group is not None:
+        gaps = group_gaps(s)
+        k = int(gaps.argmax())
+        if not np.isfinite(gaps[k]):
+            return None
+        inside = s.group == k
+        pu, pl = pu & inside, pl & inside
     if not pu.any() or not pl.any():
         return None
     i = int(np.argmax(np.where(pu, s.v, -np.inf)))

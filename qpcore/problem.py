@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import numpy as np
@@ -12,7 +12,10 @@ from qpcore.operators import DenseQ, QOperator
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["QP", "ProblemError", "as_float_vector"]
+__all__ = ["QP", "Equality", "ProblemError", "as_float_vector"]
+
+IndexArray = NDArray[np.intp]
+EqualityKind = Literal["none", "groups", "general"]
 
 
 class ProblemError(ValueError):
@@ -82,6 +85,82 @@ def _equality_feasible_one_row(a: FloatArray, b: float, lb: FloatArray, ub: Floa
     return lo, hi
 
 
+@attrs.frozen(eq=False)
+class Equality:
+    """The structure of ``A x = b``, recognised once when a :class:`QP` is built.
+
+    Attributes
+    ----------
+    kind : {"none", "groups", "general"}
+        ``"none"``: no rows. ``"groups"``: every column of A has at most one nonzero, so the rows
+        split the variables into disjoint groups (one row is always this kind; the SVM family:
+        C-SVC has one group, ν-SVC and ν-SVR two). ``"general"``: anything else (dense,
+        overlapping rows).
+    m : int
+        Number of rows.
+    group : ndarray of intp
+        For ``"groups"``: the row holding each variable's nonzero, −1 where its column is zero
+        (the variable is *single*: it can move alone). All −1 for the other kinds.
+    coef : ndarray
+        For ``"groups"``: each variable's nonzero coefficient (0 where none). Zeros otherwise.
+    unit : bool
+        ``"groups"`` and every nonzero coefficient is ±1 (what SMO needs).
+    """
+
+    kind: EqualityKind
+    m: int
+    group: IndexArray
+    coef: FloatArray
+    unit: bool
+
+    @classmethod
+    def of(cls, A: FloatArray) -> Equality:
+        """Recognise the structure of ``A`` (shape (m, n))."""
+        m, n = A.shape
+        if m == 0:
+            return cls("none", 0, np.full(n, -1, dtype=np.intp), np.zeros(n), False)
+        nz = A != 0
+        per_col = nz.sum(axis=0)
+        if m > 1 and bool((per_col > 1).any()):
+            return cls("general", m, np.full(n, -1, dtype=np.intp), np.zeros(n), False)
+        inside = per_col == 1
+        group = np.where(inside, np.argmax(nz, axis=0), -1).astype(np.intp)
+        coef = A.sum(axis=0) if m > 1 else A[0].copy()
+        coef = np.where(inside, coef, 0.0)
+        unit = bool(np.all(np.abs(coef[inside]) == 1.0))
+        return cls("groups", m, group, coef, unit)
+
+    @property
+    def groups(self) -> bool:
+        """Whether the rows are disjoint groups (kind ``"groups"``, m ≥ 1)."""
+        return self.kind == "groups"
+
+    @property
+    def group_ids(self) -> IndexArray | None:
+        """``group`` when there are several groups, None for at most one (the one-row fast path)."""
+        return self.group if self.kind == "groups" and self.m > 1 else None
+
+    def members(self, k: int) -> IndexArray:
+        """The variables of group k."""
+        out: IndexArray = np.flatnonzero(self.group == k)
+        return out
+
+    @property
+    def singles(self) -> IndexArray:
+        """The variables in no row (kind ``"groups"``; every variable for ``"none"``)."""
+        out: IndexArray = np.flatnonzero(self.group < 0)
+        return out
+
+    def describe(self) -> str:
+        """A short phrase for error messages ("2 general rows", "1 ±1 group" ...)."""
+        if self.kind == "none":
+            return "no equality rows"
+        if self.kind == "general":
+            return f"{self.m} general equality rows (a variable in several rows)"
+        unit = "±1 " if self.unit else ""
+        return f"{self.m} disjoint {unit}equality group{'s' if self.m > 1 else ''}"
+
+
 def _optional_array(value: ArrayLike | None) -> FloatArray:
     # None means "no equality"; the shapes are fixed in __attrs_post_init__ once n is known
     return np.zeros(0) if value is None else np.asarray(value)
@@ -117,6 +196,7 @@ class QP:
     ub: FloatArray = attrs.field(default=np.inf)
     A: FloatArray = attrs.field(default=None, converter=_optional_array)
     b: FloatArray = attrs.field(default=None, converter=_optional_array)
+    equality: Equality = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         n = int(self.Q.shape[0])
@@ -143,19 +223,23 @@ class QP:
         m = A.shape[0]
         b = np.zeros(m) if self.b.size == 0 else as_float_vector(np.atleast_1d(np.asarray(self.b)), "b", m)
         set_(self, "b", b)
+        set_(self, "equality", Equality.of(A))
         self._check_equality()
 
     def _check_equality(self) -> None:
         m = self.A.shape[0]
         if m == 0:
             return
-        if m == 1:
-            lo, hi = _equality_feasible_one_row(self.A[0], float(self.b[0]), self.lb, self.ub)
-            slack = 1e-12 * max(1.0, abs(float(self.b[0])), abs(lo) if np.isfinite(lo) else 0.0,
-                                abs(hi) if np.isfinite(hi) else 0.0)
-            if not (lo - slack <= self.b[0] <= hi + slack):
-                raise ProblemError(f"A x = b is infeasible for the bounds: aᵀx ranges over [{lo}, {hi}] "
-                                   f"but b = {self.b[0]}; change b or widen the bounds")
+        if self.equality.kind == "groups":
+            # disjoint rows are feasible row by row: each ranges over an interval of its own
+            for k in range(m):
+                lo, hi = _equality_feasible_one_row(self.A[k], float(self.b[k]), self.lb, self.ub)
+                slack = 1e-12 * max(1.0, abs(float(self.b[k])), abs(lo) if np.isfinite(lo) else 0.0,
+                                    abs(hi) if np.isfinite(hi) else 0.0)
+                if not (lo - slack <= self.b[k] <= hi + slack):
+                    row = "aᵀx" if m == 1 else f"row {k} of A x"
+                    raise ProblemError(f"A x = b is infeasible for the bounds: {row} ranges over [{lo}, {hi}] "
+                                       f"but b = {self.b[k]}; change b or widen the bounds")
             return
         from scipy.optimize import linprog
 
@@ -175,7 +259,8 @@ class QP:
         planes' reduced problem), where the checks would cost more than the solve.
         """
         obj = cls.__new__(cls)
-        for name, value in (("Q", Q), ("c", c), ("lb", lb), ("ub", ub), ("A", A), ("b", b)):
+        for name, value in (("Q", Q), ("c", c), ("lb", lb), ("ub", ub), ("A", A), ("b", b),
+                            ("equality", Equality.of(A))):
             object.__setattr__(obj, name, value)
         return obj
 
@@ -201,7 +286,8 @@ class QP:
         """Subproblem over ``free`` with the other variables fixed at ``x``.
 
         Returns a dense QP in the variables ``x[free]``: Q_BB, c_B + Q_BN x_N, the same bounds,
-        and A_B x_B = b − A_N x_N.
+        and A_B x_B = b − A_N x_N, keeping only the rows that touch ``free`` (a row with no entry
+        there is satisfied by the fixed part alone and would only make the subproblem degenerate).
         """
         free = np.asarray(free, dtype=np.intp)
         rows = self.Q.rows(free)
@@ -211,4 +297,6 @@ class QP:
         cB = self.c[free] + rows @ xN
         AB = self.A[:, free]
         bB = self.b - self.A @ xN
+        touched = np.any(AB != 0, axis=1)
+        AB, bB = AB[touched], bB[touched]
         return QP(DenseQ(0.5 * (QBB + QBB.T)), cB, self.lb[free], self.ub[free], AB, bB)

@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from qpcore.operators import prefetch_rows, row_cached
 from qpcore.optimality import Scores, measure, scores
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State
@@ -69,7 +70,7 @@ class RuleView:
         since are dropped).
     """
 
-    __slots__ = ("qp", "_state", "_index", "_a", "_unit", "_up", "_low", "_diag", "memo", "rng", "previous_global",
+    __slots__ = ("qp", "_state", "_index", "_a", "_group", "_unit", "_up", "_low", "_diag", "memo", "rng", "previous_global",
                  "iteration")
 
     def __init__(self, qp: QP, state: State, *, seed: int = 0, up: BoolArray | None = None,
@@ -77,9 +78,13 @@ class RuleView:
         self.qp = qp
         self._state = state
         self._index: IndexArray | None = None
-        a = qp.A[0] if qp.m == 1 else None
+        eq = qp.equality
+        # rules see each variable's own coefficient and, with several disjoint groups, its group;
+        # general rows have no pair structure a rule could use
+        a = eq.coef if eq.kind == "groups" else None
         self._a = a
-        self._unit = a is not None and bool(np.all(np.abs(a) == 1.0))
+        self._group = eq.group_ids
+        self._unit = a is not None and eq.unit and not bool((eq.group < 0).any())
         # masks the strategy keeps up to date itself (SMO): read instead of recomputed
         self._up, self._low = up, low
         self._diag = np.asarray(qp.Q.diag(), dtype=np.float64) if diag is None else diag
@@ -152,6 +157,13 @@ class RuleView:
         return None if self._a is None else self._take(self._a)
 
     @property
+    def group(self) -> IndexArray | None:
+        """Each variable's group (its row of A, −1 for a variable in no row) when the equality
+        rows are several disjoint groups; None for one group or none. A pair must be drawn
+        within one group."""
+        return None if self._group is None else self._take(self._group)
+
+    @property
     def diag(self) -> FloatArray:
         """Q's diagonal."""
         return self._take(self._diag)
@@ -163,10 +175,10 @@ class RuleView:
             a = self._take(self._a) if self._a is not None else None
             v = np.multiply(a, g) if a is not None else np.array(g)
             np.negative(v, out=v)
-            return Scores(v=v, up=self._take(self._up), low=self._take(self._low), single=None)
+            return Scores(v=v, up=self._take(self._up), low=self._take(self._low), single=None, group=self.group)
         a = None if self._a is None else self._take(self._a)
         return scores(self._take(self._state.x), g, self._take(self.qp.lb), self._take(self.qp.ub), a,
-                      unit=self._unit)
+                      group=self.group, unit=self._unit)
 
     def gap(self, s: Scores | None = None) -> float:
         """The stopping measure on the visible variables (:func:`qpcore.optimality.measure`)."""
@@ -184,16 +196,13 @@ class RuleView:
         return _ro(R if self._index is None else R[:, self._index])
 
     def cached(self, k: int) -> bool:
-        """Whether row k is in the operator's cache (always True for a dense Q)."""
-        c = getattr(self.qp.Q, "cached", None)
-        return True if c is None else bool(c(int(k) if self._index is None else int(self._index[k])))
+        """Whether row k is in the operator's cache (always True for an operator without one)."""
+        return row_cached(self.qp.Q, int(k) if self._index is None else int(self._index[k]))
 
     def prefetch(self, ks: NDArray[np.integer[Any]]) -> None:
         """A hint: compute rows ``ks`` in one block now, if the operator can (no effect otherwise)."""
-        pf = getattr(self.qp.Q, "prefetch", None)
-        if pf is not None:
-            ks = np.asarray(ks, dtype=np.intp)
-            pf(ks if self._index is None else self._index[ks])
+        ks = np.asarray(ks, dtype=np.intp)
+        prefetch_rows(self.qp.Q, ks if self._index is None else self._index[ks])
 
     @property
     def previous(self) -> IndexArray:
