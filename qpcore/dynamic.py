@@ -23,15 +23,14 @@ the operator of the ``qpcore.QP`` whose certificate :func:`qpcore.kkt` computes 
 from __future__ import annotations
 
 import heapq
-from collections import OrderedDict
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.operators import Kernel, KernelQ, OperatorStats
+from qpcore.operators import Capability, Kernel, KernelQ, OperatorStats, RowCache
 from qpcore.problem import ProblemError
 
 FloatArray = NDArray[np.float64]
@@ -99,15 +98,21 @@ class DynamicKernelQ:
     capacity : int
         Initial number of slots (doubles when full).
     cache_bytes : int
-        Byte budget of the row cache; rows are float64 over the capacity, so the number of cached
-        rows is ``cache_bytes // (8 · capacity)`` (at least 1), and halves when the capacity doubles
-        (least recently used rows go first).
+        Byte budget of the row cache (a :class:`qpcore.operators.RowCache`, as KernelQ's); rows
+        are float64 over the capacity, so the number of cached rows is
+        ``cache_bytes // (8 · capacity)`` (at least 1 when positive), and halves when the capacity
+        doubles (least recently used rows go first).
 
     Attributes
     ----------
     stats : DynamicStats
         Counters (rows computed, cache hits and misses, entries computed to extend cached rows).
     """
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.ROW_CACHE, Capability.BLOCK,
+                                                                 Capability.CROSS})
+    row_dtype: ClassVar[np.dtype[Any]] = np.dtype(np.float64)
+    row_eps: ClassVar[float] = float(np.finfo(np.float64).eps)
 
     def __init__(self, kernel: Kernel, n_features: int | None = None, *, capacity: int = 64,
                  cache_bytes: int = 128 << 20) -> None:
@@ -125,19 +130,24 @@ class DynamicKernelQ:
         self._hw = 0                        # slots 0 .. _hw-1 have been used (the column range)
         self._free: list[int] = []          # heap of free slots below _hw
         self.cache_bytes = int(cache_bytes)
-        self._cache: OrderedDict[int, int] = OrderedDict()   # slot -> slab row, LRU order
-        self._slab: FloatArray = np.zeros((0, cap))
-        self._slab_free: list[int] = []
         self.stats = DynamicStats()
+        # rows over the whole capacity (zero beyond the used slots, so appended columns of
+        # cached rows are written in place); copies lent, since appends and removals rewrite
+        # columns of cached rows
+        self._rows = RowCache(self.cache_bytes, cap, np.float64, cap, self.stats, lend_views=False, zeroed=True)
         #: appends of at most this many points also compute and cache the new points' rows
         self.row_append_max = 8
-        self._resize_cache(cap)
 
     # -- sizes and views ------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, int]:
         """(n_slots, n_slots)."""
         return (self._hw, self._hw)
+
+    @property
+    def psd(self) -> bool | None:
+        """Whether Q is known PSD (from the kernel; None: unknown)."""
+        return self.kernel.psd
 
     @property
     def n_slots(self) -> int:
@@ -191,24 +201,9 @@ class DynamicKernelQ:
 
     def cached(self, i: int) -> bool:
         """Whether row i is in the cache."""
-        return int(i) in self._cache
+        return int(i) in self._rows
 
     # -- growth ---------------------------------------------------------------------------------
-    def _resize_cache(self, cap: int) -> None:
-        """(Re)allocate the slab for ``cap`` columns, keeping the most recently used rows."""
-        # never more rows than points: a larger slab is never used, and mapping it is not free
-        # (1 GB budget: 0.05 s per resize, and its pages touched at random cost more)
-        max_rows = min(cap, max(1, self.cache_bytes // (8 * cap))) if self.cache_bytes else 0
-        old_slab, old = self._slab, list(self._cache.items())
-        keep = old[len(old) - max_rows:] if max_rows else []
-        slab = np.zeros((max_rows, cap))
-        w = min(old_slab.shape[1], cap)
-        if keep:
-            slab[:len(keep), :w] = old_slab[np.fromiter((pos for _, pos in keep), dtype=np.intp), :w]
-        self._cache = OrderedDict((slot, r) for r, (slot, _) in enumerate(keep))
-        self._slab = slab
-        self._slab_free = list(range(max_rows - 1, len(keep) - 1, -1))
-
     def _grow(self, need: int) -> None:
         cap = self.capacity
         while cap < need:
@@ -217,14 +212,14 @@ class DynamicKernelQ:
         X = np.zeros((cap, d))
         X[:self._hw] = self._X[:self._hw]
         self._X = X
-        for name in ("_s", "_sq"):
-            new = np.zeros(cap)
-            new[:self._hw] = getattr(self, name)[:self._hw]
-            setattr(self, name, new)
+        s, sq = np.zeros(cap), np.zeros(cap)
+        s[:self._hw], sq[:self._hw] = self._s[:self._hw], self._sq[:self._hw]
+        self._s, self._sq = s, sq
         alive = np.zeros(cap, dtype=bool)
         alive[:self._hw] = self._alive[:self._hw]
         self._alive = alive
-        self._resize_cache(cap)
+        # never more rows than points: a larger slab is never used, and mapping it is not free
+        self._rows.resize(cap, cap)
 
     # -- data changes ---------------------------------------------------------------------------
     def append(self, X_new: Any, s_new: ArrayLike | None = None) -> IndexArray:
@@ -268,24 +263,24 @@ class DynamicKernelQ:
         self._sq[slots] = np.einsum("ij,ij->i", P, P)
         self._alive[slots] = True
         self.stats.points_appended += k
-        if self._cache:
+        if len(self._rows):
             # extend every cached row by the new columns (K is symmetric: Q[cached, new] is
             # Q[new, cached]). A few new points: their full rows are one GEMV each over the
             # contiguous store, cheaper than gathering the cached points, and are cached too (a
             # learner asks for them next). Many: one |cache| × k block, nothing else cached.
-            cs = np.fromiter(self._cache.keys(), dtype=np.intp, count=len(self._cache))
-            pos = np.fromiter(self._cache.values(), dtype=np.intp, count=len(self._cache))
+            cs, pos = self._rows.entries()
+            slab = self._rows.slab
             if k <= self.row_append_max:
                 new_rows = self.compute(slots)
-                self._slab[pos[:, None], slots[None, :]] = new_rows[:, cs].T
+                slab[pos[:, None], slots[None, :]] = new_rows[:, cs].T
                 self.stats.entries_extended += int(cs.size * k)
                 for slot, r in zip(slots.tolist(), new_rows):
-                    self._store(slot, r)
+                    self._rows.put(slot, r)
             else:
                 blk = self._kernel(cs, slots)
                 blk *= self._s[cs][:, None]
                 blk *= s
-                self._slab[pos[:, None], slots[None, :]] = blk
+                slab[pos[:, None], slots[None, :]] = blk
                 self.stats.entries_extended += int(blk.size)
         return slots
 
@@ -298,11 +293,9 @@ class DynamicKernelQ:
         self._s[i] = 0.0
         self._X[i] = 0.0
         self._sq[i] = 0.0
-        pos = self._cache.pop(i, None)
-        if pos is not None:
-            self._slab_free.append(pos)
-        if self._cache:
-            self._slab[:, i] = 0.0
+        self._rows.discard(i)
+        if len(self._rows):
+            self._rows.slab[:, i] = 0.0
         heapq.heappush(self._free, i)
         self.stats.points_removed += 1
 
@@ -330,17 +323,6 @@ class DynamicKernelQ:
         out *= self._s[i][:, None]
         return out
 
-    def _store(self, i: int, r: FloatArray) -> None:
-        if self._slab.shape[0] == 0:
-            return
-        if self._slab_free:
-            pos = self._slab_free.pop()
-        else:
-            pos = self._cache.popitem(last=False)[1]
-        self._slab[pos, :self._hw] = r
-        self._slab[pos, self._hw:] = 0.0
-        self._cache[i] = pos
-
     def row(self, i: int) -> FloatArray:
         """Q[i, :] over the slots, from the cache when present (a read-only copy).
 
@@ -348,16 +330,11 @@ class DynamicKernelQ:
         otherwise see an evicted slot refilled with another row (found by the thorough profile).
         """
         i = int(i)
-        pos = self._cache.get(i)
-        if pos is not None:
-            self._cache.move_to_end(i)
-            self.stats.cache_hits += 1
-            v: FloatArray = np.array(self._slab[pos, :self._hw])
-            v.flags.writeable = False
+        v = self._rows.get(i, self._hw)
+        if v is not None:
             return v
-        self.stats.cache_misses += 1
         r: FloatArray = self.compute([i])[0]
-        self._store(i, r)
+        self._rows.put(i, r)
         r.flags.writeable = False
         return r
 
@@ -366,13 +343,12 @@ class DynamicKernelQ:
         i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
         out = np.empty((i.size, self._hw))
         miss = []
+        rc = self._rows
         for k, slot in enumerate(i.tolist()):
-            pos = self._cache.get(slot)
-            if pos is None:
-                miss.append(k)
+            if slot in rc:
+                out[k] = rc.take(slot)[:self._hw]
             else:
-                self._cache.move_to_end(slot)
-                out[k] = self._slab[pos, :self._hw]
+                miss.append(k)
         self.stats.cache_hits += int(i.size) - len(miss)
         self.stats.cache_misses += len(miss)
         if miss:
@@ -381,7 +357,7 @@ class DynamicKernelQ:
             blk = self.compute(uniq)
             out[m] = blk[inv]
             for slot, r in zip(uniq.tolist(), blk):
-                self._store(slot, r)
+                rc.put(slot, r)
         return out
 
     def diag(self) -> FloatArray:
@@ -406,10 +382,6 @@ class DynamicKernelQ:
         """The principal block Q[idx][:, idx]."""
         return self.cross(idx, idx)
 
-    def alive_block(self, idx: ArrayLike) -> FloatArray:
-        """The column block Q[idx][:, alive slots] (columns in :meth:`slots` order)."""
-        return self.cross(idx, self.slots())
-
     def matvec(self, x: FloatArray, block: int = 1024) -> FloatArray:
         """Q x over the slots: cached rows of the nonzeros of x, the rest computed in blocks."""
         x = np.asarray(x, dtype=np.float64)
@@ -417,11 +389,11 @@ class DynamicKernelQ:
             raise ProblemError(f"x: shape mismatch, expected ({self._hw},), got {x.shape}")
         nz = np.flatnonzero(x)
         out = np.zeros(self._hw)
-        if self._cache and nz.size:
-            pos = np.array([self._cache.get(k, -1) for k in nz.tolist()], dtype=np.intp)
+        if len(self._rows) and nz.size:
+            pos = self._rows.positions(nz)
             hit = pos >= 0
             if hit.any():
-                out += x[nz[hit]] @ self._slab[pos[hit], :self._hw]
+                out += x[nz[hit]] @ self._rows.slab[pos[hit], :self._hw]
             nz = nz[~hit]
         sx = self._s[:self._hw] * x
         acc = np.zeros(self._hw)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.operators import OperatorStats
+from qpcore.operators import Capability, OperatorStats
 from qpcore.problem import ProblemError
 
 FloatArray = NDArray[np.float64]
@@ -84,6 +84,10 @@ class GramQ:
     ProblemError
         When A is not a finite real 2-D matrix.
     """
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.BLOCK, Capability.CROSS})
+    row_dtype: ClassVar[np.dtype[Any]] = np.dtype(np.float64)
+    row_eps: ClassVar[float] = float(np.finfo(np.float64).eps)
 
     def __init__(self, A: Any) -> None:
         self.A: Any = as_float_matrix(A, "A")

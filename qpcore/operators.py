@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections import OrderedDict
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, cast, runtime_checkable
 
 import attrs
 import numpy as np
@@ -13,8 +13,10 @@ from numpy.typing import ArrayLike, NDArray
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["PSD_CHECK_MAX_N", "Capability", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "QOperator", "cross_block",
-           "negative_curvature", "principal_block", "squared_norms"]
+__all__ = ["PSD_CHECK_MAX_N", "BlockOperator", "BudgetOperator", "Capability", "CrossIntoOperator", "CrossOperator",
+           "DenseQ", "Kernel", "KernelQ", "OperatorStats", "PrefetchOperator", "QOperator", "RowCache", "RowCacheOperator",
+           "cross_block", "negative_curvature", "prefetch_rows", "principal_block", "row_budget", "row_cached",
+           "squared_norms"]
 IndexArray = NDArray[np.intp]
 
 KernelName = Literal["linear", "rbf", "poly", "sigmoid", "precomputed"]
@@ -116,8 +118,85 @@ class QOperator(Protocol):
         ...
 
 
+class RowCacheOperator(QOperator, Protocol):
+    """An operator declaring :attr:`Capability.ROW_CACHE` (and usually ``PREFETCH``)."""
+
+    def cached(self, i: int) -> bool:
+        """Whether row i is in the cache."""
+        ...
+
+
+class PrefetchOperator(QOperator, Protocol):
+    """An operator declaring :attr:`Capability.PREFETCH`."""
+
+    def prefetch(self, idx: ArrayLike) -> int:
+        """Compute the uncached rows among ``idx`` in one block and cache them; the number computed."""
+        ...
+
+
+class BlockOperator(QOperator, Protocol):
+    """An operator declaring :attr:`Capability.BLOCK`."""
+
+    def block(self, idx: ArrayLike) -> FloatArray:
+        """The principal block Q[idx][:, idx]."""
+        ...
+
+
+class CrossOperator(QOperator, Protocol):
+    """An operator declaring :attr:`Capability.CROSS`."""
+
+    def cross(self, idx: ArrayLike, cols: ArrayLike | None = None) -> NDArray[Any]:
+        """Q[idx][:, cols] in the row dtype (all columns when ``cols`` is None), nothing cached."""
+        ...
+
+
+class CrossIntoOperator(QOperator, Protocol):
+    """An operator declaring :attr:`Capability.CROSS_INTO`."""
+
+    def cross_into(self, i: IndexArray, j: IndexArray | None, out: NDArray[Any]) -> bool:
+        """Compute Q[i][:, j] into ``out`` when that path exists; False, ``out`` untouched, otherwise."""
+        ...
+
+
+class BudgetOperator(QOperator, Protocol):
+    """An operator declaring :attr:`Capability.BUDGET`: its row-cache budget and own footprint."""
+
+    cache_bytes: int
+
+    @property
+    def footprint(self) -> int:
+        """Bytes of the operator's own arrays, the row cache aside."""
+        ...
+
+
+def row_budget(Q: QOperator) -> tuple[int, int]:
+    """``(cache_bytes, footprint)`` of an operator declaring :attr:`Capability.BUDGET`, else (0, 0).
+
+    A strategy with its own row buffer (decomposition) sizes it from the operator's budget, so the
+    whole run stays within what the user gave the operator.
+    """
+    if Capability.BUDGET not in Q.capabilities:
+        return 0, 0
+    b = cast(BudgetOperator, Q)
+    return int(b.cache_bytes), int(b.footprint)
+
+
+def row_cached(Q: QOperator, i: int) -> bool:
+    """Whether row i of Q is at hand: in the cache of an operator declaring
+    :attr:`Capability.ROW_CACHE`; always for the others (their rows cost what they cost)."""
+    return Capability.ROW_CACHE not in Q.capabilities or cast(RowCacheOperator, Q).cached(i)
+
+
+def prefetch_rows(Q: QOperator, idx: ArrayLike) -> int:
+    """Ask an operator declaring :attr:`Capability.PREFETCH` to compute rows ``idx`` in one block
+    now; the number computed (0 for the others: a hint, nothing to do)."""
+    if Capability.PREFETCH not in Q.capabilities:
+        return 0
+    return cast(PrefetchOperator, Q).prefetch(idx)
+
+
 def principal_block(Q: QOperator, idx: ArrayLike) -> FloatArray:
-    """Q[idx][:, idx] through the operator's ``block`` when it has one, else from ``rows``.
+    """Q[idx][:, idx] through the operator's ``block`` when it declares one, else from ``rows``.
 
     Parameters
     ----------
@@ -132,15 +211,14 @@ def principal_block(Q: QOperator, idx: ArrayLike) -> FloatArray:
         The k×k principal block, float64.
     """
     i = np.asarray(idx, dtype=np.intp)
-    block = getattr(Q, "block", None)
-    if callable(block):
-        return np.asarray(block(i), dtype=np.float64)
+    if Capability.BLOCK in Q.capabilities:
+        return np.asarray(cast(BlockOperator, Q).block(i), dtype=np.float64)
     return np.asarray(Q.rows(i)[:, i], dtype=np.float64)
 
 
 def cross_block(Q: QOperator, idx: ArrayLike, cols: ArrayLike | None = None,
                 out: NDArray[Any] | None = None) -> NDArray[np.floating[Any]]:
-    """Q[idx][:, cols] through the operator's ``cross`` when it has one, else from ``rows``.
+    """Q[idx][:, cols] through the operator's ``cross`` when it declares one, else from ``rows``.
 
     Decomposition with shrinking asks for rows over the active columns only; an operator
     that computes entries (kernels, Gram) then does |idx|·|cols| work instead of |idx|·n.
@@ -165,14 +243,13 @@ def cross_block(Q: QOperator, idx: ArrayLike, cols: ArrayLike | None = None,
     """
     i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
     j = None if cols is None else np.atleast_1d(np.asarray(cols, dtype=np.intp))
+    caps = Q.capabilities
     if out is not None:
-        into = getattr(Q, "cross_into", None)
-        if not (callable(into) and into(i, j, out)):
+        if not (Capability.CROSS_INTO in caps and cast(CrossIntoOperator, Q).cross_into(i, j, out)):
             out[...] = cross_block(Q, i, j)
         return out
-    cross = getattr(Q, "cross", None)
-    if callable(cross):
-        return np.asarray(cross(i, j))
+    if Capability.CROSS in caps:
+        return np.asarray(cast(CrossOperator, Q).cross(i, j))
     r = Q.rows(i)
     return np.asarray(r if j is None else r[:, j])
 
@@ -428,6 +505,154 @@ def _dot_block(Xa: Any, Xb: Any) -> FloatArray:
     return np.asarray(Xa, dtype=np.float64) @ np.asarray(Xb, dtype=np.float64).T
 
 
+class RowCache:
+    """Rows of Q kept under a byte budget in one preallocated slab, least recently used evicted.
+
+    The one row cache of the kernel operators (:class:`KernelQ`, :class:`qpcore.dynamic.DynamicKernelQ`):
+    a map row id → slab slot in LRU order over a ``slots × width`` array. Storing a row is a copy
+    into memory already mapped (a fresh allocation per row page-faults at several times the cost);
+    the slab itself is allocated on the first store, uninitialized (pages are mapped as rows
+    arrive) unless ``zeroed``.
+
+    Parameters
+    ----------
+    budget : int
+        Byte budget; the cache holds ``min(limit, budget // (width · itemsize))`` rows, at least
+        one when the budget is positive, none when it is 0.
+    width : int
+        Entries per stored row (a row shorter than ``width`` is stored zero-padded).
+    dtype : numpy dtype
+        Storage type.
+    limit : int
+        Most rows worth keeping (the number of rows of Q: more slots would never be used).
+    stats : OperatorStats
+        The operator's counters; :meth:`get` counts its hits and misses there.
+    lend_views : bool
+        Whether :meth:`get` returns read-only views of the slab (valid until the row is evicted)
+        rather than copies. Views are never lent by a cache of fewer than 4 rows, where the next
+        store would overwrite them at once.
+    zeroed : bool
+        Allocate the slab zero-filled (a caller that writes columns of cached rows, as the
+        growing operator does, needs defined entries beyond each row's stored part).
+    """
+
+    __slots__ = ("budget", "width", "dtype", "slots", "stats", "lend_views", "zeroed", "_map", "_slab", "_free")
+
+    def __init__(self, budget: int, width: int, dtype: Any, limit: int, stats: OperatorStats, *,
+                 lend_views: bool = True, zeroed: bool = False) -> None:
+        self.budget = int(budget)
+        self.dtype: np.dtype[Any] = np.dtype(dtype)
+        self.stats = stats
+        self.lend_views = lend_views
+        self.zeroed = zeroed
+        self._map: OrderedDict[int, int] = OrderedDict()
+        self._slab: NDArray[Any] | None = None
+        self._free: list[int] = []
+        self.width = 0
+        self.slots = 0
+        self._shape(int(width), int(limit))
+
+    def _shape(self, width: int, limit: int) -> None:
+        row_bytes = max(1, width * self.dtype.itemsize)
+        self.width = width
+        self.slots = min(limit, max(1, self.budget // row_bytes)) if self.budget > 0 else 0
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def __contains__(self, i: object) -> bool:
+        return i in self._map
+
+    def _storage(self) -> NDArray[Any]:
+        if self._slab is None:
+            alloc = np.zeros if self.zeroed else np.empty
+            self._slab = alloc((self.slots, self.width), dtype=self.dtype)
+            self._free = list(range(self.slots - 1, -1, -1))
+        return self._slab
+
+    def get(self, i: int, n: int | None = None) -> NDArray[Any] | None:
+        """Row i's first ``n`` entries (all when None), read-only, refreshed as most recently used;
+        None when it is not cached. Counts a cache hit or miss."""
+        pos = self._map.get(i)
+        if pos is None:
+            self.stats.cache_misses += 1
+            return None
+        self._map.move_to_end(i)
+        self.stats.cache_hits += 1
+        assert self._slab is not None
+        v: NDArray[Any] = self._slab[pos] if n is None else self._slab[pos, :n]
+        v = v.view() if self.lend_views and self.slots >= 4 else v.copy()
+        v.flags.writeable = False
+        return v
+
+    def take(self, i: int) -> NDArray[Any]:
+        """Cached row i as a slab view, refreshed as most recently used, nothing counted (for a
+        caller that copies it at once)."""
+        self._map.move_to_end(i)
+        return self.peek(i)
+
+    def peek(self, i: int) -> NDArray[Any]:
+        """Cached row i as a slab view, LRU order unchanged, nothing counted."""
+        assert self._slab is not None
+        v: NDArray[Any] = self._slab[self._map[i]]
+        return v
+
+    def put(self, i: int, r: NDArray[Any]) -> None:
+        """Store row i (refresh it when already cached); evicts the least recently used row."""
+        if self.slots == 0:
+            return
+        c = self._map
+        if i in c:
+            c.move_to_end(i)
+            return
+        slab = self._storage()
+        pos = self._free.pop() if self._free else c.popitem(last=False)[1]
+        k = r.shape[0]
+        slab[pos, :k] = r
+        if k < self.width:
+            slab[pos, k:] = 0
+        c[i] = pos
+
+    def discard(self, i: int) -> None:
+        """Forget row i (if cached)."""
+        pos = self._map.pop(i, None)
+        if pos is not None:
+            self._free.append(pos)
+
+    def positions(self, ids: IndexArray) -> IndexArray:
+        """The slab slot of each id (−1 where not cached), LRU order unchanged."""
+        get = self._map.get
+        return np.fromiter((get(int(k), -1) for k in ids), dtype=np.intp, count=ids.size)
+
+    def entries(self) -> tuple[IndexArray, IndexArray]:
+        """(ids, slots) of the cached rows, least recently used first."""
+        c = self._map
+        return (np.fromiter(c.keys(), dtype=np.intp, count=len(c)), np.fromiter(c.values(), dtype=np.intp, count=len(c)))
+
+    @property
+    def slab(self) -> NDArray[Any]:
+        """The storage, ``slots × width`` (rows at :meth:`positions`; for column updates in place)."""
+        return self._storage()
+
+    def resize(self, width: int, limit: int) -> None:
+        """New row width (and so fewer or more slots), keeping the most recently used rows and
+        their first min(old, new width) entries."""
+        old_slab, old = self._slab, list(self._map.items())
+        self._shape(int(width), int(limit))
+        keep = old[len(old) - self.slots:] if self.slots else []
+        self._slab = None
+        self._map = OrderedDict()
+        if not keep or old_slab is None:
+            return
+        slab = self._storage()
+        w = min(old_slab.shape[1], self.width)
+        slab[:len(keep), :w] = old_slab[np.fromiter((pos for _, pos in keep), dtype=np.intp, count=len(keep)), :w]
+        if w < self.width and not self.zeroed:
+            slab[:len(keep), w:] = 0
+        self._map = OrderedDict((i, k) for k, (i, _) in enumerate(keep))
+        self._free = list(range(self.slots - 1, len(keep) - 1, -1))
+
+
 class KernelQ:
     """Q_ij = s_i s_j K(x_i, x_j) over dense or CSR data, rows computed in BLAS blocks and cached.
 
@@ -498,14 +723,8 @@ class KernelQ:
         self.dtype: np.dtype[Any] = np.dtype(dtype)
         self._n = n
         self.cache_bytes = int(cache_bytes)
-        self._row_bytes = n * self.dtype.itemsize
-        # never more slots than rows: a budget far above n·row would only build a longer free list
-        self.max_rows = max(1, min(n, self.cache_bytes // max(1, self._row_bytes)))
-        # LRU of row -> slot in one preallocated slab: storing a row is a copy into memory
-        # already mapped (a fresh 200 KB allocation per row page-faults at 3-4× the cost)
-        self._cache: OrderedDict[int, int] = OrderedDict()
-        self._slab: NDArray[Any] | None = None
-        self._free: list[int] = []
+        self.stats = OperatorStats()
+        self._rows = RowCache(self.cache_bytes, n, self.dtype, n, self.stats)
         self._sq = squared_norms(X) if kernel.name == "rbf" else None
         self._aug: tuple[FloatArray, FloatArray] | None = None
         if kernel.name == "rbf" and not sp.issparse(X):
@@ -550,7 +769,6 @@ class KernelQ:
         # one row: a dense GEMV (BLAS, threaded) beats a sparse matvec unless X is quite sparse
         nnz_row = (self._Xs.nnz / max(1, n)) if self._Xs is not None else float(X.shape[1])
         self._one_dense = self._aug is not None and X.shape[1] + 2 <= 4 * (nnz_row + 2)
-        self.stats = OperatorStats()
         self.gemm_min_rows = 32
         self._cols_key: tuple[IndexArray, NDArray[np.float32], NDArray[np.float32]] | None = None
 
@@ -583,6 +801,11 @@ class KernelQ:
         return self.dtype
 
     @property
+    def max_rows(self) -> int:
+        """Rows the cache holds at most (the budget over one row's bytes, at most n)."""
+        return self._rows.slots
+
+    @property
     def shape(self) -> tuple[int, int]:
         """(n, n)."""
         return (self._n, self._n)
@@ -593,13 +816,13 @@ class KernelQ:
         Returns the number of rows computed. A GEMM over many rows costs far less per row than
         one row at a time, so a strategy that can guess its next rows asks for them together.
         """
-        want = [int(k) for k in np.atleast_1d(np.asarray(idx, dtype=np.intp)) if int(k) not in self._cache]
+        want = [int(k) for k in np.atleast_1d(np.asarray(idx, dtype=np.intp)) if int(k) not in self._rows]
         want = list(dict.fromkeys(want))[: self.max_rows]
         if not want:
             return 0
         blk = self.compute(want).astype(self.dtype, copy=False)
         for k, r in zip(want, blk):
-            self._store(k, r)
+            self._rows.put(k, r)
         return len(want)
 
     def diag(self) -> FloatArray:
@@ -636,7 +859,7 @@ class KernelQ:
         """
         i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
         j = None if cols is None else np.atleast_1d(np.asarray(cols, dtype=np.intp))
-        c = self._cache
+        c = self._rows
         hit = np.fromiter((int(k) in c for k in i), dtype=bool, count=i.size)
         nh = int(np.count_nonzero(hit))
         self.stats.cache_hits += nh
@@ -644,10 +867,8 @@ class KernelQ:
         if nh == 0:
             return self._cross_compute(i, j)
         out = np.empty((i.size, self._n if j is None else j.size), dtype=self.dtype)
-        slab = self._slab
-        assert slab is not None
         for pos in np.flatnonzero(hit):
-            r = slab[c[int(i[pos])]]
+            r = c.peek(int(i[pos]))
             out[pos] = r if j is None else r[j]
         miss = np.flatnonzero(~hit)
         if miss.size:
@@ -792,53 +1013,24 @@ class KernelQ:
         row: FloatArray = out.reshape(1, -1)
         return row
 
-    def _store(self, i: int, r: NDArray[Any]) -> None:
-        if self.cache_bytes < self._row_bytes:
-            return
-        c = self._cache
-        if i in c:
-            c.move_to_end(i)
-            return
-        if self._slab is None:
-            # virtual until touched: pages are mapped as rows are stored
-            self._slab = np.empty((self.max_rows, self._n), dtype=self.dtype)
-            self._free = list(range(self.max_rows - 1, -1, -1))
-        slot = self._free.pop() if self._free else c.popitem(last=False)[1]
-        self._slab[slot] = r
-        c[i] = slot
-
-    def _cached_row(self, i: int) -> NDArray[Any]:
-        """A read-only view of cached row i (a copy when the cache is too small to lend views:
-        a view would be overwritten once its slot is reused)."""
-        assert self._slab is not None
-        v: NDArray[Any] = self._slab[self._cache[i]]
-        if self.max_rows < 4:
-            return v.copy()
-        v = v.view()
-        v.flags.writeable = False
-        return v
-
     def row(self, i: int) -> NDArray[Any]:
         """Q[i, :], from the cache when present (read-only)."""
-        c = self._cache
-        if i in c:
-            c.move_to_end(i)
-            self.stats.cache_hits += 1
-            return self._cached_row(i)
-        self.stats.cache_misses += 1
+        v = self._rows.get(i)
+        if v is not None:
+            return v
         r: NDArray[Any] = self.compute([i])[0].astype(self.dtype, copy=False)
-        self._store(i, r)
+        self._rows.put(i, r)
         r.flags.writeable = False
         return r
 
     def cached(self, i: int) -> bool:
         """Whether row i is in the cache."""
-        return i in self._cache
+        return i in self._rows
 
     def rows(self, idx: ArrayLike) -> NDArray[Any]:
         """Q[idx, :]: cached rows gathered, the missing ones computed in one block and cached."""
         i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
-        c = self._cache
+        c = self._rows
         miss = [int(k) for k in i if int(k) not in c]
         nm = len(set(miss))
         self.stats.cache_misses += nm
@@ -852,7 +1044,7 @@ class KernelQ:
                 blk = self.compute(uniq).astype(self.dtype, copy=False)
             if len(uniq) == i.size:   # all computed now, in order: the block is the answer
                 for k, r in zip(uniq, blk):
-                    self._store(k, r)
+                    c.put(k, r)
                 out_all: NDArray[Any] = blk
                 return out_all
             for k, r in zip(uniq, blk):
@@ -861,14 +1053,10 @@ class KernelQ:
         for pos, k in enumerate(i):
             kk = int(k)
             r = fresh.get(kk)
-            if r is None:
-                assert self._slab is not None
-                r = self._slab[c[kk]]
-                c.move_to_end(kk)
-            out[pos] = r
+            out[pos] = c.take(kk) if r is None else r
         # cache the fresh rows after gathering, so a small budget cannot evict what we just used
         for k, r in fresh.items():
-            self._store(k, r)
+            c.put(k, r)
         return out
 
     def matvec(self, x: FloatArray, block_bytes: int = 2 << 20) -> FloatArray:
@@ -884,13 +1072,15 @@ class KernelQ:
         nz = np.flatnonzero(x)
         n = self._n
         out = np.zeros(n)
-        if self.dtype == np.float64 and self._cache:
-            hit = np.fromiter((int(k) in self._cache for k in nz), dtype=bool, count=nz.size)
-            cached = nz[hit]
+        if self.dtype == np.float64 and len(self._rows):
+            pos = self._rows.positions(nz)
+            hit = pos >= 0
+            cached, slots = nz[hit], pos[hit]
+            slab = self._rows.slab
             step = max(1, block_bytes // (8 * n))
             for start in range(0, cached.size, step):  # one GEMV per block of cached rows
-                b = cached[start:start + step]
-                out += x[b] @ np.stack([self._cached_row(int(k)) for k in b])
+                part = slice(start, start + step)
+                out += x[cached[part]] @ slab[slots[part]]
             nz = nz[~hit]
         if nz.size == 0:
             return out

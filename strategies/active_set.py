@@ -30,7 +30,8 @@ from qpcore.operators import negative_curvature, principal_block
 from qpcore.optimality import Scores, maximal_violating_pair, measure, scores_of
 from qpcore.problem import QP, ProblemError
 from qpcore.projection import bound_steps
-from qpcore.state import State, Status, bound_status
+from qpcore.state import State, Status, Work, bound_status
+from qpcore.strategy import Strategy
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -39,7 +40,7 @@ __all__ = ["DenseActiveSet"]
 
 
 @attrs.define(slots=True, eq=False)
-class _Work:
+class _Work(Work):
     Q: FloatArray
     a: FloatArray | None
     tol: float
@@ -88,7 +89,7 @@ def _face_negative_direction(Q: FloatArray, a: FloatArray | None, F: IndexArray)
 
 
 @attrs.frozen
-class DenseActiveSet:
+class DenseActiveSet(Strategy):
     """Primal active-set method on a dense Q (box bounds, at most one equality row).
 
     Parameters
@@ -121,6 +122,7 @@ class DenseActiveSet:
         ProblemError
             For several equality rows, or n > max_n.
         """
+        self.check(qp)
         if qp.m > 1:
             raise ProblemError(f"A: the dense active-set method handles at most one equality row, got {qp.m}")
         if qp.n > self.max_n:
@@ -128,7 +130,7 @@ class DenseActiveSet:
         Q = np.array(principal_block(qp.Q, np.arange(qp.n)), dtype=np.float64)
         Q = 0.5 * (Q + Q.T)
         # a DenseQ checked on construction is PSD; any other operator is checked here, once
-        nonconvex = getattr(qp.Q, "psd", None) is not True and _negative_eigen(Q)
+        nonconvex = qp.Q.psd is not True and _negative_eigen(Q)
         x = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
         x = np.clip(x, qp.lb, qp.ub)
         a = None
@@ -141,28 +143,10 @@ class DenseActiveSet:
                 x = project_box_equality(x, qp.lb, qp.ub, a, b)[0]
         g = Q @ x + qp.c
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub),
-                      extra=_Work(Q=Q, a=a, tol=tol, steps_left=10 * qp.n + 100, nonconvex=nonconvex))
+                      work=_Work(Q=Q, a=a, tol=tol, steps_left=10 * qp.n + 100, nonconvex=nonconvex))
         state.nonconvex = nonconvex
         state.counters.update(face_solves=0, releases=0, blocks=0, null_moves=0, pair_steps=0, negative_curvature=0)
         return state
-
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        """Whether a face minimizer passed the KKT test at a fresh gradient (``state.done``).
-
-        Parameters
-        ----------
-        qp : QP
-            The problem.
-        state : State
-            The run's state.
-        tol : float
-            The tolerance (the one given to ``init`` is what ``step`` checks).
-
-        Returns
-        -------
-        bool
-        """
-        return state.done
 
     def step(self, qp: QP, state: State) -> None:
         """Solve on the current face; move to its minimizer, to a blocking bound, or release a bound.
@@ -176,8 +160,7 @@ class DenseActiveSet:
         state : State
             Mutated in place.
         """
-        work = state.extra
-        assert isinstance(work, _Work)
+        work = state.work(_Work)
         work.steps_left -= 1
         if work.steps_left < 0:
             state.stop = Status.STALLED     # a degenerate cycle: return the best point honestly

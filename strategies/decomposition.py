@@ -34,13 +34,14 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.operators import DenseQ, cross_block, principal_block
+from qpcore.operators import DenseQ, cross_block, principal_block, row_budget
 from qpcore.problem import QP, ProblemError
 from qpcore.optimality import Scores, maximal_violating_pair, measure, scores, scores_of
 from qpcore.projection import feasible_start
 from qpcore.rules import RuleView, check_rule
-from qpcore.solve import Strategy, solve
-from qpcore.state import State, Status, bound_status
+from qpcore.solve import iterate
+from qpcore.state import State, Status, Work, bound_status
+from qpcore.strategy import Strategy
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -55,8 +56,9 @@ __all__ = ["Chunking", "Decomposition", "DecompositionWork", "OsunaSwap", "Steep
 
 
 @attrs.define(slots=True, eq=False)
-class DecompositionWork:
-    """Decomposition's slot in ``State.extra``: the previous working set, the stall count."""
+class DecompositionWork(Work):
+    """Decomposition's work state (``state.work(DecompositionWork)``): the previous working set,
+    the stall count, the row buffer."""
 
     tol: float
     view: RuleView
@@ -156,9 +158,7 @@ def _row_sum(W: NDArray[Any], slots: IndexArray, w: FloatArray) -> FloatArray:
 
 
 def _work(state: State) -> DecompositionWork:
-    work = state.extra
-    assert isinstance(work, DecompositionWork)
-    return work
+    return state.work(DecompositionWork)
 
 
 def _top_k(scores: FloatArray, mask: BoolArray, k: int, exclude: BoolArray) -> IndexArray:
@@ -348,7 +348,7 @@ def _default_inner() -> Strategy:
 
 
 @attrs.frozen
-class Decomposition:
+class Decomposition(Strategy):
     """Decomposition over working sets chosen by a rule, subproblems solved by any strategy.
 
     Each step: B = rule.select(...); the subproblem over B with the rest fixed (Q_BB from one
@@ -407,6 +407,7 @@ class Decomposition:
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the problem shape; start at x0 (or 0, which is feasible for the SVM dual)."""
+        self.check(qp)
         if qp.m > 1:
             raise ProblemError(f"A: decomposition handles at most one equality row, got {qp.m}")
         if not (np.isfinite(qp.lb).all() and np.isfinite(qp.ub).all()):
@@ -417,9 +418,8 @@ class Decomposition:
         g = qp.gradient(x)
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub))
         work = DecompositionWork(tol=tol, view=RuleView(qp, state, seed=self.seed))
-        state.extra = work
-        row_dtype = np.dtype(getattr(qp.Q, "dtype", np.float64))
-        work.row_eps = float(getattr(qp.Q, "row_eps", np.finfo(row_dtype).eps if row_dtype.kind == "f" else 0.0))
+        state.set_work(work)
+        work.row_eps = qp.Q.row_eps
         work.qmax = float(np.abs(qp.Q.diag()).max(initial=0.0))
         work.x_fresh = x.copy()
         work.g_fresh = g.copy()
@@ -429,10 +429,6 @@ class Decomposition:
                               gradient_refreshes=0, rows_reused=0, rows_fetched=0, shrink_events=0,
                               unshrinks=0, active_min=qp.n)
         return state
-
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        """True once the rule found nothing to do on all variables and the drift check passed."""
-        return state.done
 
     # -- shrinking -------------------------------------------------------------------------
 
@@ -524,9 +520,9 @@ class Decomposition:
         # partial sums: a few 8 MB blocks), so the whole run stays within it, as LIBSVM's does
         # and so do the operator's own arrays (data copies, factors), as LIBSVM's peak includes
         # its copy of the data
-        budget = int(getattr(qp.Q, "cache_bytes", 0))
-        budget -= min(_WORKING_BYTES + int(getattr(qp.Q, "footprint", 0)), budget // 2)
-        itemsize = np.dtype(getattr(qp.Q, "dtype", np.float64)).itemsize
+        budget, footprint = row_budget(qp.Q)
+        budget -= min(_WORKING_BYTES + footprint, budget // 2)
+        itemsize = qp.Q.row_dtype.itemsize
         return int(min(qp.n, max(q, budget // max(1, ncols * itemsize))))
 
     def _fetch(self, qp: QP, work: DecompositionWork, B: IndexArray, counters: dict[str, int]) -> IndexArray:
@@ -541,7 +537,7 @@ class Decomposition:
             work.slot_of = np.full(qp.n, -1, dtype=np.intp)
         if work.W is None or work.W.shape[0] < B.size or work.W.shape[1] != ncols:
             cap = self._capacity(qp, B.size, ncols)
-            work.base = _row_buffer(cap * ncols, np.dtype(getattr(qp.Q, "dtype", np.float64)))
+            work.base = _row_buffer(cap * ncols, qp.Q.row_dtype)
             work.W = work.base.reshape(cap, ncols)
             work.slot_of[:] = -1
             work.slot_var = np.full(cap, -1, dtype=np.intp)
@@ -629,15 +625,15 @@ class Decomposition:
         gap_B = measure(scores(xB, gB, qp.lb[B], qp.ub[B], aB))
         inner_tol = max(self.inner_fraction * gap_B, min(0.5 * work.tol, 0.5 * gap_B), 1e-300)
         # the inner run shares the outer deadline, so a time limit holds inside long subproblems
-        left = state.time_left()
-        res = solve(sub, self.inner, x0=xB, tol=inner_tol, max_iter=100_000, certify=False,
-                    time_limit=max(left, 1e-6) if np.isfinite(left) else None)
-        state.counters["inner_iterations"] += res.iterations
-        if res.state.nonconvex or res.status is Status.NONCONVEX:
+        inner = self.inner.init(sub, xB, inner_tol)
+        done = iterate(sub, self.inner, inner, max_iter=100_000, deadline=state.deadline)
+        self.inner.finish(sub, inner)
+        state.counters["inner_iterations"] += inner.iteration
+        if inner.nonconvex:
             state.nonconvex = True          # negative curvature inside B is negative curvature of Q
-        if res.status is not Status.CONVERGED:
+        if done is not Status.CONVERGED:
             state.counters["stalled_subproblems"] += 1
-        dx = res.x - xB
+        dx = inner.x - xB
         # the objective's change, exactly for the quadratic: g_Bᵀdx + ½ dxᵀQ_BB dx
         decrease = -(float(gB @ dx) + 0.5 * float(dx @ (QBB @ dx)))
         # the rounding of that formula itself: a decrease above it is real progress, however small
@@ -645,7 +641,7 @@ class Decomposition:
         adx = np.abs(dx)
         noise = 8.0 * float(np.finfo(np.float64).eps) * (float(np.abs(gB) @ adx) + 0.5 * float(adx @ (np.abs(QBB) @ adx)))
         if np.any(dx):
-            x[B] = res.x
+            x[B] = inner.x
             # g += Q[B, :]ᵀ Δx_B. Float32 rows are summed 16 at a time in float32 (one batched
             # SGEMM) and the partial sums added in float64: 4× faster than a float64 sum, with an
             # error of at most ~17·eps32·Σ|Δx_i|·max|Q_ij| per entry, which is tracked in

@@ -64,7 +64,8 @@ from qpcore.operators import DenseQ, KernelQ, QOperator, cross_block, principal_
 from qpcore.optimality import maximal_violating_pair, measure, projected_gradient, scores_of
 from qpcore.problem import QP, ProblemError
 from qpcore.projection import project_box_equality
-from qpcore.state import State, Status, bound_status
+from qpcore.state import State, Status, Work, bound_status
+from qpcore.strategy import Strategy
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -544,8 +545,8 @@ class _FaceFactor:
 
 
 @attrs.define(slots=True, eq=False)
-class GPCGWork:
-    """GPCG's slot in ``State.extra``: the tolerance and where the current cycle stands.
+class GPCGWork(Work):
+    """GPCG's work state (``state.work(GPCGWork)``): the tolerance and where the current cycle stands.
 
     Attributes
     ----------
@@ -605,7 +606,7 @@ def _measure(qp: QP, x: FloatArray, g: FloatArray) -> float:
 
 
 @attrs.frozen
-class GPCG:
+class GPCG(Strategy):
     """Gradient projection + conjugate gradients (Moré–Toraldo 1991), in bounded steps.
 
     For box constraints (fixed variables included) and at most one equality row (zero
@@ -692,6 +693,7 @@ class GPCG:
         -------
         State
         """
+        self.check(qp)
         if qp.m > 1:
             raise ProblemError(f"A: GPCG handles box constraints and at most one equality row, got {qp.m} rows")
         if self.cg_per_step < 1 or self.max_cg < 1 or self.max_gp < 1:
@@ -701,42 +703,32 @@ class GPCG:
         v = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=np.float64)
         x = _eq_point(qp, v) if qp.m else np.clip(v, qp.lb, qp.ub)
         g = _product(qp, x) + qp.c          # on a dense Q through the BLAS pool of the factorizations
-        state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), extra=GPCGWork(tol=tol))
+        state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), work=GPCGWork(tol=tol))
         state.exact = (x, g)
         state.counters.update(gp_steps=0, cg_steps=0, cg_searches=0, boundary_moves=0, face_solves=0, settled=0,
                               pair_steps=0, negative_curvature=0, newton_steps=0, factorizations=0,
                               factor_updates=0)
+        self._judge(qp, state)
         return state
 
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        """Whether the measure meets tol at an exact gradient.
+    def _judge(self, qp: QP, state: State) -> None:
+        """Set ``state.done`` when the measure meets tol at an exact gradient.
 
         The strategy's running gradient is checked first (O(n)); when it meets tol and was not
         computed afresh at this very x, one product confirms it (and becomes ``state.g``).
-
-        Parameters
-        ----------
-        qp : QP
-            The problem.
-        state : State
-            The run's state (its gradient may be refreshed).
-        tol : float
-            The tolerance on :func:`qpcore.optimality.measure`.
-
-        Returns
-        -------
-        bool
         """
+        tol = state.work(GPCGWork).tol
         if _measure(qp, state.x, state.g) > tol:
-            return False
+            return
         ex = state.exact
         if ex is not None and ex[0] is state.x and ex[1] is state.g:
-            return True
+            state.done = True
+            return
         try:
             self._refresh(qp, state)
         except _Deadline:
-            return False
-        return _measure(qp, state.x, state.g) <= tol
+            return
+        state.done = _measure(qp, state.x, state.g) <= tol
 
     def step(self, qp: QP, state: State) -> None:
         """One bounded piece of a cycle: a gradient-projection search, or up to ``cg_per_step``
@@ -749,15 +741,16 @@ class GPCG:
         state : State
             Mutated in place; on the deadline it is left at the last accepted move.
         """
-        work = state.extra
-        assert isinstance(work, GPCGWork)
+        work = state.work(GPCGWork)
         try:
             if work.phase == "gp":
                 self._gp_step(qp, state, work)
             else:
                 self._cg_step(qp, state, work)
         except _Deadline:
-            pass        # x and g are those of the last accepted move; the loop ends on the time limit
+            return      # x and g are those of the last accepted move; the loop ends on the time limit
+        if state.stop is None:
+            self._judge(qp, state)
 
     # -- the two kinds of step ------------------------------------------------------------------
 
@@ -912,9 +905,7 @@ class GPCG:
         assert res.Qs is not None
         state.g = state.g + res.Qs   # the snap below moves x by ulps: g is refreshed every cycle
         state.x = _snap(qp, res.x.copy())
-        work = state.extra
-        assert isinstance(work, GPCGWork)
-        work.cycle_decrease += res.decrease
+        state.work(GPCGWork).cycle_decrease += res.decrease
 
     # -- pieces ---------------------------------------------------------------------------------
 

@@ -59,6 +59,7 @@ from typing import Any
 
 import attrs
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from qpcore.factor import BorderedCholesky, Dependence
@@ -66,7 +67,8 @@ from qpcore.operators import KernelQ, cross_block
 from qpcore.optimality import maximal_violating_pair, measure, pair_gap, projected_gradient, scores, single_violation
 from qpcore.problem import QP, ProblemError
 from qpcore.projection import bound_start, bound_steps
-from qpcore.state import State, Status, bound_status
+from qpcore.state import State, Status, Work, bound_status
+from qpcore.strategy import Strategy
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -79,8 +81,8 @@ _COUNTERS = ("step1_full", "step1_blocked", "released", "dependences", "refactor
 
 
 @attrs.define(slots=True, eq=False)
-class INCASWork:
-    """INCAS's slot in ``State.extra``.
+class INCASWork(Work):
+    """INCAS's work state (``state.work(INCASWork)``); all of it is what ``resume`` continues from.
 
     The buffer ``buf`` holds the rows Q[S, :] in *slot* order (``var_of_slot``) with columns in
     *position* order (``perm[pos]`` is the variable of column ``pos``; ``pos_of`` its inverse);
@@ -135,7 +137,7 @@ def _grow_rows(work: INCASWork) -> None:
 
 
 @attrs.frozen
-class INCAS:
+class INCAS(Strategy):
     """Scheinberg's active-set method (INCAS) as a qpcore ``Strategy``.
 
     Parameters
@@ -220,6 +222,7 @@ class INCAS:
         ProblemError
             Infinite bounds or several equality rows.
         """
+        self.check(qp)
         self._check(qp)
         a = qp.A[0].copy() if qp.m else None
         x = bound_start(qp) if x0 is None else np.clip(np.asarray(x0, dtype=np.float64), qp.lb, qp.ub)
@@ -234,7 +237,7 @@ class INCAS:
                          slot=np.full(n, -1, dtype=np.intp), perm=np.arange(n, dtype=np.intp),
                          pos_of=np.arange(n, dtype=np.intp), nact=n, h=np.zeros(n), lb=qp.lb.copy(),
                          ub=qp.ub.copy(), c=qp.c.copy())
-        state.extra = work
+        state.set_work(work)
         for i in np.flatnonzero((x > qp.lb) & (x < qp.ub)).tolist():
             if state.stop is not None:
                 break
@@ -244,10 +247,6 @@ class INCAS:
         return state
 
     # -- the Strategy protocol ------------------------------------------------------------------
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        """Whether a priced full set with a fresh gradient met the measure (``state.done``)."""
-        return state.done
-
     def step(self, qp: QP, state: State) -> None:
         """One pivot: a Step 1 (Newton step on S, maybe blocked) or a Step 2 (price, release).
 
@@ -258,7 +257,7 @@ class INCAS:
         state : State
             Mutated in place.
         """
-        work: INCASWork = state.extra
+        work = state.work(INCASWork)
         if work.zero_run >= self.max_zero_steps:
             # a degenerate cycle of pivots that do not move x: refresh once, then stop honestly
             if state.counters["zero_steps"] >= 2 * self.max_zero_steps and work.fresh:
@@ -281,8 +280,8 @@ class INCAS:
     def sync_gradient(self, qp: QP, state: State) -> None:
         """Bring g up to date on the priced variables (``qpcore.solve`` calls it before a progress
         snapshot): Step 1 keeps only g_S current until the next pricing."""
-        work = state.extra
-        if isinstance(work, INCASWork) and work.stale:
+        work = state.work(INCASWork)
+        if work.stale:
             self._price_gradient(state, work)
 
     def resume(self, qp: QP, state: State, tol: float) -> State | None:
@@ -308,8 +307,8 @@ class INCAS:
         -------
         State or None
         """
-        old = state.extra
-        if not isinstance(old, INCASWork):
+        old = state.work_or_none(INCASWork)
+        if old is None:
             return None
         self._check(qp)
         n0, n = old.lb.size, qp.n
@@ -332,7 +331,7 @@ class INCAS:
         w.buf, w.h = old.buf[:max(old.ns, 1)].copy(), old.h.copy()
         w.perm, w.pos_of, w.var_of_slot = old.perm.copy(), old.pos_of.copy(), old.var_of_slot.copy()
         st = State(x=np.concatenate([state.x, x_new]), g=np.empty(n), status=np.empty(n, dtype=np.int8),
-                   counters={k: 0 for k in _COUNTERS}, extra=w, nonconvex=state.nonconvex)
+                   counters={k: 0 for k in _COUNTERS}, work=w, nonconvex=state.nonconvex)
         st.g[:n0] = state.g
         st.status[:n0] = state.status
         st.status[n0:] = bound_status(x_new, qp.lb[n0:], qp.ub[n0:])
@@ -399,7 +398,7 @@ class INCAS:
         if isinstance(Q, KernelQ) and Q.dtype != np.float64:
             if Q.kernel.name == "precomputed":
                 blk = Q.X[rows][:, cols]
-                out = np.array(blk.toarray() if hasattr(blk, "toarray") else blk, dtype=np.float64)
+                out = np.array(blk.toarray() if sp.issparse(blk) else blk, dtype=np.float64)
             else:
                 out = Q.kernel.block(Q.X[rows], Q.X[cols])
             out *= Q.s[cols]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from qpcore import DenseQ, Kernel, KernelQ, QOperator
+from qpcore import Capability, DenseQ, Kernel, KernelQ, QOperator
 
 pairwise = pytest.importorskip("sklearn.metrics.pairwise")
 
@@ -262,6 +262,8 @@ def test_principal_block_falls_back_to_rows() -> None:
     from qpcore.operators import principal_block
 
     class RowsOnly:
+        capabilities: frozenset[Capability] = frozenset()   # declares no block: rows it is
+
         def __init__(self, M: np.ndarray) -> None:
             self.M = M
 

@@ -13,7 +13,7 @@ from problems.data import load_dataset
 from problems.svm import csvc
 from qpcore.reference import assert_kkt, check_against_reference, dense_reference
 from qpcore.testing import box_equality_qps, svm_duals, warm_starts
-from strategies.incas import INCAS
+from strategies.incas import INCAS, INCASWork
 
 
 def _finite(qp: qpcore.QP) -> bool:
@@ -112,7 +112,7 @@ def test_incremental_resume_reaches_batch_optimum() -> None:
     inc = qpcore.solve(qp, INCAS(), resume=res0, tol=1e-9)
     assert_kkt(qp, inc, 1e-9)
     assert inc.objective == pytest.approx(batch.objective, rel=1e-9)
-    assert inc.stats["refactors"] == 0 and inc.state.extra.fac.counters["refactors"] == 0
+    assert inc.stats["refactors"] == 0 and inc.state.work(INCASWork).fac.counters["refactors"] == 0
     assert inc.iterations < batch.iterations
     assert inc.stats["cross_entries"] > 0          # resumed (the new columns of S), not restarted
     # only the new variables' rows and the new columns of S were computed, never full old rows
@@ -201,8 +201,8 @@ def test_progress_snapshots_see_an_up_to_date_gradient() -> None:
     gaps: list[float] = []
 
     def cb(p: qpcore.Progress) -> None:
-        assert np.allclose(p.state.g[p.state.extra.perm[:p.state.extra.nact]],
-                           qp.gradient(p.state.x)[p.state.extra.perm[:p.state.extra.nact]], atol=1e-8)
+        w = p.state.work(INCASWork)
+        assert np.allclose(p.state.g[w.perm[:w.nact]], qp.gradient(p.state.x)[w.perm[:w.nact]], atol=1e-8)
         gaps.append(p.gap)
 
     res = qpcore.solve(qp, INCAS(), tol=1e-6, callback=cb)
