@@ -23,7 +23,7 @@ Rows (``--rows``, comma-separated ``KIND:DATA[:N]``):
   normal, bounds ±0.1), GPCG at tol 1e-8.
 - ``dask-asvm:7m``: 7,000,000 × 32 rows (x ~ N(0, I), labels the sign of a hidden linear model
   with intercept 0.25, 10 % flipped) in 8 chunks persisted on a local cluster of 2 worker
-  processes × 1 thread; chunked ASVM (``problems.chunked.asvm_dual``, nu = 2) at tol 1e-6.
+  processes × 1 thread; chunked ASVM (``problems.asvm.asvm_dual`` on the dask arrays, nu = 2) at tol 1e-6.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def child(root: str, kind: str, data: str, n: int | None) -> None:
     elif kind == "dask-asvm":
         import distributed
 
-        from problems.chunked import asvm_dual as chunked_asvm
+        from problems.asvm import asvm_dual
         from strategies.asvm import ASVM
 
         m = int(float(data.rstrip("m")) * 1e6)
@@ -137,7 +137,7 @@ def child(root: str, kind: str, data: str, n: int | None) -> None:
                                            env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
         client = distributed.Client(cluster)
         X, y = _dask_data(m, 8, client)
-        qp, strategy, tol = chunked_asvm(X, y, nu=2.0, client=client).qp, ASVM(), 1e-6
+        qp, strategy, tol = asvm_dual(X, y, nu=2.0, client=client).qp, ASVM(), 1e-6
     else:
         raise SystemExit(f"unknown row kind {kind!r}")
     t = time.perf_counter()
@@ -165,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         child(root, kind, data, int(n) if n != "-" else None)
         return 0
     env = {**os.environ, "OPENBLAS_NUM_THREADS": str(args.threads), "OMP_NUM_THREADS": str(args.threads),
-           "MKL_NUM_THREADS": str(args.threads)}
+           "MKL_NUM_THREADS": str(args.threads),
+           # the base worktree lives in a temporary folder, where the data would not be found
+           "QPCORE_DATA": os.environ.get("QPCORE_DATA", str(REPO.parent / "shared" / "data"))}
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
@@ -186,8 +188,9 @@ def main(argv: list[str] | None = None) -> int:
                 for _ in range(args.repeat):
                     for side, root in (("base", base), ("ours", REPO)):
                         loads.append(os.getloadavg()[0])
-                        out = subprocess.run([sys.executable, "-m", "benchmarks.ab", "--child", str(root), kind, data, n],
-                                             capture_output=True, text=True, env=env, cwd=REPO)
+                        # run as a script from the checkout: a cluster's spawned workers re-import it by path
+                        out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(root), kind,
+                                              data, n], capture_output=True, text=True, env=env, cwd=root)
                         if out.returncode != 0:
                             raise SystemExit(f"{spec} ({side}) failed:\n{out.stderr[-3000:]}")
                         runs[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
