@@ -14,7 +14,8 @@ from numpy.typing import ArrayLike, NDArray
 FloatArray = NDArray[np.float64]
 
 __all__ = ["PSD_CHECK_MAX_N", "BlockOperator", "BudgetOperator", "Capability", "CrossIntoOperator", "CrossOperator",
-           "DenseQ", "Kernel", "KernelQ", "OperatorStats", "PrefetchOperator", "QOperator", "RowCache", "RowCacheOperator",
+           "DenseQ", "Kernel", "KernelQ", "Operator", "OperatorStats", "PrefetchOperator", "Products", "QOperator",
+           "RowCache", "RowCacheOperator",
            "cross_block", "negative_curvature", "prefetch_rows", "principal_block", "row_budget", "row_cached",
            "squared_norms"]
 IndexArray = NDArray[np.intp]
@@ -116,6 +117,44 @@ class QOperator(Protocol):
     def row(self, i: int) -> NDArray[np.floating[Any]]:
         """The row Q[i, :] (read-only, possibly from a cache)."""
         ...
+
+
+@runtime_checkable
+class Products(Protocol):
+    """The three products every operator computes (``diag``, ``matvec``, ``rows``): an object with
+    these that is not a full :class:`QOperator` lacks the declared part (see :class:`Operator`)."""
+
+    def diag(self) -> FloatArray:
+        """The diagonal of Q."""
+        ...
+
+    def matvec(self, x: FloatArray) -> FloatArray:
+        """The product Q x."""
+        ...
+
+    def rows(self, idx: ArrayLike) -> NDArray[np.floating[Any]]:
+        """The block Q[idx, :]."""
+        ...
+
+
+class Operator:
+    """Defaults of the declared part of :class:`QOperator` for an operator written outside qpcore.
+
+    No optional capability, float64 rows exact to float64's eps, positive semidefiniteness
+    unknown. A subclass writes ``shape``, ``stats``, ``diag``, ``matvec``, ``rows`` and ``row``, and
+    overrides the declarations when it offers more (``capabilities`` with the methods they name).
+    """
+
+    __slots__ = ()
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    row_dtype: ClassVar[np.dtype[Any]] = np.dtype(np.float64)
+    row_eps: ClassVar[float] = float(np.finfo(np.float64).eps)
+
+    @property
+    def psd(self) -> bool | None:
+        """Unknown (None): strategies test curvature as they go."""
+        return None
 
 
 class RowCacheOperator(QOperator, Protocol):

@@ -219,11 +219,13 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         other strategy starts from the previous point, new variables at their bound nearest 0.
         Exclusive with ``x0``.
     keep_state : {"resume", "all", "none"}
-        What ``Result.state`` keeps of the strategy's work state. ``"resume"`` (default): what
-        ``resume=`` needs (INCAS's factor and its row buffer, which ``resume`` extends), each
-        work state dropping the rest in :meth:`qpcore.state.Work.release` (decomposition's row
-        buffer, the rule's view of Q); ``"all"``: everything, as the last step left it (to
-        inspect a run); ``"none"``: no work state (x, g, bound status and counters only).
+        What ``Result.state`` keeps of the strategy's work state (x, g, bound status and counters
+        are always kept). ``"resume"`` (default): what ``resume=`` needs, as each work state says
+        in :meth:`qpcore.state.Work.release`: INCAS keeps its factor and row buffer (its resume
+        extends them); SMO, decomposition, GPCG and the dense active set keep nothing (no row
+        buffer, factor or view of Q, and so no kernel row cache, outlives the run through the
+        result). ``"all"``: everything, as the last step left it (to inspect a run); ``"none"``:
+        no work state.
 
     Returns
     -------

@@ -27,10 +27,18 @@ class Work:
 
     __slots__ = ()
 
-    def release(self) -> None:
-        """Drop the buffers a finished run no longer needs (row buffers, caches): ``solve`` calls it
-        on the final state unless asked to keep everything. What ``resume`` needs stays. The
-        default does nothing."""
+    def release(self) -> Work | None:
+        """What a finished run's ``Result.state`` keeps of this work state: ``solve`` calls it on the
+        final state unless asked to keep everything (``solve(keep_state=)``).
+
+        Returns
+        -------
+        Work or None
+            What ``resume`` needs: the default keeps everything (``self``); a strategy without
+            ``resume`` returns None, so its buffers (row buffers, factors, the rule's view of Q and
+            through it the kernel's row cache) are not held by the result.
+        """
+        return self
 
 
 class Status(enum.Enum):
@@ -143,9 +151,9 @@ class State:
         self._work = work
 
     def release(self) -> None:
-        """Let the work state drop what a finished run no longer needs (:meth:`Work.release`)."""
+        """Keep only what the work state says a resume needs (:meth:`Work.release`)."""
         if self._work is not None:
-            self._work.release()
+            self._work = self._work.release()
 
     @property
     def extra(self) -> Work | None:

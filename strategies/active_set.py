@@ -49,6 +49,10 @@ class _Work(Work):
     nonconvex: bool = False       # Q has a negative eigenvalue beyond rounding
     released: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))  # by the last step
 
+    def release(self) -> None:
+        """No ``resume``: a finished run does not keep the dense Q."""
+        return None
+
 
 def _bound_hits(qp: QP, x: FloatArray, p: FloatArray) -> tuple[FloatArray, int]:
     """Step lengths t_i ≥ 0 at which x + t p reaches each variable's bound (inf where p_i = 0),

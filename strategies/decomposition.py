@@ -84,6 +84,10 @@ class DecompositionWork(Work):
     slot_of: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
     slot_used: NDArray[np.int64] = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
 
+    def release(self) -> None:
+        """Decomposition has no ``resume``: a finished run keeps neither the row buffer nor the view."""
+        return None
+
 
 def _row_buffer(size: int, dtype: np.dtype[Any]) -> NDArray[Any]:
     """An uninitialized flat array of ``size`` items in ordinary 4 KB pages, mapped as touched.
@@ -625,6 +629,8 @@ class Decomposition(Strategy):
         gap_B = measure(scores(xB, gB, qp.lb[B], qp.ub[B], aB))
         inner_tol = max(self.inner_fraction * gap_B, min(0.5 * work.tol, 0.5 * gap_B), 1e-300)
         # the inner run shares the outer deadline, so a time limit holds inside long subproblems
+        if state.out_of_time():
+            return      # x and g unchanged: the loop ends on the time limit (an inner init can be long)
         inner = self.inner.init(sub, xB, inner_tol)
         done = iterate(sub, self.inner, inner, max_iter=100_000, deadline=state.deadline)
         self.inner.finish(sub, inner)

@@ -599,6 +599,10 @@ class GPCGWork(Work):
     qscale: float = float("nan")
     chol: _FaceFactor | None = None
 
+    def release(self) -> None:
+        """GPCG has no ``resume``: a finished run keeps neither the CG run nor the face factor."""
+        return None
+
 
 def _measure(qp: QP, x: FloatArray, g: FloatArray) -> float:
     """The stopping measure at (x, g): :func:`qpcore.optimality.measure`, what the certificate reports."""

@@ -58,6 +58,10 @@ class SMOWork(Work):
     qmax: float = 0.0         # bound on |Q_ij| (max diagonal for a PSD Q)
     buf: FloatArray = attrs.Factory(lambda: np.zeros(0))
 
+    def release(self) -> None:
+        """SMO has no ``resume``: a finished run keeps nothing (not the rule's view of Q)."""
+        return None
+
     def set_active(self, act: IndexArray | None) -> None:
         """Restrict selection to ``act`` (None: every variable)."""
         if act is not None and act.size == self.y.size:

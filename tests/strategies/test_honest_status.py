@@ -111,7 +111,7 @@ def test_asvm_from_infeasible_warm_start() -> None:
     assert res.objective == pytest.approx(ref.objective, rel=1e-9)
 
 
-class _ClaimsDone:
+class _ClaimsDone(qpcore.Strategy):
     """A broken strategy: declares itself done at once, at an infeasible point."""
 
     def init(self, qp: qpcore.QP, x0: np.ndarray | None, tol: float) -> State:
@@ -121,9 +121,6 @@ class _ClaimsDone:
 
     def step(self, qp: qpcore.QP, state: State) -> None:
         raise AssertionError("never called")
-
-    def converged(self, qp: qpcore.QP, state: State, tol: float) -> bool:
-        return state.done
 
 
 def test_converged_requires_feasible_certificate() -> None:

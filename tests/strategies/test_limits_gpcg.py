@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import qpcore
-from qpcore.operators import DenseQ, Kernel, KernelQ, OperatorStats
+from qpcore.operators import DenseQ, Kernel, KernelQ, Operator, OperatorStats
 from qpcore.lowrank import DiagPlusLowRankQ
 from problems.random import random_box_qp, random_svm_dual
 from strategies.decomposition import Decomposition, SteepestFeasible
@@ -22,7 +22,7 @@ from strategies.gradient_projection import GPCG, projected_search
 LIMIT = 0.5
 
 
-class CountingQ:
+class CountingQ(Operator):
     """A QOperator that counts its products (wraps a dense matrix, unchecked)."""
 
     def __init__(self, M: np.ndarray) -> None:

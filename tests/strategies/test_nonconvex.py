@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from qpcore.operators import OperatorStats
+from qpcore.operators import Operator, OperatorStats
 from qpcore.testing import box_equality_qps, box_qps, svm_duals
 from strategies.active_set import DenseActiveSet
 from strategies.gradient_projection import GPCG
@@ -21,7 +21,7 @@ from strategies.gradient_projection import GPCG
 STRATEGIES = {"gpcg": GPCG(), "dense": DenseActiveSet()}
 
 
-class UncheckedQ:
+class UncheckedQ(Operator):
     """The QOperator protocol over any symmetric matrix, with no PSD check."""
 
     def __init__(self, M: np.ndarray) -> None:

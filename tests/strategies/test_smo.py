@@ -116,7 +116,7 @@ def test_weight_update_matches_kernel_rows() -> None:
     X = sp.random(200, 30, density=0.2, random_state=1, format="csr")
     y = np.where(rng.random(200) < 0.5, -1.0, 1.0)
     prob = csvc(X, y, 0.5, qpcore.Kernel("linear"), dtype=np.float64)
-    a = qpcore.solve(prob.qp, SMO(weight_update=True), tol=1e-6)
+    a = qpcore.solve(prob.qp, SMO(weight_update=True), tol=1e-6, keep_state="all")
     b = qpcore.solve(prob.qp, SMO(weight_update=False), tol=1e-6)
     assert a.stats["rows_computed"] < b.stats["rows_computed"]
     assert_kkt(prob.qp, a, 1e-6)
