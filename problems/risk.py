@@ -210,7 +210,7 @@ class HingeProblem:
         ndarray
             w, length :attr:`dim` (a copy).
         """
-        primal = getattr(result.state, "primal", None)
+        primal = result.state.primal
         if primal is not None:
             return self._w(primal).copy()
         return self.primal_of(result.x)

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from qpcore.generators import meet_row
 from qpcore.kkt import kkt
+from qpcore.operators import DenseQ
 from qpcore.optimality import maximal_violating_pair, projected_gradient, scores_of, single_violation
 from qpcore.problem import QP
 from qpcore.state import Result, Status
@@ -105,9 +106,8 @@ def assert_kkt(qp: QP, result: Result, tol: float, *, primal_tol: float = 1e-9) 
                  if i >= 0 and viol[i] >= cert.primal else "A x = b")
         problems.append(f"primal infeasibility {cert.primal:.3e} > {primal_tol:.1e}·{scale:.3g} (worst: {where})")
     if problems:
-        reported = getattr(result, "kkt", None)
-        if reported is not None and reported.measure != cert.measure:
-            problems.append(f"(the result reported KKT measure {reported.measure:.3e})")
+        if result.kkt.measure != cert.measure:
+            problems.append(f"(the result reported KKT measure {result.kkt.measure:.3e})")
         raise AssertionError("KKT check failed: " + "; ".join(problems)
                              + f" [stationarity {cert.stationarity:.3e}, complementarity {cert.complementarity:.3e}]")
 
@@ -117,9 +117,7 @@ def assert_kkt(qp: QP, result: Result, tol: float, *, primal_tol: float = 1e-9) 
 
 
 def _dense(qp: QP) -> FloatArray:
-    M: Any = getattr(qp.Q, "M", None)
-    if M is None:
-        M = qp.Q.rows(np.arange(qp.n))
+    M = qp.Q.M if isinstance(qp.Q, DenseQ) else qp.Q.rows(np.arange(qp.n))
     out = np.array(M, dtype=np.float64)
     sym: FloatArray = 0.5 * (out + out.T)
     return sym

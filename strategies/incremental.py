@@ -357,7 +357,7 @@ class IncrementalSVM(PathEngine):
         for k in range(n):
             x = X_stream[k]
             if self._nq or (self._alpha > 0).any():
-                wrong += int(self.predict(np.atleast_2d(np.asarray(x.toarray() if hasattr(x, "toarray") else x)))[0]
+                wrong += int(self.predict(np.atleast_2d(np.asarray(x.toarray() if sp.issparse(x) else x)))[0]
                              != yy[k])
             live.append(self.learn(x, yy[k]))
             while len(live) > size:
@@ -575,9 +575,9 @@ class IncrementalSVM(PathEngine):
         sl = self._op.slots()
         sv = sl[self._alpha[sl] > 0]
         coef = self._alpha[sv] * self._op.s_buffer[sv]
-        nrow = int(X.shape[0]) if hasattr(X, "shape") and len(X.shape) == 2 else 1
-        if nrow == 1 and not hasattr(X, "tocsr"):
+        if not sp.issparse(X):
             X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        nrow = int(X.shape[0])
         out = np.empty(nrow)
         for s0 in range(0, nrow, block):
             out[s0:s0 + block] = self._op.kernel_with(X[s0:s0 + block], sv) @ coef if sv.size else 0.0
