@@ -536,6 +536,26 @@ def is_chunked(v: Any) -> bool:
     return isinstance(v, ChunkedVector)
 
 
+_BLAS: list[Any] = []
+
+
+def _one_blas_thread() -> Any:
+    """A context in which this process's BLAS runs one thread (a no-op without threadpoolctl)."""
+    import contextlib
+
+    if not _BLAS:
+        try:
+            tpc: Any = importlib.import_module("threadpoolctl")
+        except ImportError:
+            _BLAS.append(None)
+        else:
+            _BLAS.append(tpc.ThreadpoolController())
+    controller = _BLAS[0]
+    if controller is None:
+        return contextlib.nullcontext()
+    return controller.limit(limits=1, user_api="blas")
+
+
 # --------------------------------------------------------------------------------------------- the operator
 def _block_rmatvec(block: Any, v: FloatArray) -> tuple[FloatArray]:
     out: FloatArray = block.rmatvec_lowrank(v)
@@ -574,25 +594,70 @@ class ChunkedRows(Rows):
         self.space = space
         self.blocks = blocks
         self.m = space.m
+        self.counters = space.counters
+        self._groups: list[list[int]] | None = None
+        self._grouped = False
 
     def map(self, fn: Callable[..., Any], *args: Any, name: str) -> list[Any]:
         """:meth:`RowSpace.map`."""
         return self.space.map(fn, *args, name=name)
 
+    def groups(self) -> list[list[int]] | None:
+        """The chunks each worker holds (where their blocks are), asked once; None when not known."""
+        if not self._grouped:
+            self._grouped = True
+            try:
+                where = self.space.client.who_has(self.blocks.items)
+            except Exception:  # noqa: BLE001 - only an optimization
+                return None
+            by: dict[str, list[int]] = {}
+            for i, f in enumerate(self.blocks.items):
+                held = where.get(f.key) or ("?",)
+                by.setdefault(sorted(held)[0], []).append(i)
+            out = [by[w] for w in sorted(by)]
+            self._groups = out if sum(len(g) for g in out) == self.space.n_chunks else None
+        return self._groups
+
     def map_reduce(self, fn: Callable[..., tuple[Any, ...]], *args: Any, ops: tuple[str, ...], name: str
                    ) -> tuple[list[Any], tuple[Any, ...]]:
-        """:meth:`RowSpace.map_reduce`: the outputs stay on the workers, the partials are picked
-        beside them and tree-reduced."""
-        return self.space.map_reduce(fn, *args, ops=ops, name=name)
+        """A pass that keeps: the outputs stay on the workers; their partials (last elements) are
+        picked and combined by one task per worker, beside the chunks (a kept m-vector never moves
+        between workers), then tree-reduced."""
+        space = self.space
+        pairs = space.map(fn, *args, name=name)
+        groups = self.groups() or [[i] for i in range(space.n_chunks)]
+        token = _token()
+        parts = [space.client.submit(_combine, ops, *(pairs[i] for i in g), pick=-1, pure=False,
+                                     key=f"{name}-partial-{token}-{j}") for j, g in enumerate(groups)]
+        space.counters["tasks"] += len(parts)
+        reduced: tuple[Any, ...] = space.tree(parts, ops)
+        return pairs, reduced
 
     def reduce(self, fn: Callable[..., tuple[Any, ...]], *args: Any, ops: tuple[str, ...], name: str
                ) -> tuple[Any, ...]:
         """:meth:`RowSpace.reduce`."""
         return self.space.reduce(fn, *args, ops=ops, name=name)
 
-    def vector(self, outs: list[Any], pick: int, finite: bool | None = None) -> ChunkedVector:
-        """The chunked vector of element ``pick`` of the outputs (picked on the workers)."""
+    def vector(self, outs: list[Any], pick: int | None = None, finite: bool | None = None) -> ChunkedVector:
+        """The chunked vector of the outputs (their element ``pick``, picked on the workers)."""
         return ChunkedVector(self.space, outs, pick=pick, finite=finite)
+
+    def kept(self, outs: list[Any], pick: int | None = None) -> PerChunk:
+        """The outputs (their element ``pick``) as per-chunk arguments."""
+        return PerChunk(outs, pick=pick)
+
+    def sizes(self) -> PerChunk:
+        """The chunk sizes, one per task."""
+        return PerChunk(list(self.space.sizes))
+
+    def client_context(self) -> Any:
+        """The client's BLAS at one thread (when threadpoolctl is installed) while a run steps.
+
+        The client's own linear algebra is small (k×k, the cutting planes' reduced problem): more
+        threads gain nothing there, and after each call an OpenBLAS pool spins for a while; with
+        the workers on the same machine (a local cluster) that spinning took a core from them.
+        """
+        return _one_blas_thread()
 
     def full(self, value: float) -> ChunkedVector:
         """The constant vector (no chunks stored)."""
@@ -640,6 +705,8 @@ class ChunkedLowRankQ(DistributedOperator):
     """
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.LOWRANK, Capability.CHUNKED})
+    row_dtype: ClassVar[np.dtype[Any]] = np.dtype(np.float64)
+    row_eps: ClassVar[float] = float(np.finfo(np.float64).eps)
 
     def __init__(self, space: RowSpace, blocks: list[Any], d: float, p: int, bias: float | None,
                  sparse: bool) -> None:
@@ -689,6 +756,10 @@ class ChunkedLowRankQ(DistributedOperator):
         """Not available: rows of Q would be m long, gathered on the client."""
         raise ProblemError("rows of Q are not formed for chunked data (each would be m long); "
                            "use a strategy that works through passes (ASVM, the cutting planes)")
+
+    def row(self, i: int) -> FloatArray:
+        """Not available, as :meth:`rows`."""
+        return self.rows([i])
 
     # ------------------------------------------------------------------ the certificate, chunk by chunk
     def kkt_terms(self, qp: Any, x: Any, g: Any) -> tuple[float, float, float, float]:

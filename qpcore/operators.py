@@ -337,7 +337,7 @@ def _asymmetry(M: FloatArray, rows: int = 128) -> float:
 
 def _check_psd(M: FloatArray) -> bool | None:
     """True when M is PSD to rounding, None when too large to check; raises when it is not."""
-    from qpcore.problem import ProblemError
+    from qpcore.validate import ProblemError
 
     if M.shape[0] > PSD_CHECK_MAX_N:
         return None
@@ -360,7 +360,7 @@ class DenseQ:
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.BLOCK, Capability.CROSS})
 
     def __init__(self, M: ArrayLike) -> None:
-        from qpcore.problem import ProblemError
+        from qpcore.validate import ProblemError
 
         try:
             arr = np.asarray(M)
@@ -466,7 +466,7 @@ class Kernel:
     coef0: float = 0.0
 
     def __attrs_post_init__(self) -> None:
-        from qpcore.problem import ProblemError
+        from qpcore.validate import ProblemError
 
         if self.name not in ("linear", "rbf", "poly", "sigmoid", "precomputed"):
             raise ProblemError(f"kernel: unknown kernel {self.name!r}; use linear, rbf, poly, sigmoid or precomputed")
@@ -722,7 +722,7 @@ class KernelQ:
 
     def __init__(self, X: Any, kernel: Kernel, scale: ArrayLike | None = None, *, cache_bytes: int = 200 << 20,
                  dtype: Any = np.float64, dense_threshold: float = 0.05, compute_dtype: Any = np.float64) -> None:
-        from qpcore.problem import ProblemError
+        from qpcore.validate import ProblemError
 
         self._Xs: Any = None  # CSR copy: a few rows are cheaper as sparse matvecs than as GEMV
         if sp.issparse(X):
@@ -751,7 +751,7 @@ class KernelQ:
             Xd = X.toarray() if sp.issparse(X) else X
             if float(np.abs(Xd - Xd.T).max(initial=0.0)) > 1e-10 * max(1.0, float(np.abs(Xd).max(initial=0.0))):
                 raise ProblemError("X: a precomputed kernel must be symmetric; pass (K + K.T) / 2")
-        from qpcore.problem import as_float_vector
+        from qpcore.validate import as_float_vector
 
         s = np.ones(n) if scale is None else as_float_vector(scale, "scale", n)
         if cache_bytes < 0:

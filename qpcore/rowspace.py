@@ -20,7 +20,8 @@ vectors that are either the block's own arrays or scalars standing for constant 
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Protocol
+import contextlib
+from typing import Any, Callable, ContextManager, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -59,10 +60,13 @@ class Rows(abc.ABC):
     blocks : object
         The blocks, as a kernel's first argument: each kernel call receives one block's
         ``DiagPlusLowRankQ``.
+    counters : dict
+        ``maps``, ``reductions`` (round trips on a cluster), ``tasks``, ``bytes_gathered``.
     """
 
     m: int
     blocks: Any
+    counters: dict[str, int]
 
     @abc.abstractmethod
     def map(self, fn: Callable[..., Any], *args: Any, name: str) -> list[Any]:
@@ -85,9 +89,22 @@ class Rows(abc.ABC):
         """``fn`` returns a partial (a tuple) per block; the combined partial."""
 
     @abc.abstractmethod
-    def vector(self, outs: list[Any], pick: int, finite: bool | None = None) -> Any:
-        """The m-vector made of element ``pick`` of each block's output (``finite``: whether the
-        pass that made it found every entry finite, when it checked)."""
+    def vector(self, outs: list[Any], pick: int | None = None, finite: bool | None = None) -> Any:
+        """The m-vector made of each block's output (its element ``pick`` when the outputs are
+        tuples); ``finite``: whether the pass that made it found every entry finite, when it checked."""
+
+    @abc.abstractmethod
+    def kept(self, outs: list[Any], pick: int | None = None) -> Any:
+        """Per-block objects that are not vectors (a block's probe, its active rows ...) as one
+        argument of later passes: each block's output, or its element ``pick``."""
+
+    @abc.abstractmethod
+    def sizes(self) -> Any:
+        """Each block's number of rows, as one argument of a pass."""
+
+    def client_context(self) -> ContextManager[Any]:
+        """The context the client's own work runs in between passes (the default: nothing)."""
+        return contextlib.nullcontext()
 
     @abc.abstractmethod
     def full(self, value: float) -> Any:
@@ -117,17 +134,20 @@ class LocalRows(Rows):
         The operator (the one block).
     """
 
-    def __init__(self, Q: Any) -> None:
+    def __init__(self, Q: Any, m: int | None = None) -> None:
         self.blocks = Q
-        self.m = int(Q.shape[0])
+        self.m = int(Q.shape[0]) if m is None else int(m)
+        self.counters = {"maps": 0, "reductions": 0, "tasks": 0, "bytes_gathered": 0}
 
     def map(self, fn: Callable[..., Any], *args: Any, name: str) -> list[Any]:
         """``[fn(*args)]``."""
+        self.counters["maps"] += 1
         return [fn(*args)]
 
     def map_reduce(self, fn: Callable[..., tuple[Any, ...]], *args: Any, ops: tuple[str, ...], name: str
                    ) -> tuple[list[Any], tuple[Any, ...]]:
         """``fn(*args)`` once; its last element is the result."""
+        self.counters["reductions"] += 1
         out = fn(*args)
         partial: tuple[Any, ...] = out[-1]
         return [out], partial
@@ -135,13 +155,22 @@ class LocalRows(Rows):
     def reduce(self, fn: Callable[..., tuple[Any, ...]], *args: Any, ops: tuple[str, ...], name: str
                ) -> tuple[Any, ...]:
         """``fn(*args)``."""
+        self.counters["reductions"] += 1
         out: tuple[Any, ...] = fn(*args)
         return out
 
-    def vector(self, outs: list[Any], pick: int, finite: bool | None = None) -> FloatArray:
+    def vector(self, outs: list[Any], pick: int | None = None, finite: bool | None = None) -> FloatArray:
         """The block's array itself (no copy)."""
-        v: FloatArray = outs[0][pick]
+        v: FloatArray = outs[0] if pick is None else outs[0][pick]
         return v
+
+    def kept(self, outs: list[Any], pick: int | None = None) -> Any:
+        """The block's object itself."""
+        return outs[0] if pick is None else outs[0][pick]
+
+    def sizes(self) -> int:
+        """m."""
+        return self.m
 
     def full(self, value: float) -> FloatArray:
         """``np.full(m, value)``."""

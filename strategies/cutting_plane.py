@@ -1,327 +1,189 @@
 """Cutting planes for the regularized hinge risk: BMRM, OCAS and the active-set OCAS of Xiao and Zhou.
 
-They solve the fixed-threshold SVM dual ``min ½αᵀHHᵀα + cᵀα, 0 ≤ α ≤ u`` (a
-:class:`qpcore.lowrank.DiagPlusLowRankQ` with d = 0, no equality) through its primal
+They solve the fixed-threshold SVM dual ``min ½αᵀHHᵀα + cᵀα, 0 ≤ α ≤ u`` (Q diagonal plus low
+rank with d = 0, no equality) through its primal
 
     min_w F(w) = ½‖w‖² + R(w),   R(w) = Σ_i u_i max(0, ρ_i − h_iᵀw),   ρ = −c,
 
 which for the hinge-loss linear SVM (h_i = y_i[x_i, bias], ρ = 1, u = C) is
-½‖w‖² + Σ C_i max(0, 1 − y_i wᵀx̃_i). Each iteration touches the data only through two passes,
-H w (margins) and Hᵀv (a subgradient); everything else is small:
+½‖w‖² + Σ C_i max(0, 1 − y_i wᵀx̃_i). Each iteration touches the data only through passes over
+the rows (H w: margins; Hᵀv: a subgradient); everything else is small:
 
-- a **cut** at w is R(w') ≥ b − aᵀw' with a = Σ_{i∈V} u_i h_i, b = Σ_{i∈V} u_i ρ_i over the
-  examples V violating at w;
-- the **reduced problem** over cuts t = 1..k is the qpcore ``QP``
-  ``min ½βᵀGβ − bᵀβ, β ≥ 0, s ≥ 0, Σβ + s = 1`` (G = the cuts' Gram matrix, one new row per
-  iteration; the slack s makes Σβ ≤ 1 one all-ones equality row), solved by **any strategy**
-  (``inner``) warm-started from the previous β; its solution gives w_t = Σβ_t a_t and the dual
-  value D = Σβ_t b_t − ½‖w_t‖²;
+- the cutting-plane model and its reduced problem (:mod:`strategies.cut_store`), solved by **any
+  strategy** (``inner``, run by :func:`qpcore.solve.iterate`) warm-started from the previous β;
+  its solution gives w_t = Σβ_t a_t and the dual value D = Σβ_t b_t − ½‖w_t‖²;
 - every β is a dual-feasible α: α_i = u_i Σ_t β_t [i ∈ V_t], with Hᵀα = w_t and D(α) = D, so
   F(w_b) − D is a duality gap that ``qpcore.solve`` re-checks from the problem alone
   (``state.primal = w_b``, :func:`qpcore.optimality.lagrangian_bound`).
 
 :class:`BMRM` (libocas's method 0, SVMperf) cuts at w_t. :class:`OCAS` (Franc and Sonnenburg
-2008/2009) keeps the best point w_b, moves it by an exact line search along w_b → w_t over the
-sorted breakpoints of the piecewise-linear risk, and cuts at w_c = (1 − μ)w_b + μ w_t.
-:class:`ActiveSetOCAS` (Xiao and Zhou 2013) runs OCAS's evaluation, line search and cuts over the
-examples that can cross the margin only (the rest enter through an aggregated linear model), with
-a periodic exact refresh.
+2008/2009) keeps the best point w_b, moves it by the exact line search along w_b → w_t
+(:mod:`strategies.line_search`), and cuts at w_c = (1 − μ)w_b + μ w_t. :class:`ActiveSetOCAS`
+(Xiao and Zhou 2013) runs OCAS's evaluation, line search and cuts over the examples that can cross
+the margin only (the rest enter through an aggregated linear model), with a periodic exact refresh.
 
 ``tol`` of ``qpcore.solve`` is libocas's TolRel: stop when F(w_b) − D ≤ tol·|F(w_b)|.
 
-For data held as row chunks on a Dask cluster (``hinge_svm`` of a dask array, a
-:class:`qpcore.chunked.ChunkedLowRankQ`) the same strategies, with the same iteration, statuses and
-certificate, run their passes where the data are: :mod:`strategies.cutting_plane_chunked`.
+**Written once for every backend.** The passes are the kernels of
+:mod:`strategies.cutting_plane_kernels` run by :class:`qpcore.rowspace.Rows`: in process once on
+the whole data, over a :class:`qpcore.chunked.ChunkedLowRankQ` (``hinge_svm`` of a dask array)
+once per chunk on the Dask workers. What lives where:
+
+- with the rows: the margins H w_b and H w_t, each cut's member bits (which examples it sums),
+  the active set (its rows copied once with ``DiagPlusLowRankQ.subset``, their margins, the
+  inactive violators' bits) and finally α;
+- beside the loop: w_b, w_t, the cuts a_t (k-vectors), their Gram matrix and offsets, β, scalars.
+
+The passes are fused (on a cluster a round trip costs far more than the k-vector arithmetic): an
+OCAS iteration is **the probe** (one pass, kept: m_t = H w_t and the line search's summary), rarely
+a window round of the line search, and **the move and the cut** (one reduction: m_b ← m_b +
+t(m_t − m_b), the risk at the new w_b, the cut at w_c and, for the active set, how many examples
+lie within the next step bound); the cut's member bits are formed by a pass the loop does not
+wait for. A BMRM iteration is one pass.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.chunked import ChunkedLowRankQ
-from qpcore.operators import DenseQ
+from qpcore.operators import Capability
 from qpcore.problem import QP, ProblemError
-from qpcore.solve import Strategy
-from qpcore.state import State, Status
+from qpcore.rowspace import ClusterError, LowRankRows, Rows
+from qpcore.solve import iterate
+from qpcore.state import State, Status, Work
+from qpcore.strategy import Strategy
 from strategies.active_set import DenseActiveSet
+from strategies.cut_store import Cuts
+from strategies.cutting_plane_kernels import (BUILD_OPS, LIST_CAP, LONG, MOVE_OPS, POINT_OPS, SUMMARY_OPS, k_active_bits,
+                                              k_active_move, k_active_probe, k_alpha, k_bits, k_box, k_build, k_count,
+                                              k_grad, k_matvec, k_mix, k_move, k_move_bits, k_norms, k_point, k_probe,
+                                              k_start, release_work)
+from strategies.line_search import Search, line_search, step_in_window
 
 FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
-IndexArray = NDArray[np.intp]
 
-__all__ = ["ActiveSetOCAS", "BMRM", "OCAS", "line_search", "step_in_window"]
-
-_SELECT_BELOW = 512      # the line search sorts at most this many breakpoints (selection above)
+__all__ = ["ActiveSetOCAS", "BMRM", "CutState", "OCAS", "line_search", "step_in_window"]
 
 
-# --------------------------------------------------------------------------------------------- line search
-def line_search(wd: float, dd: float, r: FloatArray, delta: FloatArray, u: FloatArray, *,
-                slope: float = 0.0, t_max: float = np.inf) -> tuple[float, int]:
-    """The exact minimizer over t ≥ 0 of φ(t) = t·wd + ½t²·dd + t·slope + Σ_i u_i max(0, r_i − t δ_i).
-
-    φ is F(w_b + t d) up to a constant for wd = w_bᵀd, dd = ‖d‖², r = ρ − H w_b (residuals),
-    δ = H d. It is convex and piecewise quadratic; its right derivative increases by u_i|δ_i| at
-    each breakpoint t_i = r_i / δ_i > 0. The breakpoints are narrowed by selection (median
-    splits, O(m) in all) until a few hundred remain, which are sorted: no O(m log m) sort of
-    all m of them.
-
-    Parameters
-    ----------
-    wd, dd : float
-        w_bᵀd and ‖d‖² (≥ 0).
-    r, delta, u : ndarray
-        Residuals, their rates and the weights u ≥ 0 (same length).
-    slope : float
-        An extra constant slope (the linear model of examples left out of r, δ).
-    t_max : float
-        Upper end of the search interval.
-
-    Returns
-    -------
-    t : float
-        The minimizer in [0, t_max] (t_max when φ still decreases there).
-    examined : int
-        How many breakpoints the search looked at.
-    """
-    ud = u * delta
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tb = r / delta
-    # violating just after t = 0: r > 0, or r = 0 with δ < 0 (then t_i = ±0 is no breakpoint)
-    s0 = wd + slope - float(ud[r > 0].sum())
-    zero = tb == 0
-    if zero.any():
-        s0 -= float(ud[zero & (delta < 0)].sum())
-    if s0 >= 0 or t_max <= 0:
-        return 0.0, 0
-    # a breakpoint t_i = r_i/δ_i > 0 needs r_i and δ_i of one sign: a violator that stops
-    # violating (δ > 0) or a satisfied example that starts (δ < 0); δ = 0 gives ±inf or NaN.
-    # Those in (0, 1] first (t = 1 is w_t itself, and the minimizer usually lies below): one
-    # pass over all m decides the side, and only the short list is gathered
-    near = np.flatnonzero((tb > 0) & (tb <= 1.0))
-    ts = tb[near]
-    jumps = np.abs(ud[near])
-    base = 0.0          # the jumps of breakpoints known to lie left of the window
-    examined = int(ts.size)
-    jl = float(jumps.sum())
-    if s0 + dd + jl < 0:
-        far = np.flatnonzero((tb > 1.0) & (tb < np.inf))
-        base = jl
-        ts = tb[far]
-        jumps = np.abs(ud[far])
-        examined += int(ts.size)
-    # selection: the right derivative at a pivot p is s0 + p·dd + base + Σ_{t_i ≤ p} jump_i
-    while ts.size > _SELECT_BELOW:
-        k = ts.size // 2
-        p = float(np.partition(ts, k)[k])
-        left = ts <= p
-        jl = float(jumps[left].sum())
-        right_slope = s0 + p * dd + base + jl
-        if right_slope >= 0:
-            if left.all():
-                break        # all ties: sort what remains
-            ts, jumps = ts[left], jumps[left]
-        else:
-            base += jl
-            ts, jumps = ts[~left], jumps[~left]
-    return step_in_window(s0, dd, base, ts, jumps, t_max), examined
-
-
-def step_in_window(s0: float, dd: float, base: float, ts: FloatArray, jumps: FloatArray,
-                   t_max: float = np.inf) -> float:
-    """The last, exact step of :func:`line_search` (and of its distributed form), once the breakpoints
-    that matter are known: the right derivative of φ is s0 + t·dd + base + Σ_{t_i ≤ t} jump_i over the
-    window's breakpoints ``ts``, every breakpoint left of the window being counted in ``base``.
-
-    Parameters
-    ----------
-    s0 : float
-        φ's right derivative at 0 (< 0: a descent direction).
-    dd : float
-        φ's curvature ‖d‖² (≥ 0).
-    base : float
-        The jumps of the breakpoints left of the window (where the derivative is still < 0).
-    ts, jumps : ndarray
-        The window's breakpoints (any order, ties allowed) and their jumps u_i|δ_i|.
-    t_max : float
-        Upper end of the search interval.
-
-    Returns
-    -------
-    float
-        The minimizer in [0, t_max]: the kink where the derivative turns ≥ 0, the zero of the
-        derivative between two kinks, or past the window's last breakpoint (t_max when φ is
-        linear and still decreasing there).
-    """
-    order = np.argsort(ts, kind="stable")
-    ts, jumps = ts[order], jumps[order]
-    cum = base + np.cumsum(jumps)
-    after = s0 + ts * dd + cum                # right derivative at each breakpoint
-    hit = np.flatnonzero(after >= 0)
-    if hit.size:
-        k = int(hit[0])
-        before = base if k == 0 else float(cum[k - 1])
-        # zero of the derivative inside (t_{k−1}, t_k), else the kink t_k itself
-        left_end = s0 + float(ts[k]) * dd + before
-        t = float(ts[k]) if left_end < 0 or dd == 0 else -(s0 + before) / dd
-    else:
-        total = float(cum[-1]) if cum.size else base     # cum already starts from base
-        if dd <= 0:
-            return float(t_max)      # linear and decreasing to the end of the interval
-        t = -(s0 + total) / dd
-    return float(min(max(t, 0.0), t_max))
-
-
-# --------------------------------------------------------------------------------------------- cuts
+# --------------------------------------------------------------------------------------------- the state
 @attrs.define(eq=False)
-class Cuts:
-    """The cutting-plane model: cut vectors, offsets, their Gram matrix and weights.
+class _Margins:
+    """Margins held with the rows: per block ``mb_of(kept, t)`` of the kept objects ``src``.
+
+    Never changed once made (``copy`` returns itself), like the blocks it stands for.
+    """
+
+    src: Any
+    t: float = 0.0
+    maxabs: float = float("nan")
+    #: (bound, count) of |ρ_i − m_i| ≤ bound, when the pass that made them counted it
+    count: tuple[float, int] | None = None
+
+    def copy(self) -> _Margins:
+        """Itself (immutable)."""
+        return self
+
+
+@attrs.define(eq=False)
+class CutState(Work):
+    """What a cutting-plane run keeps (its work state).
 
     Attributes
     ----------
-    A : ndarray
-        (capacity, k) buffer; rows ``:n`` are the cuts a_t.
-    b : ndarray
-        Offsets b_t.
-    G : ndarray
-        (capacity, capacity) buffer of the Gram matrix a_sᵀa_t, one new row per cut.
-    beta : ndarray
-        The reduced problem's weights (length n) and ``slack`` its slack s.
-    members : list
-        For each cut, which examples it sums: packed bits over the m examples, or a float
-        vector of fractions for an aggregated cut.
-    idle : ndarray
-        Iterations each cut has had β_t = 0 in a row.
+    cuts : Cuts
+        The model; each member is held with the rows (per block, packed bits or, for an
+        aggregated cut, float fractions).
+    w_b, w_t : ndarray
+        The best point (BMRM: the last best iterate) and the reduced problem's solution.
+    m_b, m_t : _Margins
+        Their margins, with the rows (m_t None when only the active rows know them).
+    F_b, dual : float
+        F(w_b) and the reduced problem's value D, a lower bound on min F.
+    rho, u : float or vector
+        ρ = −c and the weights (scalars for constant vectors on a cluster).
+    rows : Rows
+        The rows and the passes over them (``rows.counters`` record the round trips).
+    trace : list of dict
+        One entry per iteration: seconds, primal, dual, cuts, touched_eval, touched_search.
     """
 
-    A: FloatArray
-    b: FloatArray
-    G: FloatArray
-    beta: FloatArray
-    slack: float
-    members: list[Any]
-    idle: NDArray[np.int64]
-    n: int = 0
-    mix: Callable[[float, Any, float, Any], Any] | None = None
+    cuts: Cuts
+    w_b: FloatArray
+    m_b: _Margins
+    F_b: float
+    w_t: FloatArray
+    m_t: _Margins | None
+    dual: float
+    rho: Any
+    u: Any
+    tol: float
+    t0: float
+    rows: Rows
+    trace: list[dict[str, Any]] = attrs.Factory(list)
+    eval_seconds: float = 0.0
+    search_seconds: float = 0.0
+    reach: float = 0.0
+    stale: int = 0
+    active: Any = None
 
-    @classmethod
-    def empty(cls, dim: int, capacity: int = 16,
-              mix: Callable[[float, Any, float, Any], Any] | None = None) -> Cuts:
-        """No cuts yet; buffers for ``capacity`` of them. ``mix(f0, member0, f1, member1)`` forms an
-        aggregated cut's member (default: the m-vector f0·member0 + f1·member1)."""
-        return cls(A=np.zeros((capacity, dim)), b=np.zeros(capacity), G=np.zeros((capacity, capacity)),
-                   beta=np.zeros(0), slack=1.0, members=[], idle=np.zeros(capacity, dtype=np.int64), mix=mix)
+    def release(self) -> None:
+        """Give back the passes' work arrays (in process as long as the data)."""
+        release_work()
 
-    def _grow(self) -> None:
-        cap = 2 * self.A.shape[0]
-        A = np.zeros((cap, self.A.shape[1]))
-        A[:self.n] = self.A[:self.n]
-        G = np.zeros((cap, cap))
-        G[:self.n, :self.n] = self.G[:self.n, :self.n]
-        b = np.zeros(cap)
-        b[:self.n] = self.b[:self.n]
-        idle = np.zeros(cap, dtype=np.int64)
-        idle[:self.n] = self.idle[:self.n]
-        self.A, self.G, self.b, self.idle = A, G, b, idle
 
-    def add(self, a: FloatArray, b: float, member: Any) -> None:
-        """Append a cut with weight 0; its Gram row is one product with the stored cuts."""
-        if self.n == self.A.shape[0]:
-            self._grow()
-        k = self.n
-        self.A[k] = a
-        row = self.A[:k + 1] @ a
-        self.G[k, :k + 1] = row
-        self.G[:k + 1, k] = row
-        self.b[k] = b
-        self.idle[k] = 0
-        self.members.append(member)
-        self.beta = np.append(self.beta, 0.0)
-        self.n = k + 1
+@attrs.define(eq=False)
+class _Active:
+    """The active set's state."""
 
-    def remove(self, keep: BoolArray) -> None:
-        """Keep only the cuts where ``keep`` (their weights must be 0 elsewhere)."""
-        idx = np.flatnonzero(keep)
-        n = idx.size
-        self.A[:n] = self.A[idx]
-        self.G[:n, :n] = self.G[np.ix_(idx, idx)]
-        self.b[:n] = self.b[idx]
-        self.idle[:n] = self.idle[idx]
-        self.beta = self.beta[idx]
-        self.members = [self.members[i] for i in idx]
-        self.n = n
+    norms: Any                          # ‖h_i‖, a vector with the rows
+    Q: Any = None                       # the active blocks (kept by the build pass)
+    m_b: _Margins | None = None         # the active rows' margins of w_b
+    size: int = 0
+    a_X: FloatArray = attrs.Factory(lambda: np.zeros(0))
+    B_0: float = 0.0
+    w_ref: FloatArray = attrs.Factory(lambda: np.zeros(0))
+    bound: float = 0.0
+    drift: float = 0.0
+    safe: float = 0.0
+    exact: bool = True
+    age: int = 0
+    scale: float = 1.0
+    best_w: FloatArray | None = None
+    best_m: Any = None
+    best_F: float = np.inf
+    misled: bool = False
 
-    def aggregate_oldest(self, m: int) -> None:
-        """Replace the two oldest cuts by their β-weighted mean (w and D stay the same)."""
-        b0, b1 = float(self.beta[0]), float(self.beta[1])
-        tot = b0 + b1
-        f0, f1 = (b0 / tot, b1 / tot) if tot > 0 else (0.5, 0.5)
-        self.A[0] = f0 * self.A[0] + f1 * self.A[1]
-        self.b[0] = f0 * self.b[0] + f1 * self.b[1]
-        if self.mix is not None:
-            self.members[0] = self.mix(f0, self.members[0], f1, self.members[1])
-        else:
-            self.members[0] = f0 * _member_vector(self.members[0], m) + f1 * _member_vector(self.members[1], m)
-        self.beta[0] = tot
-        keep = np.ones(self.n, dtype=bool)
-        keep[1] = False
-        self.remove(keep)
-        k = self.n
-        row = self.A[:k] @ self.A[0]
-        self.G[0, :k] = row
-        self.G[:k, 0] = row
-        self.idle[0] = 0
 
-    def reduced_qp(self) -> tuple[QP, float]:
-        """min ½βᵀGβ − bᵀβ over β, s ≥ 0 with Σβ + s = 1, as a qpcore QP in θ = γβ (the slack last).
+def _mix(rows: Rows, f0: float, m0: Any, f1: float, m1: Any) -> Any:
+    """``Cuts.mix`` for members held with the rows: the aggregated member, block by block."""
+    return rows.kept(rows.map(k_mix, f0, m0, f1, m1, rows.sizes(), name="qpcore-mix"))
 
-        The cuts of m examples have norms up to ~m while w = Σβ_t a_t stays O(1), so β is ~1/m:
-        in θ = γβ with γ = max_t ‖a_t‖ the matrix G/γ², the costs b/γ and θ are all O(1) and the
-        inner strategy's relative tolerances mean what they say. Returns the QP and γ.
-        """
-        k = self.n
-        diag = np.diagonal(self.G)[:k]
-        gamma = float(np.sqrt(diag.max(initial=0.0)))
-        if not gamma > 0:
-            gamma = 1.0
-        M = np.zeros((k + 1, k + 1))
-        M[:k, :k] = self.G[:k, :k] / (gamma * gamma)
-        Q = DenseQ.trusted(M)
-        Q.psd = True        # a Gram matrix
-        c = np.zeros(k + 1)
-        c[:k] = -self.b[:k] / gamma
-        # valid by construction (a Gram matrix, a scaled simplex): built every iteration, not re-checked
-        qp = QP.trusted(Q, c, np.zeros(k + 1), np.full(k + 1, gamma), np.ones((1, k + 1)), np.array([gamma]))
-        return qp, gamma
+
+def _too_small(w_b: FloatArray, dd: float) -> bool:
+    """w_t = w_b to rounding: δ would be cancellation noise."""
+    return dd <= (1e-13 * max(1.0, float(np.sqrt(w_b @ w_b)))) ** 2
 
 
 def _inner_solve(inner: Strategy, qp: QP, x0: FloatArray, tol: float, state: State,
                  max_steps: int | None = None) -> FloatArray:
-    """The inner strategy's own init/step/converged on the reduced problem, without the outer
-    loop's certificate: the reduced problem is tiny and solved every iteration, and any feasible
-    β is a valid dual point (its value is computed exactly afterwards). Stops at the deadline,
-    at a status the strategy sets, or after ``max_steps`` (default 100·(k + 10); counted in
-    ``inner_cut_short``)."""
+    """The inner strategy on the reduced problem through :func:`qpcore.solve.iterate`, without the
+    outer loop's certificate: the reduced problem is tiny and solved every iteration, and any
+    feasible β is a valid dual point (its value is computed exactly afterwards). Stops at the
+    deadline, at a status the strategy sets, or after ``max_steps`` (default 100·(k + 10); counted
+    in ``inner_cut_short``)."""
     st = inner.init(qp, x0, tol)
-    st.deadline = state.deadline
-    steps = 0
     limit = 100 * (qp.n + 10) if max_steps is None else max_steps
-    while st.stop is None and not inner.converged(qp, st, tol) and steps < limit:
-        inner.step(qp, st)
-        st.iteration += 1
-        steps += 1
-        if steps % 32 == 0 and st.out_of_time():
-            break
-    state.counters["inner_iterations"] += steps
-    if steps >= limit:
+    status = iterate(qp, inner, st, max_iter=limit, deadline=state.deadline)
+    state.counters["inner_iterations"] += st.iteration
+    if status is Status.MAX_ITER:
         state.counters["inner_cut_short"] = state.counters.get("inner_cut_short", 0) + 1
-    fin = getattr(inner, "finish", None)
-    if fin is not None:
-        fin(qp, st)
+    inner.finish(qp, st)
     x: FloatArray = st.x
     total = float(qp.b[0])
     if not np.isfinite(x).all() or np.any(x < -1e-12 * total) or abs(float(x.sum()) - total) > 1e-9 * total:
@@ -330,90 +192,28 @@ def _inner_solve(inner: Strategy, qp: QP, x0: FloatArray, tol: float, state: Sta
     return x
 
 
-def _member_vector(member: Any, m: int) -> FloatArray:
-    if isinstance(member, tuple):          # ("bits", packed)
-        return np.unpackbits(member[1], count=m).astype(np.float64)
-    out: FloatArray = member
-    return out
+def _lost(e: ClusterError, state: State | None, w_b: FloatArray) -> ClusterError:
+    e.primal = np.array(w_b, dtype=np.float64)
+    e.iteration = state.iteration if state is not None else 0
+    return e
 
 
-def _pack(mask: BoolArray) -> tuple[str, NDArray[np.uint8]]:
-    return ("bits", np.packbits(mask))
-
-
-# --------------------------------------------------------------------------------------------- the state
-@attrs.define(eq=False)
-class CutState:
-    """What a cutting-plane run keeps (``state.extra``).
-
-    Attributes
-    ----------
-    cuts : Cuts
-        The model.
-    w_b, m_b : ndarray
-        The best point and its margins H w_b (BMRM: the last best iterate).
-    F_b : float
-        F(w_b).
-    w_t, m_t : ndarray
-        The reduced problem's solution and its margins.
-    dual : float
-        The reduced problem's value D, a lower bound on min F.
-    trace : list of dict
-        One entry per iteration: seconds, primal, dual, cuts, touched_eval, touched_search.
-    """
-
-    cuts: Cuts
-    w_b: FloatArray
-    m_b: FloatArray
-    F_b: float
-    w_t: FloatArray
-    m_t: FloatArray | None
-    dual: float
-    rho: FloatArray
-    u: FloatArray
-    tol: float
-    t0: float
-    trace: list[dict[str, Any]] = attrs.Factory(list)
-    eval_seconds: float = 0.0
-    search_seconds: float = 0.0
-    reach: float = 0.0
-    stale: int = 0
-    active: Any = None
-
-
-def _check_problem(qp: QP) -> None:
-    Q = qp.Q
-    if not (hasattr(Q, "matvec_lowrank") and hasattr(Q, "rmatvec_lowrank") and hasattr(Q, "d")):
-        raise ProblemError("cutting planes need Q = HHᵀ given as a qpcore.lowrank.DiagPlusLowRankQ "
-                           "(e.g. problems.risk.hinge_svm); this operator has no low-rank factor")
-    if np.any(np.asarray(Q.d) != 0):
-        raise ProblemError("cutting planes need Q = HHᵀ with no diagonal part (d = 0): the hinge loss; "
-                           "for the squared hinge (d > 0) use ASVM")
-    if qp.m:
-        raise ProblemError(f"cutting planes solve the fixed-threshold dual (no equality rows), got {qp.m}; "
-                           "put the bias in as a constant feature (hinge_svm(bias=1))")
-    if np.any(qp.lb != 0) or not np.isfinite(qp.ub).all() or np.any(qp.ub < 0):
-        raise ProblemError("cutting planes need 0 ≤ α ≤ C with finite C ≥ 0 (the hinge risk's weights)")
-
-
-def _risk(m: FloatArray, rho: FloatArray, u: FloatArray) -> float:
-    return float(u @ np.maximum(rho - m, 0.0))
-
-
-def _chunked(qp: QP) -> bool:
-    """Whether the data are row chunks on a Dask cluster (then the passes run there)."""
-    return isinstance(qp.Q, ChunkedLowRankQ)
-
-
-def _engine() -> Any:
-    """The chunked engine, imported on first use (it imports this module)."""
-    import strategies.cutting_plane_chunked as engine
-
-    return engine
+def _counted(state: State, fn: Callable[[], Any]) -> Any:
+    """Run a piece of the iteration in the backend's client context, counting its round trips and
+    attaching w_b to a cluster loss."""
+    cs = state.work(CutState)
+    before = cs.rows.counters["reductions"]
+    try:
+        with cs.rows.client_context():
+            return fn()
+    except ClusterError as e:
+        raise _lost(e, state, cs.w_b) from None
+    finally:
+        state.counters["round_trips"] += cs.rows.counters["reductions"] - before
 
 
 @attrs.frozen
-class _CuttingPlane:
+class _CuttingPlane(Strategy):
     """Shared configuration and machinery (see the module docstring)."""
 
     inner: Strategy = attrs.field(factory=DenseActiveSet)
@@ -426,6 +226,7 @@ class _CuttingPlane:
 
     #: ``qpcore.solve`` judges ``tol`` on the certificate's relative duality gap (TolRel)
     criterion = "relative_gap"
+    requires = frozenset({Capability.LOWRANK})
 
     def __attrs_post_init__(self) -> None:
         if self.max_cuts is not None and self.max_cuts < 3:
@@ -437,16 +238,38 @@ class _CuttingPlane:
         if not self.tol_abs >= 0:
             raise ProblemError(f"tol_abs: must be ≥ 0, got {self.tol_abs}")
 
-    # ------------------------------------------------------------------ Strategy protocol
-    def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
-        """Check the problem, evaluate the start (w = Hᵀx0, or 0) and make its cut.
+    def accepts(self, qp: QP) -> str | None:
+        """None for the fixed-threshold dual with Q = HHᵀ, else why not (the box and d are checked
+        in ``init``, on the rows where they live).
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+
+        Returns
+        -------
+        str or None
+        """
+        if Capability.LOWRANK not in qp.Q.capabilities:
+            return ("cutting planes need Q = HHᵀ given as a qpcore.lowrank.DiagPlusLowRankQ "
+                    "(e.g. problems.risk.hinge_svm); this operator has no low-rank factor")
+        if qp.m:
+            return (f"cutting planes solve the fixed-threshold dual (no equality rows), got {qp.m}; "
+                    "put the bias in as a constant feature (hinge_svm(bias=1))")
+        return None
+
+    # ------------------------------------------------------------------ Strategy
+    def init(self, qp: QP, x0: Any, tol: float) -> State:
+        """Check the problem, evaluate the start (w = Hᵀx0 for x0 clipped to the box, or 0) and make
+        its cut: one pass (two more for a start x0).
 
         Parameters
         ----------
         qp : QP
             The fixed-threshold dual with Q = HHᵀ (d = 0), 0 ≤ α ≤ u, no equality.
-        x0 : ndarray, optional
-            A dual point; the run starts from its primal point w = Hᵀx0.
+        x0 : ndarray or ChunkedVector, optional
+            A dual point (of the problem's backend); the run starts from its primal point w = Hᵀx0.
         tol : float
             TolRel.
 
@@ -458,64 +281,74 @@ class _CuttingPlane:
         ------
         ProblemError
             When the problem is not of this form.
-        qpcore.chunked.ClusterError
-            For chunked data, when the cluster loses data it cannot recompute.
+        ClusterError
+            On a cluster, when it loses data it cannot recompute.
         """
-        if _chunked(qp):
-            out: State = _engine().init(self, qp, x0, tol)
-            return out
-        _check_problem(qp)
-        Q: Any = qp.Q
-        rho, u = -qp.c, qp.ub
-        k = int(Q.k)
-        if x0 is None or not np.any(x0):
-            w = np.zeros(k)
-            m_b = np.zeros(qp.n)
-            passes = 0
+        self.check(qp)
+        Q = cast(LowRankRows, qp.Q)
+        rows = Q.row_space()
+        if np.any(np.asarray(Q.d) != 0):
+            raise ProblemError("cutting planes need Q = HHᵀ with no diagonal part (d = 0): the hinge loss; "
+                               "for the squared hinge (d > 0) use ASVM")
+        lb, ub = rows.scalar_or_vector(qp.lb), rows.scalar_or_vector(qp.ub)
+        if isinstance(lb, float) and isinstance(ub, float):
+            box = k_box(np.asarray(lb), np.asarray(ub))
         else:
-            w = np.asarray(Q.rmatvec_lowrank(x0), dtype=np.float64)
-            m_b = np.asarray(Q.matvec_lowrank(w), dtype=np.float64)
-            passes = 2
-        F_b = 0.5 * float(w @ w) + _risk(m_b, rho, u)
-        cs = CutState(cuts=Cuts.empty(k), w_b=w, m_b=m_b, F_b=F_b, w_t=w.copy(), m_t=None, dual=0.0,
-                      rho=rho, u=u, tol=tol, t0=time.perf_counter())
-        x = np.zeros(qp.n)
-        state = State(x=x, g=qp.c.copy(), status=np.full(qp.n, -1, dtype=np.int8), extra=cs)
-        state.primal = w.copy()
-        state.counters.update(passes=passes, cuts=0, cuts_added=0, inner_iterations=0, refreshes=0,
-                              touched_eval=0, touched_search=0, aggregated=0, dropped=0)
-        self._start(qp, state)
-        self._add_cut(qp, state, m_b)
-        self._record(state, qp.n, 0)
+            box = rows.reduce(k_box, lb, ub, ops=("max", "all", "min"), name="qpcore-cp-box")
+        if not (box[0] == 0 and box[1] and box[2] >= 0):
+            raise ProblemError("cutting planes need 0 ≤ α ≤ C with finite C ≥ 0 (the hinge risk's weights)")
+        k = int(Q.k)
+        w = np.zeros(k)
+        reductions = rows.counters["reductions"]
+        try:
+            with rows.client_context():
+                rho, u = rows.scalar_or_vector(-qp.c), ub
+                start = False
+                if x0 is not None:
+                    wx, xmax = rows.reduce(k_start, rows.blocks, rows.adopt(x0), lb, u, ops=("sum", "max"),
+                                           name="qpcore-cp-start")
+                    if xmax > 0:
+                        w, start = np.asarray(wx, dtype=np.float64), True
+                pairs, (risk, mx, a, b, _) = rows.map_reduce(k_point, rows.blocks, w if start else None, rho, u, True,
+                                                             None, ops=POINT_OPS, name="qpcore-cp-init")
+                kept = rows.kept(pairs, 0)
+                cs = CutState(cuts=Cuts.empty(k, functools.partial(_mix, rows)), w_b=w,
+                              m_b=_Margins(kept, 0.0, float(mx)), F_b=0.5 * float(w @ w) + float(risk),
+                              w_t=w.copy(), m_t=None, dual=0.0, rho=rho, u=u, tol=tol, t0=time.perf_counter(),
+                              rows=rows)
+                # the per-variable bound status would be m long: the cuts' members stay with the rows
+                state = State(x=rows.full(0.0), g=qp.c, status=np.zeros(0, dtype=np.int8), work=cs)
+                state.primal = w.copy()
+                state.counters.update(passes=2 if start else 0, cuts=0, cuts_added=0, inner_iterations=0,
+                                      refreshes=0, touched_eval=0, touched_search=0, aggregated=0, dropped=0,
+                                      round_trips=0, window_rounds=0)
+                self._start(qp, state)
+                state.counters["passes"] += 1
+                cs.cuts.add(np.asarray(a, dtype=np.float64), float(b), rows.kept(rows.map(k_bits, kept,
+                                                                                          name="qpcore-bits")))
+                state.counters["cuts_added"] += 1
+                self._record(state, qp.n, 0)
+                self._judge(qp, state)
+            state.counters["round_trips"] = rows.counters["reductions"] - reductions
+        except ClusterError as e:
+            raise _lost(e, None, w) from None
         return state
 
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
-        """F(w_b) − D ≤ tol·|F(w_b)| (or ≤ tol_abs); F(w_b) ≤ target ends the run as ``target``."""
-        cs: CutState = state.extra
-        gap = cs.F_b - cs.dual
-        if gap <= tol * abs(cs.F_b) or gap <= self.tol_abs:
-            return True
-        if self.target is not None and cs.F_b <= self.target:
-            state.stop = Status.TARGET
-        return False
-
     def step(self, qp: QP, state: State) -> None:
-        """One iteration: the reduced problem, one evaluation, the new point and one new cut.
+        """One iteration: the reduced problem, one evaluation, the new point and one new cut; then
+        the stopping test (F(w_b) − D ≤ tol·|F(w_b)| or ≤ tol_abs sets ``state.done``,
+        F(w_b) ≤ target ends the run as ``target``).
 
-        For chunked data (:mod:`strategies.cutting_plane_chunked`) the same iteration, its passes
-        on the workers; a :class:`qpcore.chunked.ClusterError` carries ``primal = w_b``.
+        On a cluster a :class:`qpcore.rowspace.ClusterError` carries ``primal = w_b``.
         """
-        if _chunked(qp):
-            _engine().step(self, qp, state)
-            return
-        self._iterate(qp, state)
+        _counted(state, lambda: self._iterate(qp, state))
 
     def _iterate(self, qp: QP, state: State) -> None:
-        cs: CutState = state.extra
+        cs = state.work(CutState)
         before = (cs.F_b, cs.dual)
         self._solve_reduced(state)
         self._advance(qp, state)
-        self._manage_cuts(state, qp.n)
+        self._manage_cuts(state)
         state.counters["cuts"] = cs.cuts.n
         if cs.trace:
             cs.trace[-1]["cuts"] = cs.cuts.n
@@ -525,22 +358,38 @@ class _CuttingPlane:
         cs.stale = cs.stale + 1 if (cs.F_b >= before[0] and cs.dual <= before[1]) else 0
         if cs.stale >= 50:
             state.stop = Status.STALLED
+        self._judge(qp, state)
+
+    def _met(self, cs: CutState) -> tuple[bool, bool]:
+        """(the gap meets tol or tol_abs, F(w_b) reached the target)."""
+        gap = cs.F_b - cs.dual
+        met = gap <= cs.tol * abs(cs.F_b) or gap <= self.tol_abs
+        return met, self.target is not None and cs.F_b <= self.target
+
+    def _judge(self, qp: QP, state: State) -> None:
+        """Set ``state.done`` when the gap meets tol, ``state.stop = target`` at the target."""
+        met, hit = self._met(state.work(CutState))
+        if met:
+            state.done = True
+        elif hit:
+            state.stop = Status.TARGET
 
     def finish(self, qp: QP, state: State) -> None:
-        """Write the dual point α_i = u_i Σ_t β_t [i ∈ V_t] (clipped to the box) into ``state.x``
-        (for chunked data a chunked vector, built chunk by chunk on the workers)."""
-        if _chunked(qp):
-            _engine().finish(self, qp, state)
-            return
-        cs: CutState = state.extra
-        m = qp.n
-        acc = np.zeros(m)
-        for t in np.flatnonzero(cs.cuts.beta > 0):
-            acc += cs.cuts.beta[t] * _member_vector(cs.cuts.members[t], m)
-        state.x = np.clip(cs.u * acc, 0.0, cs.u)
-        # g = H(Hᵀα) + c; Hᵀα = w_t, whose margins the last evaluation computed
-        if cs.m_t is not None and cs.m_t.shape[0] == m:
-            state.g = cs.m_t + qp.c
+        """Write the dual point α_i = u_i Σ_t β_t [i ∈ V_t] (clipped to the box) into ``state.x``,
+        block by block where the rows are, g = m_t + c when w_t's margins are known, and
+        ``state.primal = w_b``."""
+        cs = state.work(CutState)
+        rows = cs.rows
+        cuts = cs.cuts
+        used = np.flatnonzero(cuts.beta > 0)
+        if used.size:
+            members = [cuts.members[t] for t in used]
+            state.x = rows.vector(rows.map(k_alpha, cs.u, rows.sizes(), cuts.beta[used].copy(), *members,
+                                           name="qpcore-alpha"))
+        else:
+            state.x = rows.full(0.0)
+        if cs.m_t is not None:
+            state.g = rows.vector(rows.map(k_grad, cs.m_t.src, rows.scalar_or_vector(qp.c), name="qpcore-grad"))
         state.primal = cs.w_b
 
     def sync_gradient(self, qp: QP, state: State) -> None:
@@ -552,7 +401,7 @@ class _CuttingPlane:
         """Hook for variants that keep more state (the active set)."""
 
     def _record(self, state: State, touched_eval: int, touched_search: int) -> None:
-        cs: CutState = state.extra
+        cs = state.work(CutState)
         state.counters["touched_eval"] += touched_eval
         state.counters["touched_search"] += touched_search
         state.counters["cuts"] = cs.cuts.n
@@ -563,22 +412,8 @@ class _CuttingPlane:
         if self.record_iterates:
             cs.trace[-1]["w"] = cs.w_b.copy()
 
-    def _cut_at(self, qp: QP, m: FloatArray, rho: FloatArray, u: FloatArray) -> tuple[FloatArray, float, BoolArray]:
-        viol = rho - m > 0
-        v = np.where(viol, u, 0.0)
-        Q: Any = qp.Q
-        a = np.asarray(Q.rmatvec_lowrank(v), dtype=np.float64)
-        return a, float(v @ rho), viol
-
-    def _add_cut(self, qp: QP, state: State, m: FloatArray) -> None:
-        cs: CutState = state.extra
-        a, b, viol = self._cut_at(qp, m, cs.rho, cs.u)
-        state.counters["passes"] += 1
-        cs.cuts.add(a, b, _pack(viol))
-        state.counters["cuts_added"] += 1
-
     def _solve_reduced(self, state: State) -> None:
-        cs: CutState = state.extra
+        cs = state.work(CutState)
         cuts = cs.cuts
         rqp, gamma = cuts.reduced_qp()
         x0 = np.append(cuts.beta, cuts.slack) * gamma
@@ -609,8 +444,8 @@ class _CuttingPlane:
     def _advance(self, qp: QP, state: State) -> None:
         raise NotImplementedError
 
-    def _manage_cuts(self, state: State, m: int) -> None:
-        cuts = state.extra.cuts
+    def _manage_cuts(self, state: State) -> None:
+        cuts = state.work(CutState).cuts
         newest = cuts.n - 1
         cuts.idle[:cuts.n] = np.where(np.append(cuts.beta[:newest] > 0, True), 0, cuts.idle[:cuts.n] + 1)
         if self.drop_after is not None:
@@ -621,7 +456,7 @@ class _CuttingPlane:
                 cuts.remove(keep)
         if self.max_cuts is not None:
             while cuts.n > self.max_cuts:
-                cuts.aggregate_oldest(m)
+                cuts.aggregate_oldest()
                 state.counters["aggregated"] += 1
 
 
@@ -650,20 +485,22 @@ class BMRM(_CuttingPlane):
     """
 
     def _advance(self, qp: QP, state: State) -> None:
-        if _chunked(qp):
-            _engine().advance_bmrm(self, qp, state)
-            return
-        cs: CutState = state.extra
-        Q: Any = qp.Q
+        """The evaluation of w_t and the cut there: one pass."""
+        cs = state.work(CutState)
+        rows = cs.rows
         t = time.perf_counter()
-        m_t = np.asarray(Q.matvec_lowrank(cs.w_t), dtype=np.float64)
-        F_t = 0.5 * float(cs.w_t @ cs.w_t) + _risk(m_t, cs.rho, cs.u)
+        pairs, (risk, mx, a, b, _) = rows.map_reduce(k_point, rows.blocks, cs.w_t, cs.rho, cs.u, True, None,
+                                                     ops=POINT_OPS, name="qpcore-bmrm")
+        F_t = 0.5 * float(cs.w_t @ cs.w_t) + float(risk)
         cs.eval_seconds += time.perf_counter() - t
         state.counters["passes"] += 1
-        cs.m_t = m_t
+        kept = rows.kept(pairs, 0)
+        cs.m_t = _Margins(kept, 0.0, float(mx))
         if F_t < cs.F_b:
-            cs.w_b, cs.m_b, cs.F_b = cs.w_t.copy(), m_t, F_t
-        self._add_cut(qp, state, m_t)
+            cs.w_b, cs.m_b, cs.F_b = cs.w_t.copy(), cs.m_t, F_t
+        state.counters["passes"] += 1
+        cs.cuts.add(np.asarray(a, dtype=np.float64), float(b), rows.kept(rows.map(k_bits, kept, name="qpcore-bits")))
+        state.counters["cuts_added"] += 1
         self._record(state, qp.n, 0)
 
 
@@ -673,13 +510,13 @@ class OCAS(_CuttingPlane):
 
     Keeps the best point w_b; each iteration evaluates the reduced solution w_t (one pass),
     moves w_b to the exact minimizer of F on the ray w_b → w_t (the breakpoints of the risk,
-    :func:`line_search`), and cuts at w_c = (1 − μ)w_b + μ w_t (one pass).
+    :mod:`strategies.line_search`), and cuts at w_c = (1 − μ)w_b + μ w_t (one reduction).
 
     Parameters
     ----------
     mu : float
         In (0, 1]: where between w_b and w_t the cut is made (libocas: 0.1; the seed paper 0.05).
-    inner, inner_tol, max_cuts, drop_after, tol_abs, target
+    inner, inner_tol, max_cuts, drop_after, tol_abs, target, record_iterates
         As for :class:`BMRM`.
     """
 
@@ -691,38 +528,52 @@ class OCAS(_CuttingPlane):
             raise ProblemError(f"mu: must be in (0, 1], got {self.mu}")
 
     def _advance(self, qp: QP, state: State) -> None:
-        if _chunked(qp):
-            _engine().advance_ocas(self, qp, state)
-            return
-        cs: CutState = state.extra
-        Q: Any = qp.Q
+        """The probe (one pass), the exact line search, the move and the cut (one reduction); for
+        the active set the move also counts the examples within the next step bound."""
+        cs = state.work(CutState)
+        rows = cs.rows
         t0 = time.perf_counter()
-        m_t = np.asarray(Q.matvec_lowrank(cs.w_t), dtype=np.float64)
+        d = cs.w_t - cs.w_b
+        dd = float(d @ d)
+        pairs, summary = rows.map_reduce(k_probe, rows.blocks, cs.m_b.src, cs.m_b.t, cs.rho, cs.u, cs.w_t, LIST_CAP,
+                                         ops=SUMMARY_OPS, name="qpcore-ocas-probe")
         t1 = time.perf_counter()
         state.counters["passes"] += 1
-        cs.m_t = m_t
-        d = cs.w_t - cs.w_b
-        delta = m_t - cs.m_b
-        dd = float(d @ d)
-        if dd <= (1e-13 * max(1.0, float(np.sqrt(cs.w_b @ cs.w_b)))) ** 2:
+        probe = rows.kept(pairs, 0)
+        cs.m_t = _Margins(probe)
+        if _too_small(cs.w_b, dd):
             step = 0.0               # w_t = w_b to rounding: δ is cancellation noise, no direction
         else:
-            step, _ = line_search(float(cs.w_b @ d), dd, cs.rho - cs.m_b, delta, cs.u)
+            search = Search(rows, probe, None, cs.rho, cs.u)
+            step = search.run(summary, float(cs.w_b @ d), dd)
+            state.counters["window_rounds"] += search.rounds
         # how far the margins moved (to the new w_b or to the cut point): the active set's step bound
-        cs.reach = max(step, self.mu) * float(np.abs(delta).max(initial=0.0))
-        cs.w_b = cs.w_b + step * d
-        if step <= 4.0:
-            cs.m_b = cs.m_b + step * delta
-        else:
+        cs.reach = max(step, self.mu) * float(summary[5])
+        w_b = cs.w_b + step * d
+        fresh = None
+        if step > LONG:
             # a long step amplifies the rounding of δ: the margins of the new point afresh
-            cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
+            fresh = rows.kept(rows.map(k_matvec, rows.blocks, w_b, name="qpcore-ocas-fresh"))
             state.counters["passes"] += 1
-        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
+        act = cs.active
+        bound = None
+        if isinstance(act, _Active):
+            # the next rebuild's bound when the reach term is the larger one (it nearly always is;
+            # rebuild checks, and counts again otherwise)
+            bound = cast(ActiveSetOCAS, self).radius * act.scale * cs.reach
+        risk, mx, a, b, count = rows.reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u, self.mu, bound,
+                                            ops=MOVE_OPS, name="qpcore-ocas-move")
+        bits = rows.map(k_move_bits, probe, fresh, step, cs.rho, self.mu, name="qpcore-ocas-bits")
+        cs.w_b = w_b
+        cs.m_b = _Margins(fresh if fresh is not None else probe, 0.0 if fresh is not None else step, float(mx),
+                          (bound, int(count)) if bound is not None else None)
+        cs.F_b = 0.5 * float(w_b @ w_b) + float(risk)
         t2 = time.perf_counter()
         cs.eval_seconds += t1 - t0
         cs.search_seconds += t2 - t1
-        m_c = (1.0 - self.mu) * cs.m_b + self.mu * m_t
-        self._add_cut(qp, state, m_c)
+        state.counters["passes"] += 1
+        cs.cuts.add(np.asarray(a, dtype=np.float64), float(b), rows.kept(bits))
+        state.counters["cuts_added"] += 1
         self._record(state, qp.n, qp.n)
 
 
@@ -775,35 +626,21 @@ class ActiveSetOCAS(OCAS):
             raise ProblemError(f"radius: must be ≥ 1, got {self.radius}")
 
     def _start(self, qp: QP, state: State) -> None:
-        if _chunked(qp):
-            _engine().start_active(self, qp, state)
-            return
-        Q: Any = qp.Q
-        norms = np.sqrt(np.maximum(Q.diag(), 0.0))     # ‖h_i‖ (d = 0)
-        state.extra.active = _Active(norms=norms)
+        """‖h_i‖ per block, with the rows (computed with the first pass that needs them)."""
+        cs = state.work(CutState)
+        cs.active = _Active(norms=cs.rows.vector(cs.rows.map(k_norms, cs.rows.blocks, name="qpcore-norms")))
 
-    def converged(self, qp: QP, state: State, tol: float) -> bool:
+    def _judge(self, qp: QP, state: State) -> None:
         """As OCAS, but a stop is claimed only on an exactly evaluated F(w_b)."""
-        if _chunked(qp):
-            done: bool = _engine().converged_active(self, qp, state, tol)
-            return done
-        return self._converged(qp, state, tol)
-
-    def _converged(self, qp: QP, state: State, tol: float) -> bool:
-        cs: CutState = state.extra
-        act: _Active = cs.active
-        gap = cs.F_b - cs.dual
-        met = gap <= tol * abs(cs.F_b) or gap <= self.tol_abs
-        hit = self.target is not None and cs.F_b <= self.target
-        if (met or hit) and not act.exact:
+        cs = state.work(CutState)
+        met, hit = self._met(cs)
+        if (met or hit) and not cs.active.exact:
             self._verify(qp, state)
-        return super().converged(qp, state, tol)
+        super()._judge(qp, state)
 
     def _verify(self, qp: QP, state: State) -> None:
         """F(w_b) from all examples (one pass), and a new active set around w_b."""
-        cs: CutState = state.extra
-        act: _Active = cs.active
-        Q: Any = qp.Q
+        act: _Active = state.work(CutState).active
         self._evaluate_exactly(qp, state)
         state.counters["verifications"] = state.counters.get("verifications", 0) + 1
         if act.Q is not None:
@@ -813,11 +650,11 @@ class ActiveSetOCAS(OCAS):
         """F(w_b) and its margins from all examples (one pass). An estimate that led w_b to a point
         worse than the best exactly evaluated one is undone: w_b goes back there (the best point
         never gets worse in exact terms)."""
-        cs: CutState = state.extra
+        cs = state.work(CutState)
         act: _Active = cs.active
         t0 = time.perf_counter()
         estimate = cs.F_b
-        self._evaluate_best(qp, state)
+        self._evaluate_best(state)
         cs.eval_seconds += time.perf_counter() - t0
         if not act.exact and cs.F_b > estimate + 1e-12 * abs(cs.F_b):
             # the inactive part was wrong: its cuts were no subgradients and may not cut off the
@@ -830,24 +667,26 @@ class ActiveSetOCAS(OCAS):
         act.exact = True
         self._keep_best(state)
 
-    def _evaluate_best(self, qp: QP, state: State) -> None:
-        """w_b's margins and F(w_b) from all examples (one pass)."""
-        if _chunked(qp):
-            _engine().evaluate_best(self, qp, state)
-            return
-        cs: CutState = state.extra
-        Q: Any = qp.Q
-        cs.m_b = np.asarray(Q.matvec_lowrank(cs.w_b), dtype=np.float64)
-        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + _risk(cs.m_b, cs.rho, cs.u)
+    def _evaluate_best(self, state: State) -> None:
+        """w_b's margins and F(w_b) from all examples (one pass), counting the examples within the
+        next rebuild's step bound on the way."""
+        cs = state.work(CutState)
+        act: _Active = cs.active
+        rows = cs.rows
+        bound = self.radius * act.scale * cs.reach
+        pairs, (risk, mx, _, _, count) = rows.map_reduce(k_point, rows.blocks, cs.w_b, cs.rho, cs.u, False, bound,
+                                                         ops=POINT_OPS, name="qpcore-ocas-exact")
+        cs.m_b = _Margins(rows.kept(pairs, 0), 0.0, float(mx), (bound, int(count)))
+        cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + float(risk)
 
     def _keep_best(self, state: State) -> None:
-        cs: CutState = state.extra
+        cs = state.work(CutState)
         act: _Active = cs.active
         if act.best_w is None or cs.F_b <= act.best_F:
             act.best_w, act.best_m, act.best_F = cs.w_b.copy(), cs.m_b.copy(), cs.F_b
 
     def _advance(self, qp: QP, state: State) -> None:
-        cs: CutState = state.extra
+        cs = state.work(CutState)
         act: _Active = cs.active
         act.age += 1
         if act.Q is None or act.misled:
@@ -877,7 +716,7 @@ class ActiveSetOCAS(OCAS):
 
     def _full(self, qp: QP, state: State) -> None:
         """A plain OCAS iteration over all examples (exact margins of w_b at hand), then a new set."""
-        state.extra.active.exact = True
+        state.work(CutState).active.exact = True
         OCAS._advance(self, qp, state)
         self._keep_best(state)
         self._rebuild(qp, state)
@@ -885,124 +724,98 @@ class ActiveSetOCAS(OCAS):
     def _refresh(self, qp: QP, state: State) -> bool:
         """The exact refresh: w_b's margins from all examples (one pass), F(w_b) exact, a new
         active set around w_b; False when the set would be too large to pay."""
-        cs: CutState = state.extra
+        cs = state.work(CutState)
         self._evaluate_exactly(qp, state)
         state.counters["refreshes"] += 1
         self._rebuild(qp, state)
         return cs.active.Q is not None
 
     def _active_iteration(self, qp: QP, state: State) -> bool:
-        """OCAS's evaluation, line search and cut over the active set; False (nothing changed)
+        """OCAS's evaluation, line search and cut over the active rows; False (nothing changed)
         when the margins would move past the step bound."""
-        if _chunked(qp):
-            moved: bool = _engine().active_iteration(self, qp, state)
-            return moved
-        cs: CutState = state.extra
+        cs = state.work(CutState)
         act: _Active = cs.active
+        assert act.Q is not None and act.m_b is not None
+        rows = cs.rows
         d = cs.w_t - cs.w_b
-        t0 = time.perf_counter()
-        m_t = np.asarray(act.Q.matvec_lowrank(cs.w_t), dtype=np.float64)
-        t1 = time.perf_counter()
-        rho_a, u_a = act.rho, act.u
-        delta = m_t - act.m_b
         dd = float(d @ d)
-        if dd <= (1e-13 * max(1.0, float(np.sqrt(cs.w_b @ cs.w_b)))) ** 2 or not dd > 0:
+        if _too_small(cs.w_b, dd) or not dd > 0:
             return False        # no direction to rounding: the exact iteration decides
+        t0 = time.perf_counter()
+        pairs, summary = rows.map_reduce(k_active_probe, act.Q, act.m_b.src, act.m_b.t, cs.w_t, LIST_CAP,
+                                         ops=SUMMARY_OPS, name="qpcore-ocas-aprobe")
+        t1 = time.perf_counter()
+        probe = rows.kept(pairs, 0)
         # the inactive violators are linear in w: slope −a_Xᵀd along the ray
-        step, _ = line_search(float(cs.w_b @ d), dd, rho_a - act.m_b, delta, u_a,
-                              slope=-float(act.a_X @ d))
-        if step > 4.0:
+        search = Search(rows, probe, act.Q, None, None)
+        step = search.run(summary, float(cs.w_b @ d), dd, slope=-float(act.a_X @ d))
+        state.counters["window_rounds"] += search.rounds
+        if step > LONG:
             return False        # a long step amplifies δ's rounding: the exact iteration takes it
-        reach = max(step, self.mu) * float(np.abs(delta).max(initial=0.0))
+        reach = max(step, self.mu) * float(summary[5])
         cs.reach = reach
         cs.eval_seconds += t1 - t0
         w_b = cs.w_b + step * d
-        m_b = act.m_b + step * delta
-        F_b = 0.5 * float(w_b @ w_b) + _risk(m_b, rho_a, u_a) + act.B_0 - float(act.a_X @ w_b)
-        cs.search_seconds += time.perf_counter() - t1
         # within the certified radius the model is exact; beyond it the step bound is a guess,
-        # refused when the margins moved past it or when the estimate (a lower bound of F, as
-        # the inactive part is a minorant) falls below the cutting-plane bound D ≤ min F:
-        # then some inactive example has certainly crossed
+        # refused when the margins moved past it ...
         exact = float(np.linalg.norm(w_b - act.w_ref)) <= act.safe
-        if not exact and (act.drift + reach > act.bound or F_b < cs.dual):
+        if not exact and act.drift + reach > act.bound:
+            cs.search_seconds += time.perf_counter() - t1
+            return False
+        risk, a_part, b_part = rows.reduce(k_active_move, act.Q, probe, step, self.mu, ops=("sum", "sum", "sum"),
+                                           name="qpcore-ocas-amove")
+        F_b = 0.5 * float(w_b @ w_b) + float(risk) + act.B_0 - float(act.a_X @ w_b)
+        cs.search_seconds += time.perf_counter() - t1
+        # ... or when the estimate (a lower bound of F, as the inactive part is a minorant) falls
+        # below the cutting-plane bound D ≤ min F: then some inactive example has certainly crossed
+        if not exact and F_b < cs.dual:
             return False
         act.drift += reach
-        cs.w_b, act.m_b, cs.F_b = w_b, m_b, F_b
-        cs.m_t = None         # w_t's margins are known on the active set only
+        cs.w_b, cs.F_b = w_b, F_b
+        act.m_b = _Margins(probe, step)
+        cs.m_t = None           # w_t's margins are known on the active set only
         act.exact = exact
         # the cut at w_c: the inactive violators' part is a_X, B_0 and their member bits
-        m_c = (1.0 - self.mu) * m_b + self.mu * m_t
-        viol = rho_a - m_c > 0
-        v = np.where(viol, u_a, 0.0)
-        a = act.a_X + np.asarray(act.Q.rmatvec_lowrank(v), dtype=np.float64)
-        b = act.B_0 + float(v @ rho_a)
-        mask = act.out_viol.copy()
-        mask[act.idx] = viol
-        cs.cuts.add(a, b, _pack(mask))
+        bits = rows.map(k_active_bits, act.Q, probe, step, self.mu, name="qpcore-ocas-abits")
+        cs.cuts.add(act.a_X + np.asarray(a_part, dtype=np.float64), act.B_0 + float(b_part), rows.kept(bits))
         state.counters["cuts_added"] += 1
-        self._record(state, int(act.idx.size), int(act.idx.size))
+        self._record(state, act.size, act.size)
         return True
 
     def _record(self, state: State, touched_eval: int, touched_search: int) -> None:
         super()._record(state, touched_eval, touched_search)
-        state.extra.trace[-1]["primal_exact"] = bool(state.extra.active.exact)
+        cs = state.work(CutState)
+        cs.trace[-1]["primal_exact"] = bool(cs.active.exact)
 
     def _rebuild(self, qp: QP, state: State) -> None:
-        if _chunked(qp):
-            _engine().rebuild(self, qp, state)
-            return
-        cs: CutState = state.extra
+        """The active set around w_b: its size from the pass that made the margins (or one count),
+        then, when small enough, one pass that builds it where the rows are."""
+        cs = state.work(CutState)
         act: _Active = cs.active
-        Q: Any = qp.Q
-        bound = self.radius * act.scale * max(cs.reach, 1e-12 * (1.0 + float(np.abs(cs.m_b).max(initial=0.0))))
-        res = cs.rho - cs.m_b
-        dist = np.abs(res)
-        inside = dist <= bound
-        act.idx = np.flatnonzero(inside)
-        if act.idx.size > self.max_fraction * qp.n:
+        rows = cs.rows
+        mb = cs.m_b
+        bound = self.radius * act.scale * max(cs.reach, 1e-12 * (1.0 + mb.maxabs))
+        if mb.count is not None and mb.count[0] == bound:
+            size = mb.count[1]
+        else:
+            (size,) = rows.reduce(k_count, mb.src, mb.t, cs.rho, bound, ops=("sum",), name="qpcore-ocas-count")
+        if size > self.max_fraction * qp.n:
             # early on the margins move too much for a small set: plain OCAS iterations until then
             act.Q = None
             act.exact = True
             return
-        act.Q = Q.subset(act.idx)
-        act.m_b = cs.m_b[act.idx].copy()
-        act.rho, act.u = cs.rho[act.idx], cs.u[act.idx]
-        act.out_viol = (res > 0) & ~inside
-        v = np.where(act.out_viol, cs.u, 0.0)
-        act.a_X = np.asarray(Q.rmatvec_lowrank(v), dtype=np.float64)
-        act.B_0 = float(v @ cs.rho)
+        pairs, (a_X, B_0, safe, size) = rows.map_reduce(k_build, rows.blocks, mb.src, mb.t, cs.rho, cs.u, act.norms,
+                                                        bound, ops=BUILD_OPS, name="qpcore-ocas-build")
+        act.Q = rows.kept(pairs, 0)
+        act.m_b = _Margins(act.Q)
+        act.size = int(size)
+        act.a_X = np.asarray(a_X, dtype=np.float64)
+        act.B_0 = float(B_0)
         state.counters["passes"] += 1
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(act.norms > 0, dist / act.norms, np.inf)
         # within this distance of w_ref no inactive example can cross: F is exact there
-        act.safe = float(ratio[~inside].min(initial=np.inf))
+        act.safe = float(safe)
         act.w_ref = cs.w_b.copy()
         act.bound = bound
         act.drift = 0.0
         act.age = 0
         act.exact = True
-
-
-@attrs.define(eq=False)
-class _Active:
-    norms: FloatArray
-    Q: Any = None
-    idx: IndexArray = attrs.Factory(lambda: np.zeros(0, dtype=np.intp))
-    m_b: FloatArray = attrs.Factory(lambda: np.zeros(0))
-    rho: FloatArray = attrs.Factory(lambda: np.zeros(0))
-    u: FloatArray = attrs.Factory(lambda: np.zeros(0))
-    out_viol: BoolArray = attrs.Factory(lambda: np.zeros(0, dtype=bool))
-    a_X: FloatArray = attrs.Factory(lambda: np.zeros(0))
-    B_0: float = 0.0
-    w_ref: FloatArray = attrs.Factory(lambda: np.zeros(0))
-    bound: float = 0.0
-    drift: float = 0.0
-    safe: float = 0.0
-    exact: bool = True
-    age: int = 0
-    scale: float = 1.0
-    best_w: FloatArray | None = None
-    best_m: FloatArray = attrs.Factory(lambda: np.zeros(0))
-    best_F: float = np.inf
-    misled: bool = False

@@ -1,4 +1,4 @@
-"""The cutting planes over row chunks on a Dask cluster (strategies.cutting_plane_chunked), against the
+"""The cutting planes over row chunks on a Dask cluster (strategies.cutting_plane over qpcore.chunked), against the
 same strategies in process on the same numpy data, on 2 worker processes.
 
 OCAS, the active-set OCAS and BMRM reach the in-process objective (dual f(α) and primal F(w_b)) to
@@ -24,10 +24,17 @@ from hypothesis import strategies as st
 
 import qpcore
 from problems.risk import HingeProblem, hinge_svm
-from qpcore.chunked import ChunkedVector, ClusterError, RowSpace
+from qpcore.chunked import ChunkedRows, ChunkedVector, ClusterError, RowSpace
 from qpcore.problem import QP
 from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS, line_search
-from strategies.cutting_plane_chunked import chunked_line_search
+from strategies.line_search import rows_line_search
+
+
+def chunked_line_search(space: RowSpace, r: Any, delta: Any, u: Any, wd: float, dd: float,
+                        **kw: Any) -> tuple[float, int]:
+    """The one line search over a cluster's chunks: its step and its window rounds."""
+    search = rows_line_search(ChunkedRows(space, None), r, delta, u, wd, dd, **kw)   # type: ignore[arg-type]
+    return search.t, search.rounds
 
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")
@@ -225,19 +232,17 @@ def test_progress_and_stop(dask_client: Any) -> None:
 
 def test_cluster_loss_carries_w_b(dask_client: Any, monkeypatch: Any) -> None:
     """A cluster that loses data mid-run: the error carries the best point reached and the iteration."""
-    import strategies.cutting_plane_chunked as engine
-
     X, y, sizes, _ = _case("dense")
     _, p_ch = _pair(X, y, sizes, client=dask_client)
     primals: list[np.ndarray] = []
-    real = engine._pass
+    real = ChunkedRows.map_reduce
 
-    def failing(*args: Any, **kwargs: Any) -> Any:
+    def failing(self: ChunkedRows, *args: Any, **kwargs: Any) -> Any:
         if len(primals) == 2:          # iteration 3's first pass
             raise ClusterError("lost")
-        return real(*args, **kwargs)
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(engine, "_pass", failing)
+    monkeypatch.setattr(ChunkedRows, "map_reduce", failing)
     with pytest.raises(ClusterError) as info:
         qpcore.solve(p_ch.qp, OCAS(), tol=TOL, callback=lambda p: primals.append(p.state.primal.copy()))
     assert info.value.iteration == 2

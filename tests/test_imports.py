@@ -1,0 +1,134 @@
+"""No import cycle in ``qpcore``, ``strategies`` or ``problems``.
+
+The module import graph is built from the source (``ast``): an edge for every ``import`` of a
+module of these packages, also inside functions (a lazy import hides a cycle from the
+interpreter, not from the reader), but not under ``if TYPE_CHECKING:`` (annotations only).
+``from package import name`` is an edge to the submodule when ``name`` is one, else to the
+package. The graph must be acyclic: a cycle means two modules that can only be understood (and
+fixed) together, which is what the seam between the loop and the backends avoids.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("qpcore", "strategies", "problems")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((REPO / pkg).glob("*.py")):
+            out[pkg if path.stem == "__init__" else f"{pkg}.{path.stem}"] = path
+    return out
+
+
+def _type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules of ``known`` that ``name`` imports (outside ``if TYPE_CHECKING:``)."""
+    found: set[str] = set()
+    package = name if path.stem == "__init__" else name.rpartition(".")[0]
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking(child):
+                for other in child.orelse:
+                    visit_one(other)
+                continue
+            visit_one(child)
+
+    def visit_one(node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                found.add(sub if sub in known else base)
+        else:
+            visit(node)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return {m for m in found if m in known and m != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module → the modules of the three packages it imports."""
+    known = _modules()
+    return {name: _imports(name, path, known) for name, path in known.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of ``graph`` as a list of modules (the first repeated at the end), or None."""
+    state: dict[str, int] = {}          # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def dfs(v: str) -> list[str] | None:
+        state[v] = 1
+        path.append(v)
+        for w in sorted(graph[v]):
+            if state.get(w) == 1:
+                return path[path.index(w):] + [w]
+            if w not in state:
+                found = dfs(w)
+                if found:
+                    return found
+        path.pop()
+        state[v] = 2
+        return None
+
+    for v in sorted(graph):
+        if v not in state:
+            found = dfs(v)
+            if found:
+                return found
+    return None
+
+
+def test_the_graph_sees_every_package() -> None:
+    graph = import_graph()
+    assert "qpcore.solve" in graph and "strategies.asvm" in graph and "problems.risk" in graph
+    # a few edges the layering relies on, so an empty graph cannot pass
+    assert "qpcore.kkt" in graph["qpcore.solve"]
+    assert "qpcore.rowspace" in graph["strategies.asvm"]
+    assert "qpcore.kkt" in graph["qpcore.chunked"]
+
+
+def test_no_import_cycle() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_loop_and_the_certificate_do_not_import_the_backend() -> None:
+    graph = import_graph()
+    for module in ("qpcore.solve", "qpcore.kkt", "qpcore.optimality", "qpcore.vectors", "qpcore.rowspace"):
+        assert "qpcore.chunked" not in graph[module], module
+
+
+@pytest.mark.parametrize("graph,cycle", [
+    ({"a": {"b"}, "b": {"a"}}, ["a", "b", "a"]),
+    ({"a": {"b"}, "b": {"c"}, "c": {"b"}}, ["b", "c", "b"]),
+    ({"a": {"b", "c"}, "b": {"c"}, "c": set()}, None),
+])
+def test_find_cycle(graph: dict[str, set[str]], cycle: list[str] | None) -> None:
+    assert find_cycle(graph) == cycle
+
+
+def test_lazy_imports_count(tmp_path: Path) -> None:
+    # an import inside a function is an edge; one under TYPE_CHECKING is not
+    (tmp_path / "m.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import qpcore.kkt\n"
+                                   "def f():\n    from qpcore import solve\n    return solve\n")
+    known = {"qpcore.kkt": tmp_path, "qpcore.solve": tmp_path, "qpcore": tmp_path}
+    assert _imports("pkg.m", tmp_path / "m.py", known) == {"qpcore.solve"}
