@@ -33,7 +33,7 @@ from qpcore.problem import QP, ProblemError
 FloatArray = NDArray[np.float64]
 Seed = int | np.random.Generator | None
 
-__all__ = ["Seed", "feasible_point", "meet_row", "fix_variables", "planted_qp", "psd_matrix", "random_box_point", "random_box_qp",
+__all__ = ["Seed", "feasible_point", "meet_row", "fix_variables", "planted_qp", "planted_rows_qp", "psd_matrix", "random_box_point", "random_box_qp",
            "random_degenerate_qp", "random_lowrank_qp", "random_nonneg_qp", "random_one_sided_qp", "random_svm_dual"]
 
 
@@ -737,3 +737,104 @@ def random_lowrank_qp(m: int, k: int, *, seed: Seed, nu: float = 1.0, svm_form: 
         Q = DiagPlusLowRankQ(rng.uniform(0.5, 2.0, m) / nu, data)
         c = rng.standard_normal(m)
     return QP(Q=Q, c=c, lb=np.zeros(m), ub=np.full(m, np.inf))
+
+
+def planted_rows_qp(n: int, m: int, *, seed: Seed, kind: Literal["general", "groups"] = "general",
+                    cond: float = 1.0, rank: int | None = None, p_bound: float = 0.4, infinite: float = 0.15,
+                    dependent: bool = False, zero_row: bool = False, duplicates: int = 0,
+                    fixed: float = 0.0, degenerate: float = 0.0) -> tuple[QP, FloatArray]:
+    """A QP with m ≥ 2 equality rows built around a known optimum: returns the problem and x*.
+
+    Q from :func:`psd_matrix` (``cond``, ``rank``); bounds in [−2, 2] with a fraction
+    ``infinite`` of them infinite; x* feasible with about ``p_bound`` of the variables on a
+    finite bound; multipliers λ of the rows and z of the bounds of the right sign (zero with
+    probability ``degenerate``: no strict complementarity), and c = −Qx* + Aᵀλ + z, so x* is
+    optimal (and the problem bounded whatever the rank of Q).
+
+    Parameters
+    ----------
+    n, m : int
+        Variables and rows (m ≥ 2, n ≥ m + 2).
+    seed : int or numpy.random.Generator
+        Random seed.
+    kind : {"general", "groups"}
+        Dense rows of mixed signs (each variable in every row, a tenth of the entries zero), or
+        disjoint groups (each variable in at most one row, coefficients ±1, 0.5 or 2, some in none).
+    cond, rank : float, int, optional
+        Spectrum of Q, as in :func:`psd_matrix`.
+    p_bound, infinite, degenerate : float
+        As above.
+    dependent : bool
+        General rows: the last row is a combination of the first two (A keeps rank m − 1).
+    zero_row : bool
+        General rows: the first row touches only variables fixed at x* (lb = ub), so it vanishes
+        once they are fixed.
+    duplicates : int
+        Pairs of identical variables (same column of Q and A, same c, same bounds, same x*).
+    fixed : float
+        Fraction of the variables fixed at x* (lb = ub).
+
+    Returns
+    -------
+    (QP, ndarray)
+        The problem (over a ``DenseQ``) and x*, an optimum.
+    """
+    n = _check_n(n, 4)
+    if m < 2 or n < m + 2:
+        raise ValueError(f"m: need 2 ≤ m ≤ n − 2, got m = {m}, n = {n}")
+    rng = np.random.default_rng(seed)
+    Q = psd_matrix(n, seed=rng, cond=cond, rank=rank)
+    lb = -rng.uniform(0.2, 2.0, n)
+    ub = rng.uniform(0.2, 2.0, n)
+    lb[rng.random(n) < infinite] = -np.inf
+    ub[rng.random(n) < infinite] = np.inf
+    if kind == "groups":
+        group = rng.integers(-1, m, n)
+        group[:m] = np.arange(m)              # every group has a member
+        A = np.zeros((m, n))
+        inside = np.flatnonzero(group >= 0)
+        A[group[inside], inside] = rng.choice([-1.0, 1.0, 0.5, 2.0], size=inside.size)
+    else:
+        A = rng.standard_normal((m, n)) * (rng.random((m, n)) >= 0.1)
+        if dependent:
+            A[-1] = 0.5 * A[0] - 1.5 * A[1]
+    fix = rng.random(n) < fixed
+    others = np.arange(n)
+    if zero_row and kind == "general":
+        touch = rng.choice(n, size=max(2, n // 6), replace=False)
+        A[0] = 0.0
+        A[0, touch] = rng.standard_normal(touch.size)
+        fix[touch] = True
+        others = np.setdiff1d(others, touch)
+    pairs = []
+    if duplicates:
+        perm = rng.permutation(others)
+        for k in range(min(duplicates, perm.size // 2)):
+            i, j = int(perm[2 * k]), int(perm[2 * k + 1])
+            pairs.append((i, j))
+            # the same variable twice: Q's row and column, the rows' column and the bounds
+            Q[j, :] = Q[i, :]
+            Q[:, j] = Q[:, i]
+            Q[j, j] = Q[i, i]
+            A[:, j] = A[:, i]
+            lb[j], ub[j] = lb[i], ub[i]
+            fix[j] = fix[i]
+    has_lb, has_ub = np.isfinite(lb), np.isfinite(ub)
+    at_bound = rng.random(n) < p_bound
+    pick_lower = np.where(has_lb & has_ub, rng.random(n) < 0.5, has_lb)
+    at_lower = at_bound & pick_lower & has_lb
+    at_upper = at_bound & ~pick_lower & has_ub
+    width = np.where(has_lb & has_ub, ub - np.where(has_lb, lb, 0.0), 1.0)
+    inner = np.where(has_lb & has_ub, lb + rng.uniform(0.1, 0.9, n) * width,
+                     np.where(has_lb, lb + 0.5, np.where(has_ub, ub - 0.5, rng.standard_normal(n))))
+    x = np.where(at_lower, lb, np.where(at_upper, ub, inner))
+    mag = rng.uniform(0.1, 1.0, n) * (rng.random(n) >= degenerate)
+    z = np.where(at_lower, mag, np.where(at_upper, -mag, 0.0))
+    for i, j in pairs:
+        x[j], z[j] = x[i], z[i]
+    lam = rng.standard_normal(m)
+    c = -Q @ x + A.T @ lam + z
+    for i, j in pairs:
+        c[j] = c[i]
+    lb[fix], ub[fix] = x[fix], x[fix]
+    return QP(DenseQ(Q), c, lb, ub, A, A @ x), x

@@ -32,6 +32,7 @@ from qpcore.problem import QP, ProblemError
 from qpcore.projection import bound_steps
 from qpcore.state import State, Status, Work, bound_status
 from qpcore.strategy import Strategy
+from strategies.active_set_rows import RowsWork, rows_init, rows_step
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -104,6 +105,14 @@ class DenseActiveSet(Strategy):
 
     max_n: int = 4000
 
+    def accepts(self, qp: QP) -> str | None:
+        """None for any problem of at most ``max_n`` variables (box, one row, disjoint groups,
+        general rows); else a reason naming the strategy that takes larger problems."""
+        if qp.n > self.max_n:
+            return (f"Q: n = {qp.n} exceeds max_n = {self.max_n} of the dense active-set method (Q is formed "
+                    "densely); raise max_n, or use GPCG (box, one row or disjoint groups) or Decomposition")
+        return None
+
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Form Q densely, check it once for negative curvature, and start from x0 made feasible
         (or from the projection of 0).
@@ -127,14 +136,13 @@ class DenseActiveSet(Strategy):
             For several equality rows, or n > max_n.
         """
         self.check(qp)
-        if qp.m > 1:
-            raise ProblemError(f"A: the dense active-set method handles at most one equality row, got {qp.m}")
-        if qp.n > self.max_n:
-            raise ProblemError(f"Q: n = {qp.n} exceeds max_n = {self.max_n} of the dense active-set method")
         Q = np.array(principal_block(qp.Q, np.arange(qp.n)), dtype=np.float64)
         Q = 0.5 * (Q + Q.T)
         # a DenseQ checked on construction is PSD; any other operator is checked here, once
         nonconvex = qp.Q.psd is not True and _negative_eigen(Q)
+        if qp.m > 1:
+            # several rows (general or disjoint groups): the engine with an updated factor
+            return rows_init(qp, Q, x0, tol, nonconvex)
         x = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
         x = np.clip(x, qp.lb, qp.ub)
         a = None
@@ -164,6 +172,10 @@ class DenseActiveSet(Strategy):
         state : State
             Mutated in place.
         """
+        rows = state.work_or_none(RowsWork)
+        if rows is not None:
+            rows_step(qp, state, rows)
+            return
         work = state.work(_Work)
         work.steps_left -= 1
         if work.steps_left < 0:

@@ -68,12 +68,17 @@ def test_zero_curvature_ray_to_a_bound() -> None:
     assert res.stats["null_moves"] >= 1
 
 
-def test_bad_shapes_rejected() -> None:
-    qp = qpcore.QP(np.eye(3), np.ones(3), lb=0, ub=1, A=np.ones((2, 3)), b=np.array([1.0, 1.0]))
-    with pytest.raises(qpcore.ProblemError, match="at most one equality"):
-        qpcore.solve(qp, DenseActiveSet())
-    with pytest.raises(qpcore.ProblemError, match="max_n"):
+def test_too_large_rejected_naming_another_strategy() -> None:
+    with pytest.raises(qpcore.ProblemError, match="max_n.*GPCG"):
         qpcore.solve(qpcore.QP(np.eye(5), np.ones(5)), DenseActiveSet(max_n=4))
+
+
+def test_two_identical_rows_solved() -> None:
+    # two copies of one row: the rows are dependent, the method keeps one
+    qp = qpcore.QP(np.eye(3), np.ones(3), lb=0, ub=1, A=np.ones((2, 3)), b=np.array([1.0, 1.0]))
+    res = qpcore.solve(qp, DenseActiveSet(), tol=1e-10)
+    assert res.status is qpcore.Status.CONVERGED
+    np.testing.assert_allclose(res.x, [1 / 3, 1 / 3, 1 / 3], atol=1e-12)
 
 
 def test_iteration_limit_is_honest() -> None:
