@@ -57,6 +57,8 @@ class DiagPlusLowRankQ:
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({
         Capability.LOWRANK, Capability.SUBSET, Capability.BLOCK, Capability.CROSS})
+    row_dtype: ClassVar[np.dtype[Any]] = np.dtype(np.float64)
+    row_eps: ClassVar[float] = float(np.finfo(np.float64).eps)
 
     def __init__(self, d: float | ArrayLike, F: Any, *, row_scale: ArrayLike | None = None,
                  bias: float | None = None) -> None:

@@ -8,7 +8,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.operators import DenseQ, QOperator
+from qpcore.operators import DenseQ, Products, QOperator
 from qpcore.validate import ProblemError, as_float_vector
 
 FloatArray = NDArray[np.float64]
@@ -20,11 +20,15 @@ EqualityKind = Literal["none", "groups", "general"]
 
 
 def _as_operator(Q: Any) -> QOperator:
-    if hasattr(Q, "matvec") and hasattr(Q, "rows") and hasattr(Q, "diag"):
+    if isinstance(Q, QOperator):
         shape = tuple(Q.shape)
         if len(shape) != 2 or shape[0] != shape[1]:
             raise ProblemError(f"Q: not square, shape {shape}; Q must be n×n")
-        return Q  # type: ignore[no-any-return]
+        return Q
+    if isinstance(Q, Products):
+        raise ProblemError(f"Q: {type(Q).__name__} computes products but does not declare the rest of the operator "
+                           "contract (qpcore.QOperator: shape, stats, row, capabilities, row_dtype, row_eps, psd); "
+                           "subclass qpcore.operators.Operator for the defaults")
     return DenseQ(Q)
 
 

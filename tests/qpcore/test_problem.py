@@ -13,6 +13,7 @@ import scipy.sparse as sp
 import qpcore
 from problems.random import planted_qp, random_box_qp
 from qpcore import QP, DenseQ, Kernel, KernelQ, ProblemError
+from qpcore.operators import Operator
 
 I2 = np.eye(2)
 
@@ -115,9 +116,12 @@ def test_non_square_Q(Q: Any) -> None:
 
 
 def test_non_square_operator() -> None:
-    class Rect:
+    class Rect(Operator):
         shape = (2, 3)
         stats = qpcore.OperatorStats()
+
+        def row(self, i: int) -> Any:
+            return i
 
         def matvec(self, x: Any) -> Any:
             return x
@@ -356,3 +360,29 @@ def test_restrict_of_a_kernel_problem() -> None:
 def test_random_box_qp_is_a_valid_problem() -> None:
     qp = random_box_qp(6, seed=0, cond=1e4)
     assert isinstance(qp, QP) and qp.n == 6
+
+
+def test_undeclared_operator_is_refused_naming_the_contract() -> None:
+    class Bare:                     # products, but no declared part of the protocol
+        shape = (2, 2)
+        stats = qpcore.OperatorStats()
+
+        def matvec(self, x: Any) -> Any:
+            return x
+
+        def rows(self, idx: Any) -> Any:
+            return np.eye(2)[idx]
+
+        def row(self, i: int) -> Any:
+            return np.eye(2)[i]
+
+        def diag(self) -> Any:
+            return np.ones(2)
+
+    with pytest.raises(ProblemError, match=r"^Q: Bare computes products but does not declare.*Operator"):
+        QP(Bare(), [0.0, 0.0])
+
+    class Declared(Operator, Bare):
+        pass
+
+    assert QP(Declared(), [0.0, 0.0]).Q.capabilities == frozenset()
