@@ -1,7 +1,7 @@
 """Solution strategies over qpcore's problem, backends, state and loop.
 
-Each is frozen configuration with ``init`` / ``step`` / ``converged`` (the ``qpcore.Strategy``
-protocol), run by ``qpcore.solve``:
+Each is frozen configuration subclassing :class:`qpcore.Strategy` (``init`` / ``step``, the
+optional hooks, ``accepts``), run by ``qpcore.solve``:
 
 - :class:`~strategies.smo.SMO`: sequential minimal optimization with pair rules (LIBSVM's
   second-order rule, the maximal violating pair, Platt's heuristics) and shrinking;
