@@ -707,8 +707,6 @@ class ChunkedLowRankQ(DistributedOperator):
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.LOWRANK, Capability.CHUNKED})
     row_dtype: ClassVar[np.dtype[Any]] = np.dtype(np.float64)
     row_eps: ClassVar[float] = float(np.finfo(np.float64).eps)
-    row_dtype: ClassVar[np.dtype[Any]] = np.dtype(np.float64)
-    row_eps: ClassVar[float] = float(np.finfo(np.float64).eps)
 
     def __init__(self, space: RowSpace, blocks: list[Any], d: float, p: int, bias: float | None,
                  sparse: bool) -> None:
@@ -758,10 +756,6 @@ class ChunkedLowRankQ(DistributedOperator):
         """Not available: rows of Q would be m long, gathered on the client."""
         raise ProblemError("rows of Q are not formed for chunked data (each would be m long); "
                            "use a strategy that works through passes (ASVM, the cutting planes)")
-
-    def row(self, i: int) -> FloatArray:
-        """Not available, as :meth:`rows`."""
-        return self.rows([i])
 
     def row(self, i: int) -> FloatArray:
         """Not available, as :meth:`rows`."""

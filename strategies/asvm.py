@@ -164,6 +164,11 @@ class ASVMWork(Work):
     tr: FloatArray | None = None
     shrink: float = 0.0
 
+    def release(self) -> ASVMWork:
+        """Drop the face solve run ahead (an m-vector) a finished run no longer needs."""
+        self.pending = None
+        return self
+
 
 @attrs.frozen
 class ASVM(Strategy):

@@ -132,9 +132,11 @@ class CutState(Work):
     stale: int = 0
     active: Any = None
 
-    def release(self) -> None:
-        """Give back the passes' work arrays (in process as long as the data)."""
+    def release(self) -> CutState:
+        """Give back the passes' work arrays (in process as long as the data); the model and the
+        trace stay (the result's ``state.work(CutState).trace``)."""
         release_work()
+        return self
 
 
 @attrs.define(eq=False)
