@@ -20,9 +20,10 @@ from collections.abc import Sequence
 
 from qpcore import __version__
 from qpcore_cli.common import PROG, CLIError, Parser, nonnegative_int, positive_float
-from qpcore_cli.qp import GPCG_STRATEGY, INCAS_STRATEGY, NNLS_PROBLEM, QP_PROBLEM
-from qpcore_cli.registry import PROBLEMS, STRATEGIES, register_problem, register_strategy
-from qpcore_cli.svm import SMO_STRATEGY, SVM_PROBLEM, run_demo
+from qpcore_cli.qp import NNLS_PROBLEM, QP_PROBLEM
+from qpcore_cli.registry import PROBLEMS, STRATEGIES, add_entry_options, register_problem, register_strategy, spec_of_entry
+from qpcore_cli.svm import SVM_PROBLEM, run_demo
+from strategies.registry import REGISTRY
 from qpcore_cli.train import (
     EXIT_EPILOG,
     PREDICT_EPILOG,
@@ -34,13 +35,13 @@ from qpcore_cli.train import (
 
 __all__ = ["build_parser", "main"]
 
-# the built-in entries, in the order --help lists them
-register_strategy("smo", SMO_STRATEGY)
+# the built-in entries, in the order --help lists them: every strategy of the one registry is
+# offered for every problem kind, and one that cannot take the problem built says why (exit 2)
 register_problem("svm", SVM_PROBLEM)
-register_strategy("gpcg", GPCG_STRATEGY)
-register_strategy("incas", INCAS_STRATEGY)
 register_problem("qp", QP_PROBLEM)
 register_problem("nnls", NNLS_PROBLEM)
+for _name, _entry in REGISTRY.items():
+    register_strategy(_name, spec_of_entry(_entry, ("svm", "qp", "nnls")))
 
 
 def _add_output_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=run_demo)
 
     train = sub.add_parser("train", help="train an SVM from a LIBSVM-format file and write a model file (svm-train)",
-                           description="Train a kernel C-SVC (smo, decomposition, incas, gpcg) or a linear SVM "
-                                       "(asvm, ocas, ocas-active, bmrm) over two or more classes from a "
+                           description="Train a kernel C-SVC (smo, decomposition, incas, gpcg, active-set) or a "
+                                       "linear SVM (asvm, ocas, ocas-active, bmrm) over two or more classes from a "
                                        "LIBSVM-format file; write the model file (docs/model-format.md).",
                            epilog=EXIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_train_arguments(train)
@@ -98,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
                             help=f"stopping tolerance on the KKT measure (default {kind.default_tol:g})")
         solver.add_argument("--max-iter", type=nonnegative_int, metavar="K", help="iteration limit")
         solver.add_argument("--time-limit", type=positive_float, metavar="S", help="time limit in seconds")
+        entries = [e for e in (STRATEGIES[s].entry for s in served) if e is not None]
+        if entries:
+            add_entry_options(p.add_argument_group("strategy options (each strategy's own default when not given)"),
+                              entries)
         for s in served:
             add = STRATEGIES[s].add_arguments
             if add is not None:

@@ -1,4 +1,4 @@
-"""``qpcore solve qp`` and ``qpcore solve nnls``: generic QPs and NNLS from ``.npz`` files, and GPCG."""
+"""``qpcore solve qp`` and ``qpcore solve nnls``: generic QPs and NNLS from ``.npz`` files."""
 
 from __future__ import annotations
 
@@ -16,37 +16,14 @@ from qpcore.problem import QP, ProblemError
 from qpcore.solve import Strategy, solve
 from qpcore.state import Result, Status
 from qpcore_cli.common import CLIError, check_writable, make_reporter, write_json
-from qpcore_cli.registry import STRATEGIES, ProblemKind, StrategySpec
-from strategies.gradient_projection import GPCG
-from strategies.incas import INCAS
+from qpcore.lowrank import DiagPlusLowRankQ
+from qpcore_cli.registry import STRATEGIES, ProblemKind
+from strategies.registry import accepts
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["GPCG_STRATEGY", "INCAS_STRATEGY", "NNLS_PROBLEM", "QP_PROBLEM", "read_npz", "run_nnls", "run_qp", "solve_report"]
-
-
-def _gpcg_factory(args: argparse.Namespace) -> Strategy:
-    strategy: Strategy = GPCG()
-    return strategy
-
-
-#: ``--strategy gpcg``: :class:`strategies.gradient_projection.GPCG` (also offered for ``svm``).
-GPCG_STRATEGY = StrategySpec(
-    factory=_gpcg_factory, help="Moré–Toraldo gradient projection + conjugate gradients (box, ≤ 1 equality)",
-    problems=frozenset({"qp", "nnls", "svm"}))
-
-
-def _incas_factory(args: argparse.Namespace) -> Strategy:
-    strategy: Strategy = INCAS()
-    return strategy
-
-
-#: ``--strategy incas``: :class:`strategies.incas.INCAS` (finite bounds; for ``svm`` and ``qp``).
-INCAS_STRATEGY = StrategySpec(
-    factory=_incas_factory, help="Scheinberg's active set, one variable at a time (finite box, ≤ 1 equality); "
-                                 "at its best at tight tolerances and large C",
-    problems=frozenset({"qp", "svm"}))
+__all__ = ["NNLS_PROBLEM", "QP_PROBLEM", "read_npz", "run_nnls", "run_qp", "solve_report"]
 
 
 def read_npz(path: str, required: Sequence[str], optional: Sequence[str] = ()) -> dict[str, NDArray[Any]]:
@@ -116,10 +93,15 @@ def solve_report(qp: Any, strategy: Strategy, args: argparse.Namespace, label: s
     (Result, dict)
         The result and its report (status, objective, KKT measures, counters, settings).
     """
+    reason = accepts(strategy, qp, args.tol)
+    if reason is not None:
+        raise CLIError(f"--strategy {args.strategy} cannot take this problem: {reason}")
     result = solve(qp, strategy, tol=args.tol, max_iter=args.max_iter, time_limit=args.time_limit,
                    reporter=make_reporter(args.quiet, args.tol, label))
+    spec = STRATEGIES.get(args.strategy)
     report: dict[str, Any] = {
         "strategy": args.strategy,
+        **(spec.describe(args) if spec is not None and spec.describe is not None else {}),
         "n": int(qp.n),
         "m_equality": int(qp.m),
         "tol": args.tol,
@@ -188,13 +170,25 @@ def run_qp(args: argparse.Namespace) -> int:
     """
     t0 = time.perf_counter()
     check_writable(args.json)
-    arrays = read_npz(args.npz, ("Q", "c"), ("lb", "ub", "A", "b"))
+    arrays = read_npz(args.npz, ("c",), ("Q", "H", "d", "lb", "ub", "A", "b"))
     if ("A" in arrays) != ("b" in arrays):
         raise CLIError(f"--npz {args.npz!r}: A and b go together; the file has only "
                        f"{'A' if 'A' in arrays else 'b'}")
+    if ("Q" in arrays) == ("H" in arrays):
+        raise CLIError(f"--npz {args.npz!r}: give Q (n×n) or H (n×k, with optional d: Q = diag(d) + HH'), "
+                       f"{'not both' if 'Q' in arrays else 'found neither'}")
+    if "d" in arrays and "H" not in arrays:
+        raise CLIError(f"--npz {args.npz!r}: d goes with H (Q = diag(d) + HH')")
     try:
         n = int(np.asarray(arrays["c"]).size)
-        qp = QP(arrays["Q"], arrays["c"], arrays.get("lb", np.full(n, -np.inf)), arrays.get("ub", np.full(n, np.inf)),
+        Q: Any = arrays.get("Q")
+        if Q is None:
+            # the low-rank form ASVM (d > 0) and the cutting planes (d = 0) take
+            H = np.ascontiguousarray(arrays["H"], dtype=np.float64)
+            if H.ndim != 2:
+                raise CLIError(f"--npz {args.npz!r}: H must be a 2-d array (n×k), got shape {H.shape}")
+            Q = DiagPlusLowRankQ(np.asarray(arrays.get("d", 0.0), dtype=np.float64), H)
+        qp = QP(Q, arrays["c"], arrays.get("lb", np.full(n, -np.inf)), arrays.get("ub", np.full(n, np.inf)),
                 arrays.get("A"), arrays.get("b"))
         strategy = STRATEGIES[args.strategy].factory(args)
         result, report = solve_report(qp, strategy, args, args.strategy)
@@ -242,8 +236,10 @@ def run_nnls(args: argparse.Namespace) -> int:
 #: ``qpcore solve qp``: a convex QP from an .npz file, GPCG by default.
 QP_PROBLEM = ProblemKind(
     help="convex QP min 1/2 x'Qx + c'x, lb <= x <= ub, Ax = b from an .npz file (arrays Q, c, "
-         "lb, ub; optional A, b; missing bounds are infinite)",
-    add_arguments=_add_npz_arguments("Q (n×n), c (n), lb, ub (n, may hold ±inf); optional A (m×n), b (m)"),
+         "lb, ub; optional A, b; missing bounds are infinite; H and optional d instead of Q: "
+         "Q = diag(d) + HH')",
+    add_arguments=_add_npz_arguments("Q (n×n) or H (n×k) and optional d (n), c (n), lb, ub (n, may hold ±inf); "
+                                     "optional A (m×n), b (m)"),
     run=run_qp, default_strategy="gpcg", default_tol=1e-8)
 
 #: ``qpcore solve nnls``: nonnegative least squares from an .npz file, GPCG by default.

@@ -1,4 +1,4 @@
-"""``qpcore solve svm`` (a C-SVC from LIBSVM-format files) and ``qpcore demo``, and the SMO strategy."""
+"""``qpcore solve svm`` (a C-SVC from LIBSVM-format files) and ``qpcore demo``."""
 
 from __future__ import annotations
 
@@ -31,43 +31,16 @@ from qpcore_cli.common import (
     positive_int,
     write_json,
 )
-from qpcore_cli.registry import STRATEGIES, ProblemKind, StrategySpec
-from strategies.smo import SMO
+from qpcore_cli.registry import STRATEGIES, ProblemKind
+from strategies.registry import REGISTRY, accepts, make
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from qpcore.operators import KernelName
 
-__all__ = ["DEMO_FEATURES", "DEMO_FILES", "SMO_STRATEGY", "SVM_PROBLEM", "SVMSettings", "add_svm_arguments",
+__all__ = ["DEMO_FEATURES", "DEMO_FILES", "SVM_PROBLEM", "SVMSettings", "add_svm_arguments",
            "load_train_test", "print_summary", "run_demo", "run_svm", "train_svm"]
-
-
-# --------------------------------------------------------------------------------------------
-# The SMO strategy
-# --------------------------------------------------------------------------------------------
-
-
-def _smo_factory(args: argparse.Namespace) -> Strategy:
-    strategy: Strategy = SMO(rule=args.rule, shrinking=not args.no_shrinking)
-    return strategy
-
-
-def _smo_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--rule", choices=("wss2", "mvp", "platt"), default="wss2",
-                       help="working-set rule: LIBSVM's second order (wss2, default), maximal "
-                            "violating pair (mvp), Platt's heuristics (platt)")
-    group.add_argument("--no-shrinking", action="store_true", help="do not shrink the active set")
-
-
-def _smo_describe(args: argparse.Namespace) -> dict[str, Any]:
-    return {"rule": args.rule, "shrinking": not args.no_shrinking}
-
-
-#: ``--strategy smo``: :class:`strategies.smo.SMO` with ``--rule`` and ``--no-shrinking``.
-SMO_STRATEGY = StrategySpec(
-    factory=_smo_factory, help="sequential minimal optimization (Platt; LIBSVM's WSS2 by default)",
-    problems=frozenset({"svm"}), add_arguments=_smo_arguments, describe=_smo_describe)
 
 
 # --------------------------------------------------------------------------------------------
@@ -219,6 +192,12 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
     try:
         kernel = Kernel(cast("KernelName", s.kernel), gamma=s.gamma, degree=s.degree, coef0=s.coef0)
         problem = csvc(X, y, C=s.C, kernel=kernel, cache_bytes=int(s.cache_mb * (1 << 20)))
+        reason = accepts(s.strategy, problem.qp, s.tol)
+        if reason is not None:
+            entry = REGISTRY.get(s.strategy_name)
+            hint = (f" (the linear SVM it solves: qpcore train --strategy {entry.name} --kernel linear)"
+                    if entry is not None and entry.family == "linear" else "")
+            raise CLIError(f"--strategy {s.strategy_name} cannot take the C-SVC dual: {reason}{hint}")
         t1 = time.perf_counter()
         result = solve(problem.qp, s.strategy, tol=s.tol, max_iter=s.max_iter, time_limit=s.time_limit,
                        reporter=reporter)
@@ -340,7 +319,7 @@ def run_demo(args: argparse.Namespace) -> int:
         X_test, y_test = load_svmlight(tst, n_features=DEMO_FEATURES, zero_based=False)
     settings = SVMSettings(C=1.0, kernel="rbf", gamma=0.05, degree=3, coef0=0.0, tol=1e-3, cache_mb=200.0,
                            max_iter=None, time_limit=None, strategy_name="smo",
-                           strategy=_smo_factory(argparse.Namespace(rule="wss2", no_shrinking=False)),
+                           strategy=make("smo", rule="wss2", shrinking=True),
                            strategy_settings={"rule": "wss2", "shrinking": True})
     check_writable(args.json)
     quiet_stdout = args.json == "-"
@@ -429,7 +408,8 @@ def run_svm(args: argparse.Namespace) -> int:
                            tol=args.tol, cache_mb=args.cache_mb, max_iter=args.max_iter,
                            time_limit=args.time_limit, strategy_name=args.strategy, strategy=strategy,
                            strategy_settings=spec.describe(args) if spec.describe is not None else {})
-    label = args.strategy if "rule" not in settings.strategy_settings else f"{args.strategy} ({args.rule})"
+    rule = settings.strategy_settings.get("rule")
+    label = args.strategy if rule is None else f"{args.strategy} ({rule})"
     report = train_svm(X, y, X_test, y_test, settings, make_reporter(args.quiet, args.tol, label))
     report["data"] = args.data
     report["test"] = args.test

@@ -28,7 +28,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 import attrs
@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from problems.multiclass import MulticlassSVM, linear_binary, problems_of, train_multiclass
-from strategies import KERNEL_STRATEGIES, LINEAR_STRATEGIES, by_name
+from strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, make
 from qpcore import __version__
 from qpcore.operators import Kernel
 from qpcore.optimality import lagrangian_bound
@@ -61,6 +61,7 @@ from qpcore_cli.model import (
     load_model_file,
     save_model,
 )
+from qpcore_cli.registry import add_entry_options, entry_options
 from qpcore_cli.svm import _drop_first_column, _read_svmlight, _with_width
 
 if TYPE_CHECKING:
@@ -160,23 +161,30 @@ def exit_code(status: Status) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def make_strategy(name: str) -> Strategy:
-    """The strategy of ``--strategy name`` with its default settings.
+def make_strategy(name: str, options: Mapping[str, Any] | None = None) -> Strategy:
+    """The strategy of ``--strategy name`` from the one registry (:mod:`strategies.registry`).
 
     Parameters
     ----------
     name : str
-        One of :data:`KERNEL_STRATEGIES` or :data:`LINEAR_STRATEGIES`.
+        One of :data:`KERNEL_STRATEGIES` or :data:`LINEAR_STRATEGIES` (or a registry spec,
+        ``decomposition:q=128``).
+    options : mapping, optional
+        Its options (``--rule``, ``--q`` ...); the registry's defaults for the others.
 
     Returns
     -------
     Strategy
+
+    Raises
+    ------
+    CLIError
+        For an unknown name or option, or a bad value.
     """
     try:
-        strategy = by_name(name)
+        return make(name, **dict(options or {}))
     except ProblemError as exc:
-        raise CLIError(f"unknown strategy {name!r}") from exc
-    return strategy
+        raise CLIError(f"--strategy {name}: {exc}") from None
 
 
 def problem_names(classes: NDArray[Any], pairs: NDArray[np.intp]) -> list[str]:
@@ -474,8 +482,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                        help="multiply C by W for the examples of class LABEL (repeatable; svm-train's -wi)")
     solver = p.add_argument_group("solver")
     solver.add_argument("--strategy", choices=(*KERNEL_STRATEGIES, *LINEAR_STRATEGIES), default="smo",
-                        help="kernel models: smo (default; LIBSVM's second-order rule), decomposition, incas, gpcg; "
-                             "linear models: asvm (L2 loss), ocas, ocas-active, bmrm (hinge loss)")
+                        help="kernel models: smo (default; LIBSVM's second-order rule), decomposition, incas, gpcg, "
+                             "active-set; linear models: asvm (L2 loss), ocas, ocas-active, bmrm (hinge loss)")
     solver.add_argument("--tol", type=positive_float, default=1e-3, metavar="T",
                         help="stopping tolerance (default 1e-3): the maximal-violating-pair gap for kernel "
                              "strategies (svm-train's -e), the projected gradient for asvm, the relative "
@@ -486,6 +494,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         help="iteration limit per binary problem (default: max(10^7, 100 n) for kernel "
                              "strategies, as LIBSVM; 1000 for linear ones, as LIBLINEAR)")
     solver.add_argument("--time-limit", type=positive_float, metavar="S", help="time limit per binary problem, s")
+    add_entry_options(p.add_argument_group("strategy options (each strategy's own default when not given)"),
+                      [REGISTRY[n] for n in (*KERNEL_STRATEGIES, *LINEAR_STRATEGIES)])
     data = p.add_argument_group("data")
     data.add_argument("--n-features", type=positive_int, metavar="N",
                       help="number of features (default: the largest feature number in DATA)")
@@ -557,10 +567,11 @@ def run_train(args: argparse.Namespace) -> int:
     n, d = (int(v) for v in X.shape)
     pairs = problems_of(int(classes.size), cast("Literal['ovo', 'ovr']", scheme))
     names = problem_names(classes, pairs)
-    strategy = make_strategy(args.strategy)
-    relative = getattr(strategy, "criterion", "kkt") == "relative_gap"
+    options = entry_options(REGISTRY[args.strategy], args)
+    strategy = make_strategy(args.strategy, options)
+    relative = strategy.criterion == "relative_gap"
     max_iter = args.max_iter
-    settings: dict[str, Any] = {"strategy": args.strategy, "C": args.C, "tol": args.tol, "scheme": scheme,
+    settings: dict[str, Any] = {"strategy": args.strategy, **options, "C": args.C, "tol": args.tol, "scheme": scheme,
                                 "class_weight": {labels_to_strings(classes)[0][k]: float(weights[k])
                                                  for k in range(classes.size) if weights[k] != 1.0}}
     reporter = _reporter(args, names, args.tol, relative)

@@ -38,15 +38,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from problems.multiclass import linear_binary
 from qpcore.solve import PrintReporter
 from qpcore.state import Result, Status
-from strategies import by_name
+from strategies.registry import LINEAR_STRATEGIES, make
 
 FloatArray = NDArray[np.float64]
 
 __all__ = ["LinearSVMClassifier"]
 
 _LOSSES = ("squared_hinge", "hinge")
-_SOLVERS = ("auto", "asvm", "ocas", "ocas-active", "bmrm")
-_SOLVER_LOSS = {"asvm": "squared_hinge", "ocas": "hinge", "ocas-active": "hinge", "bmrm": "hinge"}
+# the registry's linear strategies: ASVM solves the squared hinge's dual, the cutting planes the hinge's
+_SOLVERS = ("auto", *LINEAR_STRATEGIES)
+_SOLVER_LOSS = {name: "squared_hinge" if name == "asvm" else "hinge" for name in LINEAR_STRATEGIES}
 
 
 def _is_real(value: Any) -> bool:
@@ -197,7 +198,7 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         return solver
 
     def _strategy(self, solver: str) -> Any:
-        return by_name(solver)
+        return make(solver)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any, y: ArrayLike) -> LinearSVMClassifier:

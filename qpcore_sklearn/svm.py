@@ -19,7 +19,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from problems.multiclass import train_multiclass
-from strategies import KERNEL_STRATEGIES, by_name
+from strategies.registry import KERNEL_STRATEGIES, make, parse_spec
 from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
 from qpcore.solve import Strategy
@@ -30,20 +30,24 @@ __all__ = ["KernelSVC", "make_strategy"]
 
 FloatArray = NDArray[np.float64]
 
-#: Strategy names accepted by ``KernelSVC(strategy=...)``.
+#: Strategy names accepted by ``KernelSVC(strategy=...)`` (the registry's kernel strategies).
 STRATEGY_NAMES = KERNEL_STRATEGIES
 
 
 def make_strategy(strategy: str | Strategy) -> Strategy:
-    """The strategy for a name of :data:`STRATEGY_NAMES` (default settings), or the object itself.
+    """The strategy for a name of :data:`STRATEGY_NAMES`, or the object itself.
+
+    Names are read by the one registry (:mod:`strategies.registry`), as ``qpcore train`` reads
+    them, options included: ``"decomposition:q=512"``.
 
     Parameters
     ----------
     strategy : str or Strategy
         ``"smo"`` (LIBSVM's second-order rule, shrinking), ``"decomposition"`` (working sets of
         q variables, SVMlight's rule), ``"incas"`` (Scheinberg's active set), ``"gpcg"``
-        (Moré–Toraldo), or any object with the strategy protocol (e.g.
-        ``SMO(rule="platt")``, ``Decomposition(q=512)``).
+        (Moré–Toraldo), ``"active-set"`` (dense, small problems), a spec with options
+        (``"decomposition:q=512,rule=mvp"``), or a strategy object (e.g. ``SMO(rule="platt")``,
+        ``Decomposition(rule=SteepestFeasible(q=512))``).
 
     Returns
     -------
@@ -52,13 +56,16 @@ def make_strategy(strategy: str | Strategy) -> Strategy:
     Raises
     ------
     ValueError
-        For an unknown name or an object that is not a strategy.
+        For an unknown name or option, a linear strategy, or an object that is not a strategy.
     """
     if isinstance(strategy, str):
-        if strategy not in STRATEGY_NAMES:
-            raise ValueError(f"strategy: unknown name {strategy!r}; use one of {', '.join(STRATEGY_NAMES)} "
-                             "or a strategy object")
-        return by_name(strategy)
+        try:
+            entry, _ = parse_spec(strategy)
+            if entry.family != "kernel":
+                raise ProblemError(f"{entry.name} solves a linear SVM (LinearSVMClassifier), not the kernel C-SVC dual")
+            return make(strategy)
+        except ProblemError as exc:
+            raise ValueError(f"strategy: {exc}; use one of {', '.join(STRATEGY_NAMES)} or a strategy object") from None
     if not isinstance(strategy, Strategy):
         raise ValueError(f"strategy: {strategy!r} is neither a name nor a qpcore Strategy")
     return strategy
@@ -115,8 +122,8 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         C of class c is ``C * class_weight[c]``; ``"balanced"`` weighs classes inversely to their
         frequency.
     strategy : str or Strategy
-        ``"smo"``, ``"decomposition"``, ``"incas"``, ``"gpcg"`` or a strategy object (see
-        :func:`make_strategy`).
+        ``"smo"``, ``"decomposition"``, ``"incas"``, ``"gpcg"``, ``"active-set"``, a spec with options or a
+        strategy object (see :func:`make_strategy`).
     multiclass : {"ovo", "ovr"}
         One-vs-one (LIBSVM's, default) or one-vs-rest binary problems for more than two classes.
     decision_function_shape : {"ovr", "ovo"}

@@ -17,12 +17,13 @@ optional hooks, ``accepts``), run by ``qpcore.solve``:
 - :class:`~strategies.incas.INCAS`: Scheinberg's active-set method, one variable at a time over a
   bordered Cholesky factor, with an incremental mode (``qpcore.solve(..., resume=)``).
 
+Each has a name, its options and what it accepts in the one registry, :mod:`strategies.registry`
+(:func:`by_name`, the command line, the estimators and the benchmarks read it).
+
 Not a loop strategy but a model that stays solved: :class:`~strategies.incremental.IncrementalSVM`,
 the exact incremental/decremental SVM of Cauwenberghs and Poggio (learn, unlearn, exact
 leave-one-out, sliding windows, the regularization path in C).
 """
-
-from typing import Any
 
 from strategies.active_set import DenseActiveSet
 from strategies.asvm import ASVM
@@ -31,44 +32,34 @@ from strategies.decomposition import Chunking, Decomposition, OsunaSwap, Steepes
 from strategies.gradient_projection import GPCG
 from strategies.incas import INCAS
 from strategies.incremental import IncrementalSVM
+from strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, make
 from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule
 
-from qpcore.problem import ProblemError
 from qpcore.solve import Strategy
 
-__all__ = ["ASVM", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "ActiveSetOCAS", "INCAS", "SMO",
-           "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM", "MaximalViolatingPair", "OsunaSwap",
-           "PlattHeuristic", "SecondOrderRule", "SteepestFeasible", "by_name"]
-
-#: Names of the strategies for kernel SVM duals (``by_name``; the command line's ``--strategy``).
-KERNEL_STRATEGIES = ("smo", "decomposition", "incas", "gpcg")
-#: Names of the strategies for linear SVMs: ASVM on the squared hinge, cutting planes on the hinge.
-LINEAR_STRATEGIES = ("asvm", "ocas", "ocas-active", "bmrm")
+__all__ = ["ASVM", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "REGISTRY", "ActiveSetOCAS",
+           "INCAS", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM", "MaximalViolatingPair",
+           "OsunaSwap", "PlattHeuristic", "SecondOrderRule", "SteepestFeasible", "by_name"]
 
 
 def by_name(name: str) -> Strategy:
-    """A strategy with its default settings, by the name the command line and the estimators use.
+    """A strategy by the name the command line and the estimators use (:mod:`strategies.registry`).
 
     Parameters
     ----------
     name : str
-        One of :data:`KERNEL_STRATEGIES` (``smo``: LIBSVM's second-order rule with shrinking;
-        ``decomposition``: SVMlight's working sets; ``incas``; ``gpcg``) or
-        :data:`LINEAR_STRATEGIES` (``asvm``, ``ocas``, ``ocas-active``, ``bmrm``).
+        A name of :data:`REGISTRY` (``smo``, ``decomposition``, ``incas``, ``gpcg``,
+        ``active-set``, ``asvm``, ``ocas``, ``ocas-active``, ``bmrm``), an older spelling
+        (``decomp:512``, ``asocas``), or a spec with options (``decomposition:q=128,rule=mvp``).
 
     Returns
     -------
     Strategy
+        Configured with the registry's defaults for the options not given.
 
     Raises
     ------
     ProblemError
-        For an unknown name.
+        For an unknown name or option.
     """
-    makers: dict[str, type[Any]] = {"smo": SMO, "decomposition": Decomposition, "incas": INCAS, "gpcg": GPCG,
-                                    "asvm": ASVM, "ocas": OCAS, "ocas-active": ActiveSetOCAS, "bmrm": BMRM}
-    if name not in makers:
-        raise ProblemError(f"strategy: unknown name {name!r}; use one of "
-                           f"{', '.join(KERNEL_STRATEGIES + LINEAR_STRATEGIES)}")
-    out: Strategy = makers[name]()
-    return out
+    return make(name)

@@ -580,3 +580,76 @@ def test_incas_serves_svm_and_refuses_infinite_bounds(capsys: pytest.CaptureFixt
     np.savez(npz, Q=np.eye(3), c=-np.ones(3), lb=np.zeros(3), ub=np.full(3, np.inf))
     code, _, err = run_main(capsys, "solve", "qp", "--npz", str(npz), "--strategy", "incas", "-q")
     assert code == 2 and "finite" in err and err.count("\n") == 1
+
+
+# --- the one registry of strategies: every strategy on every problem kind -------------------------
+
+
+def test_every_registry_strategy_is_offered(capsys: pytest.CaptureFixture[str]) -> None:
+    from strategies.registry import REGISTRY
+
+    for kind in ("svm", "qp", "nnls"):
+        code, out, _ = run_main(capsys, "solve", kind, "--help")
+        assert code == 0
+        for name in REGISTRY:
+            assert name in out, (kind, name)
+        for flag in ("--rule", "--q", "--inner", "--shrinking", "--no-shrinking", "--max-n"):
+            assert flag in out, (kind, flag)
+
+
+def test_registry_options_on_the_command_line(capsys: pytest.CaptureFixture[str], svm_files: tuple[Path, Path],
+                                              tmp_path: Path) -> None:
+    out_d, out_s = tmp_path / "d.json", tmp_path / "s.json"
+    code, _, err = run_main(capsys, "solve", "svm", "--data", str(svm_files[0]), "--strategy", "decomposition",
+                            "--rule", "mvp", "--q", "8", "--no-shrinking", "--tol", "1e-6", "--json", str(out_d), "-q")
+    assert code == 0, err
+    code, _, err = run_main(capsys, "solve", "svm", "--data", str(svm_files[0]), "--tol", "1e-6",
+                            "--json", str(out_s), "-q")
+    assert code == 0, err
+    d, s = read_json(out_d), read_json(out_s)
+    assert (d["strategy"], d["rule"], d["q"], d["inner"], d["shrinking"]) == ("decomposition", "mvp", 8, "auto", False)
+    assert d["status"] == "converged" and d["objective"] == pytest.approx(s["objective"], rel=1e-6)
+    # an option of another strategy, and a bad value: one line, exit 2
+    for argv in (["--strategy", "gpcg", "--rule", "mvp"], ["--strategy", "smo", "--rule", "chunking"],
+                 ["--strategy", "decomposition", "--q", "many"]):
+        code, out, err = run_main(capsys, "solve", "svm", "--data", str(svm_files[0]), *argv, "-q")
+        assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("qpcore: error: "), (argv, err)
+
+
+@pytest.mark.parametrize("strategy", ["asvm", "ocas", "ocas-active", "bmrm"])
+def test_linear_strategy_refuses_the_csvc_dual_with_its_reason(capsys: pytest.CaptureFixture[str],
+                                                               svm_files: tuple[Path, Path], strategy: str) -> None:
+    code, out, err = run_main(capsys, "solve", "svm", "--data", str(svm_files[0]), "--strategy", strategy, "-q")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"--strategy {strategy} cannot take the C-SVC dual" in err and "qpcore train" in err
+
+
+def test_solve_qp_in_low_rank_form(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """H (and d) instead of Q: the form ASVM (d > 0, u ≥ 0) and the cutting planes (d = 0, 0 ≤ α ≤ C) take."""
+    from qpcore.reference import dense_reference
+
+    import qpcore
+
+    rng = np.random.default_rng(7)
+    n, k = 30, 4
+    H = rng.normal(size=(n, k))
+    asvm_npz, hinge_npz = tmp_path / "asvm.npz", tmp_path / "hinge.npz"
+    np.savez(asvm_npz, H=H, d=np.full(n, 0.5), c=-np.ones(n), lb=np.zeros(n), ub=np.full(n, np.inf))
+    np.savez(hinge_npz, H=H, c=-np.ones(n), lb=np.zeros(n), ub=np.full(n, 0.1))
+    cases = [(asvm_npz, "asvm", np.diag(np.full(n, 0.5)) + H @ H.T, np.full(n, np.inf)),
+             (hinge_npz, "ocas", H @ H.T, np.full(n, 0.1))]
+    for path, strategy, Q, ub in cases:
+        out = tmp_path / f"{strategy}.json"
+        code, _, err = run_main(capsys, "solve", "qp", "--npz", str(path), "--strategy", strategy, "--tol", "1e-8",
+                                "--json", str(out), "-q")
+        assert code == 0, err
+        r = read_json(out)
+        _, f_ref = dense_reference(qpcore.QP(Q, -np.ones(n), np.zeros(n), ub))
+        assert r["status"] == "converged" and r["objective"] == pytest.approx(f_ref, rel=1e-5, abs=1e-7), strategy
+    # the low-rank problem is no business of SMO (an unbounded box): its own reason, exit 2
+    code, _, err = run_main(capsys, "solve", "qp", "--npz", str(asvm_npz), "--strategy", "smo", "-q")
+    assert code == 2 and "cannot take this problem" in err and "finite" in err and err.count("\n") == 1
+    bad = tmp_path / "both.npz"
+    np.savez(bad, Q=np.eye(2), H=np.ones((2, 1)), c=np.zeros(2))
+    code, _, err = run_main(capsys, "solve", "qp", "--npz", str(bad), "-q")
+    assert code == 2 and "not both" in err
