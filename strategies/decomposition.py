@@ -42,6 +42,8 @@ from qpcore.rules import RuleView, check_rule
 from qpcore.solve import iterate
 from qpcore.state import State, Status, Work, bound_status
 from qpcore.strategy import Strategy
+from strategies.active_set import DenseActiveSet
+from strategies.smo import SMO, PlattHeuristic, make_rule
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -62,6 +64,7 @@ class DecompositionWork(Work):
 
     tol: float
     view: RuleView
+    inner: Strategy               # the subproblem strategy: the configured one or the default
     previous: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
     rounds: int = 0
     since_best: int = 0
@@ -211,6 +214,11 @@ def violators(s: Scores, k: int, exclude: BoolArray) -> IndexArray:
     return np.concatenate(picked).astype(np.intp) if picked else np.zeros(0, dtype=np.intp)
 
 
+def _moves_alone(s: Scores, i: int) -> bool:
+    """Whether variable i can move by itself: it is outside the equality (a single variable)."""
+    return s.single is not None and bool(s.single[i])
+
+
 @attrs.frozen
 class SteepestFeasible:
     """SVMlight's rule: the q/2 largest and q/2 smallest ``v = −g/a`` among feasible directions.
@@ -263,7 +271,7 @@ class SteepestFeasible:
         else:
             new = violators(s, k, exclude)
         B = np.unique(np.concatenate([keep, new]).astype(np.intp))
-        return B if B.size >= 2 or (B.size == 1 and not s.paired) else None
+        return B if B.size >= 2 or (B.size == 1 and _moves_alone(s, int(B[0]))) else None
 
 
 @attrs.frozen
@@ -295,7 +303,7 @@ class Chunking:
             # too many support vectors for one dense chunk: keep the most violating of them
             sv = sv[np.argsort(-s.violation()[sv], kind="stable")[: max(0, self.max_size - new.size)]]
         B = np.unique(np.concatenate([sv, new]).astype(np.intp))
-        return B if B.size >= 2 or (B.size == 1 and not s.paired) else None
+        return B if B.size >= 2 or (B.size == 1 and _moves_alone(s, int(B[0]))) else None
 
 
 @attrs.frozen
@@ -345,10 +353,35 @@ class OsunaSwap:
         return np.sort(B)
 
 
-def _default_inner() -> Strategy:
-    from strategies.smo import SMO
+def make_set_rule(rule: Any) -> Any:
+    """A rule from its name or the rule itself (checked for its kind by ``Decomposition``).
 
-    return SMO(shrinking=False)
+    Set rules by name: ``"svmlight"`` (:class:`SteepestFeasible`), ``"chunking"``, ``"osuna"``
+    (:class:`OsunaSwap`), each with its defaults; pair rules by SMO's names (``"wss2"``,
+    ``"mvp"``, ``"platt"``: the same rule objects as ``SMO(rule=...)``, taken as sets of size 2).
+    """
+    if not isinstance(rule, str):
+        return rule
+    table: dict[str, Any] = {"svmlight": SteepestFeasible, "chunking": Chunking, "osuna": OsunaSwap}
+    if rule in table:
+        return table[rule]()
+    if rule in ("wss2", "mvp", "platt"):
+        return make_rule(rule)
+    raise ProblemError(f"rule: unknown working-set rule {rule!r}; use one of svmlight, chunking, osuna "
+                       "(set rules) or wss2, mvp, platt (pair rules)")
+
+
+def _default_inner(qp: QP) -> Strategy:
+    """The subproblem strategy when none is given: one that takes every subproblem of ``qp``.
+
+    SMO (without shrinking: subproblems are small) for the SVM form, no equality or ±1 entries
+    only; otherwise the dense active set, which takes any row (mixed signs, scales, zeros). Chosen
+    from the problem at init, so a run never fails later inside a strategy the user did not choose.
+    """
+    eq = qp.equality
+    if eq.kind == "none" or (eq.unit and eq.singles.size == 0):
+        return SMO(shrinking=False)
+    return DenseActiveSet()
 
 
 @attrs.frozen
@@ -364,12 +397,15 @@ class Decomposition(Strategy):
 
     Parameters
     ----------
-    rule : SetRule or PairRule
+    rule : SetRule, PairRule or str
         Picks B (default :class:`SteepestFeasible` with q = 64) from a
         :class:`qpcore.rules.RuleView` restricted to the unshrunk variables; a pair rule works
-        as a set rule of size 2.
-    inner : Strategy
-        Solves the subproblems (default SMO without shrinking; GPCG and others work too).
+        as a set rule of size 2. Names as :func:`make_set_rule` reads them (``"mvp"`` is the
+        rule of ``SMO(rule="mvp")``).
+    inner : Strategy, optional
+        Solves the subproblems (GPCG and others work too). None (default): chosen at init from
+        the problem, SMO without shrinking when the equality has ±1 entries only (or there is
+        none), else :class:`~strategies.active_set.DenseActiveSet`.
     inner_fraction : float
         The subproblem tolerance: max(inner_fraction × gap_B, min(tol, gap_B)/2), gap_B being
         the working set's own gap (the global gap when the maximal violating pair is in B), so
@@ -396,8 +432,8 @@ class Decomposition(Strategy):
         Seed of the rule's per-run generator (``view.rng``).
     """
 
-    rule: Any = attrs.field(factory=SteepestFeasible)
-    inner: Strategy = attrs.field(factory=_default_inner)
+    rule: Any = attrs.field(factory=SteepestFeasible, converter=make_set_rule)
+    inner: Strategy | None = None
     inner_fraction: float = 0.1
     stall_rounds: int = 50
     shrinking: bool = True
@@ -421,7 +457,8 @@ class Decomposition(Strategy):
         x = feasible_start(qp, start)[0]
         g = qp.gradient(x)
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub))
-        work = DecompositionWork(tol=tol, view=RuleView(qp, state, seed=self.seed))
+        work = DecompositionWork(tol=tol, view=RuleView(qp, state, seed=self.seed),
+                                 inner=self.inner if self.inner is not None else _default_inner(qp))
         state.set_work(work)
         work.row_eps = qp.Q.row_eps
         work.qmax = float(np.abs(qp.Q.diag()).max(initial=0.0))
@@ -631,9 +668,9 @@ class Decomposition(Strategy):
         # the inner run shares the outer deadline, so a time limit holds inside long subproblems
         if state.out_of_time():
             return      # x and g unchanged: the loop ends on the time limit (an inner init can be long)
-        inner = self.inner.init(sub, xB, inner_tol)
-        done = iterate(sub, self.inner, inner, max_iter=100_000, deadline=state.deadline)
-        self.inner.finish(sub, inner)
+        inner = work.inner.init(sub, xB, inner_tol)
+        done = iterate(sub, work.inner, inner, max_iter=100_000, deadline=state.deadline)
+        work.inner.finish(sub, inner)
         state.counters["inner_iterations"] += inner.iteration
         if inner.nonconvex:
             state.nonconvex = True          # negative curvature inside B is negative curvature of Q
@@ -673,5 +710,7 @@ class Decomposition(Strategy):
             work.since_best += 1
             if work.since_best >= self.stall_rounds:
                 state.stop = Status.STALLED
-        if self.shrinking and work.rounds % self.shrink_every == 0:
+        # Platt's heuristic keeps positions across calls (its pass order), which shrinking would
+        # renumber: it runs unshrunk, as in SMO
+        if self.shrinking and not isinstance(self.rule, PlattHeuristic) and work.rounds % self.shrink_every == 0:
             self._shrink(qp, state)
