@@ -12,7 +12,7 @@ import pytest
 import qpcore
 from problems.random import random_box_qp
 from qpcore import QP, Progress, ProblemError, Result, State, Status, Strategy, Work, bound_status, kkt, solve
-from qpcore.testing import assert_kkt, dense_reference
+from qpcore.reference import assert_kkt, dense_reference
 
 
 @attrs.define
