@@ -214,10 +214,10 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         ≤ feas_tol · scale; a strategy that stops at an infeasible point ends ``infeasible``.
     resume : Result, optional
         Continue from a previous run on the same problem or on a grown one (its variables first,
-        new variables appended, e.g. new training points). A strategy with a
-        ``resume(qp, state, tol)`` method picks up its own state (INCAS keeps its factor); any
-        other strategy starts from the previous point, new variables at their bound nearest 0.
-        Exclusive with ``x0``.
+        new variables appended, e.g. new training points). A strategy whose
+        ``resume(qp, state, tol)`` returns a state picks up its own (INCAS keeps its factor); with
+        any other (the default returns None) the run starts from the previous point, new
+        variables at their bound nearest 0. Exclusive with ``x0``.
     keep_state : {"resume", "all", "none"}
         What ``Result.state`` keeps of the strategy's work state (x, g, bound status and counters
         are always kept). ``"resume"`` (default): what ``resume=`` needs, as each work state says
