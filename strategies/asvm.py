@@ -287,8 +287,10 @@ class ASVM(Strategy):
             if start is None:
                 face = _face_pass(state, rows.full(1.0))   # B = every row
                 counters["face_solves"] = 1
+                # the start runs no face solve ahead: its cost is not bounded by the deadline, and
+                # the first step runs its own
                 _accept(state, face.un, face.p, face.f, face.size, face.changed, face.G, face.t, face.skipped,
-                        face_from=None, ahead=True, cauchy=False, progress=False, fresh=face.fresh)
+                        face_from=None, ahead=False, cauchy=False, progress=False, fresh=face.fresh)
             else:
                 _accept(state, u0, p, work.f, size, 0, 0.0, 0.0, False, face_from=None, ahead=True, cauchy=False,
                         progress=False)
