@@ -1,7 +1,9 @@
 """The tutorial's working-set rules (docs/tutorials/working_set_rules.md), executed from the page.
 
 Each rule is written only against the public ``RuleView``; here it runs with shrinking on in SMO
-and in Decomposition and must converge with a KKT certificate and the reference objective.
+and in Decomposition and must converge with a KKT certificate and the reference objective, also
+on problems with variables outside the equality (``Scores.single``: zero coefficients, or no
+equality at all), where a rule that offers only pairs ends ``stalled``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 import qpcore
 from problems.data import load_dataset
@@ -48,6 +51,20 @@ def test_each_rule_is_at_most_30_lines() -> None:
         assert len(lines) <= 30, (name, len(lines))
 
 
+@st.composite
+def svm_duals_with_singles(draw: st.DrawFn) -> qpcore.QP:
+    """SVM-shaped duals whose equality row has zeros: some variables (or all: no row) move alone."""
+    qp = draw(svm_duals(max_n=16, max_cond=1e3, max_C=10.0, fixed=False))
+    n = qp.n
+    k = draw(st.integers(1, n))
+    alone = draw(st.permutations(range(n)))[:k]
+    if k == n:
+        return qpcore.QP(qp.Q, qp.c, qp.lb, qp.ub)
+    A = qp.A.copy()
+    A[0, alone] = 0.0
+    return qpcore.QP(qp.Q, qp.c, qp.lb, qp.ub, A, qp.b)   # b = 0: x = 0 stays feasible
+
+
 def _strategies(rule: Any) -> list[Any]:
     # shrinking on in both: SMO checks every min(n, shrink_every) steps, decomposition every round
     return [SMO(rule=rule, shrinking=True, shrink_every=5), Decomposition(rule=rule, shrinking=True, shrink_ratio=1.0)]
@@ -67,6 +84,46 @@ def test_tutorial_rules_converge_with_certificate(rule: Any, qp: qpcore.QP) -> N
         assert_kkt(qp, res, tol)
         scale = max(1.0, abs(f_ref))
         assert res.objective <= f_ref + 1e-6 * scale
+
+
+@pytest.mark.parametrize("rule", RULES, ids=NAMES)
+@given(qp=svm_duals_with_singles())
+def test_tutorial_rules_move_single_variables(rule: Any, qp: qpcore.QP) -> None:
+    tol = 1e-6 * max(1.0, float(np.abs(qp.c).max()))
+    _, f_ref = dense_reference(qp)
+    runs = [s for s in _strategies(rule) if s.accepts(qp) is None]
+    assert any(isinstance(s, Decomposition) for s in runs)     # Decomposition takes every such problem
+    for strategy in runs:
+        res = qpcore.solve(qp, strategy, tol=tol, max_iter=200_000)
+        assert_kkt(qp, res, tol)
+        assert res.objective <= f_ref + 1e-6 * max(1.0, abs(f_ref))
+
+
+def test_a_pairs_only_rule_stalls_on_single_variables() -> None:
+    """What the tutorial's single_step is for: the pattern without it ends stalled."""
+
+    class PairsOnly:
+        kind = "pair"
+
+        def select(self, view: Any, tol: float) -> Any:
+            s = view.scores()
+            pair = NS["maximal_violating_pair"](s)
+            if pair is None or s.v[pair[0]] - s.v[pair[1]] <= tol:
+                return None
+            return np.array(pair)
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    qp = csvc(X, y, 1.0, qpcore.Kernel("rbf", gamma=0.5)).qp
+    A = qp.A.copy()
+    A[0, :10] = 0.0
+    mixed = qpcore.QP(qp.Q, qp.c, qp.lb, qp.ub, A, qp.b)
+    stuck = qpcore.solve(mixed, Decomposition(rule=PairsOnly()), tol=1e-6, max_iter=20_000)
+    assert not stuck.converged and stuck.kkt.measure > 1e-3
+    for rule in RULES:
+        res = qpcore.solve(mixed, Decomposition(rule=rule), tol=1e-6, max_iter=200_000)
+        assert_kkt(mixed, res, 1e-6)
 
 
 @pytest.mark.data
