@@ -93,7 +93,7 @@ def solve_report(qp: Any, strategy: Strategy, args: argparse.Namespace, label: s
     (Result, dict)
         The result and its report (status, objective, KKT measures, counters, settings).
     """
-    reason = accepts(strategy, qp, args.tol)
+    reason = accepts(strategy, qp)
     if reason is not None:
         raise CLIError(f"--strategy {args.strategy} cannot take this problem: {reason}")
     result = solve(qp, strategy, tol=args.tol, max_iter=args.max_iter, time_limit=args.time_limit,

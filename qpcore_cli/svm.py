@@ -192,7 +192,7 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
     try:
         kernel = Kernel(cast("KernelName", s.kernel), gamma=s.gamma, degree=s.degree, coef0=s.coef0)
         problem = csvc(X, y, C=s.C, kernel=kernel, cache_bytes=int(s.cache_mb * (1 << 20)))
-        reason = accepts(s.strategy, problem.qp, s.tol)
+        reason = accepts(s.strategy, problem.qp)
         if reason is not None:
             entry = REGISTRY.get(s.strategy_name)
             hint = (f" (the linear SVM it solves: qpcore train --strategy {entry.name} --kernel linear)"

@@ -22,7 +22,6 @@ import attrs
 
 from qpcore.problem import QP, ProblemError
 from qpcore.solve import Strategy
-from qpcore.strategy import Strategy as StrategyBase
 from strategies.active_set import DenseActiveSet
 from strategies.asvm import ASVM
 from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS
@@ -355,7 +354,7 @@ def settings(spec: str, **options: Any) -> dict[str, Any]:
     return {"strategy": e.name, **e.settings({**given, **options})}
 
 
-def accepts(strategy: Strategy, qp: QP, tol: float = 1e-6) -> str | None:
+def accepts(strategy: Strategy, qp: QP) -> str | None:
     """Whether ``strategy`` takes ``qp``: None when it does, else its reason (naming one that can).
 
     Parameters
@@ -364,18 +363,13 @@ def accepts(strategy: Strategy, qp: QP, tol: float = 1e-6) -> str | None:
         A configured strategy.
     qp : QP
         The problem.
-    tol : float
-        The tolerance it would run at.
 
     Returns
     -------
     str or None
     """
     try:
-        if isinstance(strategy, StrategyBase):
-            strategy.check(qp)          # its declared answer, and the operator's capabilities
-        else:
-            strategy.init(qp, None, tol)  # an object on the bare protocol: its start is its check
+        strategy.check(qp)          # its declared answer, and the operator's capabilities
     except ProblemError as exc:
         return str(exc)
     return None
