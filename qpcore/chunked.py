@@ -17,6 +17,10 @@ the partials, and only the root, a k×k matrix, a k-vector or scalars, comes bac
   holds a ``DiagPlusLowRankQ`` of its own rows, so every per-chunk computation is that class's
   own (one home for Hᵀv, H z, the weighted Gram matrices), and the chunked operator only adds
   the reductions.
+- :class:`ChunkedRows` is :class:`qpcore.rowspace.Rows` on the cluster (``ChunkedLowRankQ.row_space()``):
+  the primitives ASVM and the cutting planes are written over, so the same algorithm code runs
+  here and in process; a pass that keeps m-vectors picks its partials with one task per worker,
+  beside the chunks, and the client's BLAS runs one thread between passes.
 - The certificate: ``ChunkedVector`` is a :class:`qpcore.vectors.DistributedVector` and
   ``ChunkedLowRankQ`` a :class:`qpcore.vectors.DistributedOperator`, so :func:`qpcore.kkt.kkt`,
   :func:`qpcore.optimality.lagrangian_bound` and the loop ask them (``kkt_terms``,
