@@ -13,8 +13,9 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from qpcore.capabilities import QOperator
 from qpcore.gram import GramQ, as_float_matrix
-from qpcore.operators import DenseQ, QOperator
+from qpcore.operators import DenseQ
 from qpcore.problem import QP, ProblemError, as_float_vector
 from qpcore.state import Result
 

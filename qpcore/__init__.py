@@ -9,8 +9,9 @@ The bottom layer: the problem (:class:`QP`), the linear-algebra backends, the pe
 imports nothing from ``strategies`` or ``problems``.
 """
 
+from qpcore.capabilities import Capability, OperatorStats, QOperator
 from qpcore.kkt import KKT, kkt
-from qpcore.operators import Capability, DenseQ, Kernel, KernelQ, OperatorStats, QOperator
+from qpcore.operators import DenseQ, Kernel, KernelQ
 from qpcore.optimality import DEFAULT_FEAS_TOL, Scores
 from qpcore.problem import QP, ProblemError
 from qpcore.rules import PairRule, RuleView, SetRule, WorkingSetRule

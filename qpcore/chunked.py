@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from qpcore.kkt import box_terms
-from qpcore.operators import Capability, OperatorStats
+from qpcore.capabilities import Capability, OperatorStats
 from qpcore.optimality import separable_minimum
 from qpcore.problem import ProblemError
 from qpcore.rowspace import ClusterError, Rows

@@ -30,8 +30,10 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.operators import Capability, Kernel, KernelQ, OperatorStats, RowCache
+from qpcore.capabilities import Capability, OperatorStats
+from qpcore.operators import Kernel, KernelQ
 from qpcore.problem import ProblemError
+from qpcore.rowcache import RowCache
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -98,7 +100,7 @@ class DynamicKernelQ:
     capacity : int
         Initial number of slots (doubles when full).
     cache_bytes : int
-        Byte budget of the row cache (a :class:`qpcore.operators.RowCache`, as KernelQ's); rows
+        Byte budget of the row cache (a :class:`qpcore.rowcache.RowCache`, as KernelQ's); rows
         are float64 over the capacity, so the number of cached rows is
         ``cache_bytes // (8 · capacity)`` (at least 1 when positive), and halves when the capacity
         doubles (least recently used rows go first).

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.operators import Capability, OperatorStats
+from qpcore.capabilities import Capability, OperatorStats
 from qpcore.problem import ProblemError
 
 FloatArray = NDArray[np.float64]

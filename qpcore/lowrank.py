@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from qpcore.gram import as_float_matrix
-from qpcore.operators import Capability, OperatorStats
+from qpcore.capabilities import Capability, OperatorStats
 from qpcore.problem import ProblemError
 from qpcore.rowspace import LocalRows
 

@@ -1,296 +1,41 @@
-"""Linear-algebra backends: how a strategy touches Q without seeing a full matrix."""
+"""Concrete operators: a dense matrix (:class:`DenseQ`) and kernel matrices (:class:`Kernel`,
+:class:`KernelQ`).
+
+The contract they implement (:class:`qpcore.capabilities.QOperator`, the declared
+:class:`qpcore.capabilities.Capability` set, the helpers that read it) is in
+:mod:`qpcore.capabilities`; the row cache KernelQ keeps its rows in is
+:class:`qpcore.rowcache.RowCache`.
+"""
 
 from __future__ import annotations
 
-import enum
-from collections import OrderedDict
-from typing import Any, ClassVar, Literal, Protocol, cast, runtime_checkable
+from typing import Any, ClassVar, Literal
 
 import attrs
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from qpcore.capabilities import Capability
+from qpcore.rowcache import RowCache
+
+# Names that moved to qpcore.capabilities and that strategies.decomposition, .gradient_projection,
+# .projected_search, .incas and tests/strategies/test_equality_rows.py still import from here;
+# kept out of __all__ (documented where they are defined), to be dropped once those imports name
+# qpcore.capabilities.
+from qpcore.capabilities import Operator as Operator
+from qpcore.capabilities import OperatorStats as OperatorStats
+from qpcore.capabilities import QOperator as QOperator
+from qpcore.capabilities import cross_block as cross_block
+from qpcore.capabilities import principal_block as principal_block
+from qpcore.capabilities import row_budget as row_budget
+
 FloatArray = NDArray[np.float64]
 
-__all__ = ["PSD_CHECK_MAX_N", "BlockOperator", "BudgetOperator", "Capability", "CrossIntoOperator", "CrossOperator",
-           "DenseQ", "Kernel", "KernelQ", "Operator", "OperatorStats", "PrefetchOperator", "Products", "QOperator",
-           "RowCache", "RowCacheOperator",
-           "cross_block", "negative_curvature", "prefetch_rows", "principal_block", "row_budget", "row_cached",
-           "squared_norms"]
+__all__ = ["PSD_CHECK_MAX_N", "DenseQ", "Kernel", "KernelQ", "negative_curvature", "squared_norms"]
 IndexArray = NDArray[np.intp]
 
 KernelName = Literal["linear", "rbf", "poly", "sigmoid", "precomputed"]
-
-
-class Capability(enum.Enum):
-    """What an operator offers beyond the :class:`QOperator` core (``shape``, ``diag``, ``matvec``,
-    ``rows``, ``row``, ``stats``), declared in its ``capabilities`` class attribute.
-
-    A strategy lists what it needs in ``requires`` (:class:`qpcore.strategy.Strategy`); the check is
-    made once when it starts, with an error naming the missing capability, and the code that
-    follows reads the declaration instead of probing for methods.
-    """
-
-    #: ``cached(i) -> bool``: whether row i is in the operator's row cache.
-    ROW_CACHE = "row_cache"
-    #: ``prefetch(idx) -> int``: compute and cache the uncached rows among idx in one block.
-    PREFETCH = "prefetch"
-    #: ``block(idx)``: the principal block Q[idx][:, idx] without computing the full rows.
-    BLOCK = "block"
-    #: ``cross(idx, cols)``: Q[idx][:, cols] without computing the full rows, nothing cached.
-    CROSS = "cross"
-    #: ``cross_into(i, j, out) -> bool``: ``cross`` computed straight into a caller's buffer.
-    CROSS_INTO = "cross_into"
-    #: ``cache_bytes`` and ``footprint``: a row-cache budget a strategy's own row buffer shares.
-    BUDGET = "budget"
-    #: Q = diag(d) + HHᵀ with ``d``, ``k``, ``matvec_lowrank`` (H w) and ``rmatvec_lowrank`` (Hᵀ v).
-    LOWRANK = "lowrank"
-    #: ``subset(idx)``: the operator of the rows idx (low-rank operators' active sets).
-    SUBSET = "subset"
-    #: the rows live on a cluster (:class:`qpcore.chunked.ChunkedLowRankQ`): no ``rows``, passes only.
-    CHUNKED = "chunked"
-
-
-@attrs.define(slots=True)
-class OperatorStats:
-    """Counters of an operator: kernel rows computed, cache hits and misses."""
-
-    rows_computed: int = 0
-    cache_hits: int = 0
-    cache_misses: int = 0
-
-    @property
-    def hit_rate(self) -> float:
-        """Fraction of row requests served from the cache."""
-        total = self.cache_hits + self.cache_misses
-        return self.cache_hits / total if total else 0.0
-
-
-@runtime_checkable
-class QOperator(Protocol):
-    """What a strategy may ask of Q.
-
-    Besides the methods, every operator declares ``capabilities`` (the optional methods it offers,
-    :class:`Capability`), ``row_dtype`` (the dtype ``rows`` returns) and ``row_eps`` (the relative
-    error bound of the entries ``rows`` returns: the dtype's eps for exact rows, more for rows
-    computed in single precision). ``psd`` is True when Q is known positive semidefinite, None
-    when unknown.
-    """
-
-    capabilities: ClassVar[frozenset[Capability]]
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """(n, n)."""
-        ...
-
-    stats: OperatorStats
-
-    @property
-    def row_dtype(self) -> np.dtype[Any]:
-        """The dtype of the rows ``rows`` returns."""
-        ...
-
-    @property
-    def row_eps(self) -> float:
-        """Relative error bound of the entries ``rows`` returns."""
-        ...
-
-    @property
-    def psd(self) -> bool | None:
-        """True when Q is known positive semidefinite, None when unknown."""
-        ...
-
-    def diag(self) -> FloatArray:
-        """The diagonal of Q."""
-        ...
-
-    def matvec(self, x: FloatArray) -> FloatArray:
-        """The product Q x."""
-        ...
-
-    def rows(self, idx: ArrayLike) -> NDArray[np.floating[Any]]:
-        """The block Q[idx, :] (read-only, possibly from a cache)."""
-        ...
-
-    def row(self, i: int) -> NDArray[np.floating[Any]]:
-        """The row Q[i, :] (read-only, possibly from a cache)."""
-        ...
-
-
-@runtime_checkable
-class Products(Protocol):
-    """The three products every operator computes (``diag``, ``matvec``, ``rows``): an object with
-    these that is not a full :class:`QOperator` lacks the declared part (see :class:`Operator`)."""
-
-    def diag(self) -> FloatArray:
-        """The diagonal of Q."""
-        ...
-
-    def matvec(self, x: FloatArray) -> FloatArray:
-        """The product Q x."""
-        ...
-
-    def rows(self, idx: ArrayLike) -> NDArray[np.floating[Any]]:
-        """The block Q[idx, :]."""
-        ...
-
-
-class Operator:
-    """Defaults of the declared part of :class:`QOperator` for an operator written outside qpcore.
-
-    No optional capability, float64 rows exact to float64's eps, positive semidefiniteness
-    unknown. A subclass writes ``shape``, ``stats``, ``diag``, ``matvec``, ``rows`` and ``row``, and
-    overrides the declarations when it offers more (``capabilities`` with the methods they name).
-    """
-
-    __slots__ = ()
-
-    capabilities: ClassVar[frozenset[Capability]] = frozenset()
-    row_dtype: ClassVar[np.dtype[Any]] = np.dtype(np.float64)
-    row_eps: ClassVar[float] = float(np.finfo(np.float64).eps)
-
-    @property
-    def psd(self) -> bool | None:
-        """Unknown (None): strategies test curvature as they go."""
-        return None
-
-
-class RowCacheOperator(QOperator, Protocol):
-    """An operator declaring :attr:`Capability.ROW_CACHE` (and usually ``PREFETCH``)."""
-
-    def cached(self, i: int) -> bool:
-        """Whether row i is in the cache."""
-        ...
-
-
-class PrefetchOperator(QOperator, Protocol):
-    """An operator declaring :attr:`Capability.PREFETCH`."""
-
-    def prefetch(self, idx: ArrayLike) -> int:
-        """Compute the uncached rows among ``idx`` in one block and cache them; the number computed."""
-        ...
-
-
-class BlockOperator(QOperator, Protocol):
-    """An operator declaring :attr:`Capability.BLOCK`."""
-
-    def block(self, idx: ArrayLike) -> FloatArray:
-        """The principal block Q[idx][:, idx]."""
-        ...
-
-
-class CrossOperator(QOperator, Protocol):
-    """An operator declaring :attr:`Capability.CROSS`."""
-
-    def cross(self, idx: ArrayLike, cols: ArrayLike | None = None) -> NDArray[Any]:
-        """Q[idx][:, cols] in the row dtype (all columns when ``cols`` is None), nothing cached."""
-        ...
-
-
-class CrossIntoOperator(QOperator, Protocol):
-    """An operator declaring :attr:`Capability.CROSS_INTO`."""
-
-    def cross_into(self, i: IndexArray, j: IndexArray | None, out: NDArray[Any]) -> bool:
-        """Compute Q[i][:, j] into ``out`` when that path exists; False, ``out`` untouched, otherwise."""
-        ...
-
-
-class BudgetOperator(QOperator, Protocol):
-    """An operator declaring :attr:`Capability.BUDGET`: its row-cache budget and own footprint."""
-
-    cache_bytes: int
-
-    @property
-    def footprint(self) -> int:
-        """Bytes of the operator's own arrays, the row cache aside."""
-        ...
-
-
-def row_budget(Q: QOperator) -> tuple[int, int]:
-    """``(cache_bytes, footprint)`` of an operator declaring :attr:`Capability.BUDGET`, else (0, 0).
-
-    A strategy with its own row buffer (decomposition) sizes it from the operator's budget, so the
-    whole run stays within what the user gave the operator.
-    """
-    if Capability.BUDGET not in Q.capabilities:
-        return 0, 0
-    b = cast(BudgetOperator, Q)
-    return int(b.cache_bytes), int(b.footprint)
-
-
-def row_cached(Q: QOperator, i: int) -> bool:
-    """Whether row i of Q is at hand: in the cache of an operator declaring
-    :attr:`Capability.ROW_CACHE`; always for the others (their rows cost what they cost)."""
-    return Capability.ROW_CACHE not in Q.capabilities or cast(RowCacheOperator, Q).cached(i)
-
-
-def prefetch_rows(Q: QOperator, idx: ArrayLike) -> int:
-    """Ask an operator declaring :attr:`Capability.PREFETCH` to compute rows ``idx`` in one block
-    now; the number computed (0 for the others: a hint, nothing to do)."""
-    if Capability.PREFETCH not in Q.capabilities:
-        return 0
-    return cast(PrefetchOperator, Q).prefetch(idx)
-
-
-def principal_block(Q: QOperator, idx: ArrayLike) -> FloatArray:
-    """Q[idx][:, idx] through the operator's ``block`` when it declares one, else from ``rows``.
-
-    Parameters
-    ----------
-    Q : QOperator
-        The operator.
-    idx : array_like of int
-        The indices.
-
-    Returns
-    -------
-    ndarray
-        The k×k principal block, float64.
-    """
-    i = np.asarray(idx, dtype=np.intp)
-    if Capability.BLOCK in Q.capabilities:
-        return np.asarray(cast(BlockOperator, Q).block(i), dtype=np.float64)
-    return np.asarray(Q.rows(i)[:, i], dtype=np.float64)
-
-
-def cross_block(Q: QOperator, idx: ArrayLike, cols: ArrayLike | None = None,
-                out: NDArray[Any] | None = None) -> NDArray[np.floating[Any]]:
-    """Q[idx][:, cols] through the operator's ``cross`` when it declares one, else from ``rows``.
-
-    Decomposition with shrinking asks for rows over the active columns only; an operator
-    that computes entries (kernels, Gram) then does |idx|·|cols| work instead of |idx|·n.
-    Nothing is cached.
-
-    Parameters
-    ----------
-    Q : QOperator
-        The operator.
-    idx : array_like of int
-        Row indices.
-    cols : array_like of int, optional
-        Column indices; all columns when omitted.
-    out : ndarray, optional
-        Where to put the block (|idx|×|cols|, the row dtype). An operator with ``cross_into``
-        computes straight into it, saving a copy of the block; others are copied in.
-
-    Returns
-    -------
-    ndarray
-        The |idx|×|cols| block, in the operator's row dtype (float32 rows stay float32).
-    """
-    i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
-    j = None if cols is None else np.atleast_1d(np.asarray(cols, dtype=np.intp))
-    caps = Q.capabilities
-    if out is not None:
-        if not (Capability.CROSS_INTO in caps and cast(CrossIntoOperator, Q).cross_into(i, j, out)):
-            out[...] = cross_block(Q, i, j)
-        return out
-    if Capability.CROSS in caps:
-        return np.asarray(cast(CrossOperator, Q).cross(i, j))
-    r = Q.rows(i)
-    return np.asarray(r if j is None else r[:, j])
 
 
 #: Largest dense Q whose positive semidefiniteness is checked on construction (a Cholesky
@@ -542,154 +287,6 @@ def _dot_block(Xa: Any, Xb: Any) -> FloatArray:
     if sp.issparse(Xb):
         return np.ascontiguousarray(np.asarray(Xb @ np.asarray(Xa).T).T, dtype=np.float64)
     return np.asarray(Xa, dtype=np.float64) @ np.asarray(Xb, dtype=np.float64).T
-
-
-class RowCache:
-    """Rows of Q kept under a byte budget in one preallocated slab, least recently used evicted.
-
-    The one row cache of the kernel operators (:class:`KernelQ`, :class:`qpcore.dynamic.DynamicKernelQ`):
-    a map row id → slab slot in LRU order over a ``slots × width`` array. Storing a row is a copy
-    into memory already mapped (a fresh allocation per row page-faults at several times the cost);
-    the slab itself is allocated on the first store, uninitialized (pages are mapped as rows
-    arrive) unless ``zeroed``.
-
-    Parameters
-    ----------
-    budget : int
-        Byte budget; the cache holds ``min(limit, budget // (width · itemsize))`` rows, at least
-        one when the budget is positive, none when it is 0.
-    width : int
-        Entries per stored row (a row shorter than ``width`` is stored zero-padded).
-    dtype : numpy dtype
-        Storage type.
-    limit : int
-        Most rows worth keeping (the number of rows of Q: more slots would never be used).
-    stats : OperatorStats
-        The operator's counters; :meth:`get` counts its hits and misses there.
-    lend_views : bool
-        Whether :meth:`get` returns read-only views of the slab (valid until the row is evicted)
-        rather than copies. Views are never lent by a cache of fewer than 4 rows, where the next
-        store would overwrite them at once.
-    zeroed : bool
-        Allocate the slab zero-filled (a caller that writes columns of cached rows, as the
-        growing operator does, needs defined entries beyond each row's stored part).
-    """
-
-    __slots__ = ("budget", "width", "dtype", "slots", "stats", "lend_views", "zeroed", "_map", "_slab", "_free")
-
-    def __init__(self, budget: int, width: int, dtype: Any, limit: int, stats: OperatorStats, *,
-                 lend_views: bool = True, zeroed: bool = False) -> None:
-        self.budget = int(budget)
-        self.dtype: np.dtype[Any] = np.dtype(dtype)
-        self.stats = stats
-        self.lend_views = lend_views
-        self.zeroed = zeroed
-        self._map: OrderedDict[int, int] = OrderedDict()
-        self._slab: NDArray[Any] | None = None
-        self._free: list[int] = []
-        self.width = 0
-        self.slots = 0
-        self._shape(int(width), int(limit))
-
-    def _shape(self, width: int, limit: int) -> None:
-        row_bytes = max(1, width * self.dtype.itemsize)
-        self.width = width
-        self.slots = min(limit, max(1, self.budget // row_bytes)) if self.budget > 0 else 0
-
-    def __len__(self) -> int:
-        return len(self._map)
-
-    def __contains__(self, i: object) -> bool:
-        return i in self._map
-
-    def _storage(self) -> NDArray[Any]:
-        if self._slab is None:
-            alloc = np.zeros if self.zeroed else np.empty
-            self._slab = alloc((self.slots, self.width), dtype=self.dtype)
-            self._free = list(range(self.slots - 1, -1, -1))
-        return self._slab
-
-    def get(self, i: int, n: int | None = None) -> NDArray[Any] | None:
-        """Row i's first ``n`` entries (all when None), read-only, refreshed as most recently used;
-        None when it is not cached. Counts a cache hit or miss."""
-        pos = self._map.get(i)
-        if pos is None:
-            self.stats.cache_misses += 1
-            return None
-        self._map.move_to_end(i)
-        self.stats.cache_hits += 1
-        assert self._slab is not None
-        v: NDArray[Any] = self._slab[pos] if n is None else self._slab[pos, :n]
-        v = v.view() if self.lend_views and self.slots >= 4 else v.copy()
-        v.flags.writeable = False
-        return v
-
-    def take(self, i: int) -> NDArray[Any]:
-        """Cached row i as a slab view, refreshed as most recently used, nothing counted (for a
-        caller that copies it at once)."""
-        self._map.move_to_end(i)
-        return self.peek(i)
-
-    def peek(self, i: int) -> NDArray[Any]:
-        """Cached row i as a slab view, LRU order unchanged, nothing counted."""
-        assert self._slab is not None
-        v: NDArray[Any] = self._slab[self._map[i]]
-        return v
-
-    def put(self, i: int, r: NDArray[Any]) -> None:
-        """Store row i (refresh it when already cached); evicts the least recently used row."""
-        if self.slots == 0:
-            return
-        c = self._map
-        if i in c:
-            c.move_to_end(i)
-            return
-        slab = self._storage()
-        pos = self._free.pop() if self._free else c.popitem(last=False)[1]
-        k = r.shape[0]
-        slab[pos, :k] = r
-        if k < self.width:
-            slab[pos, k:] = 0
-        c[i] = pos
-
-    def discard(self, i: int) -> None:
-        """Forget row i (if cached)."""
-        pos = self._map.pop(i, None)
-        if pos is not None:
-            self._free.append(pos)
-
-    def positions(self, ids: IndexArray) -> IndexArray:
-        """The slab slot of each id (−1 where not cached), LRU order unchanged."""
-        get = self._map.get
-        return np.fromiter((get(int(k), -1) for k in ids), dtype=np.intp, count=ids.size)
-
-    def entries(self) -> tuple[IndexArray, IndexArray]:
-        """(ids, slots) of the cached rows, least recently used first."""
-        c = self._map
-        return (np.fromiter(c.keys(), dtype=np.intp, count=len(c)), np.fromiter(c.values(), dtype=np.intp, count=len(c)))
-
-    @property
-    def slab(self) -> NDArray[Any]:
-        """The storage, ``slots × width`` (rows at :meth:`positions`; for column updates in place)."""
-        return self._storage()
-
-    def resize(self, width: int, limit: int) -> None:
-        """New row width (and so fewer or more slots), keeping the most recently used rows and
-        their first min(old, new width) entries."""
-        old_slab, old = self._slab, list(self._map.items())
-        self._shape(int(width), int(limit))
-        keep = old[len(old) - self.slots:] if self.slots else []
-        self._slab = None
-        self._map = OrderedDict()
-        if not keep or old_slab is None:
-            return
-        slab = self._storage()
-        w = min(old_slab.shape[1], self.width)
-        slab[:len(keep), :w] = old_slab[np.fromiter((pos for _, pos in keep), dtype=np.intp, count=len(keep)), :w]
-        if w < self.width and not self.zeroed:
-            slab[:len(keep), w:] = 0
-        self._map = OrderedDict((i, k) for k, (i, _) in enumerate(keep))
-        self._free = list(range(self.slots - 1, len(keep) - 1, -1))
 
 
 class KernelQ:

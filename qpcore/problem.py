@@ -8,7 +8,8 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.operators import DenseQ, Products, QOperator
+from qpcore.capabilities import Products, QOperator
+from qpcore.operators import DenseQ
 from qpcore.validate import ProblemError, as_float_vector
 
 FloatArray = NDArray[np.float64]
@@ -28,7 +29,7 @@ def _as_operator(Q: Any) -> QOperator:
     if isinstance(Q, Products):
         raise ProblemError(f"Q: {type(Q).__name__} computes products but does not declare the rest of the operator "
                            "contract (qpcore.QOperator: shape, stats, row, capabilities, row_dtype, row_eps, psd); "
-                           "subclass qpcore.operators.Operator for the defaults")
+                           "subclass qpcore.capabilities.Operator for the defaults")
     return DenseQ(Q)
 
 

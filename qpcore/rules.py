@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.operators import prefetch_rows, row_cached
+from qpcore.capabilities import prefetch_rows, row_cached
 from qpcore.optimality import Scores, measure, scores
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State

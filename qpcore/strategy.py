@@ -26,7 +26,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.operators import Capability, QOperator
+from qpcore.capabilities import Capability, QOperator
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State
 

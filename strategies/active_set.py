@@ -26,7 +26,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.operators import negative_curvature, principal_block
+from qpcore.capabilities import principal_block
+from qpcore.operators import negative_curvature
 from qpcore.optimality import Scores, maximal_violating_pair, measure, scores_of
 from qpcore.problem import QP, ProblemError
 from qpcore.projection import bound_steps

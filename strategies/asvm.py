@@ -66,7 +66,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from qpcore.lowrank import SmallFactor, factor_identity_plus
-from qpcore.operators import Capability
+from qpcore.capabilities import Capability
 from qpcore.problem import QP, ProblemError
 from qpcore.rowspace import ClusterError, LowRankRows, Rows
 from qpcore.state import State, Status, Work

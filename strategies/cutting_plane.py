@@ -52,7 +52,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.operators import Capability
+from qpcore.capabilities import Capability
 from qpcore.problem import QP, ProblemError
 from qpcore.rowspace import ClusterError, LowRankRows, Rows
 from qpcore.solve import iterate

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
+from qpcore.capabilities import cross_block, principal_block
 from qpcore.lowrank import DiagPlusLowRankQ
-from qpcore.operators import cross_block, principal_block
 from qpcore.testing import lowrank_qps
 
 

@@ -249,7 +249,7 @@ def _principal_cases() -> list[tuple[str, object, np.ndarray]]:
 
 @pytest.mark.parametrize("case", _principal_cases(), ids=lambda c: c[0])
 def test_principal_block_every_backend(case: tuple[str, object, np.ndarray]) -> None:
-    from qpcore.operators import principal_block
+    from qpcore.capabilities import principal_block
 
     _, Q, ref = case
     idx = np.array([5, 0, 17, 5, 29])   # unordered, with a repeat
@@ -259,7 +259,7 @@ def test_principal_block_every_backend(case: tuple[str, object, np.ndarray]) -> 
 
 
 def test_principal_block_falls_back_to_rows() -> None:
-    from qpcore.operators import principal_block
+    from qpcore.capabilities import principal_block
 
     class RowsOnly:
         capabilities: frozenset[Capability] = frozenset()   # declares no block: rows it is
@@ -300,7 +300,8 @@ def test_float32_block_compute_within_row_eps(gamma: float) -> None:
 @pytest.mark.parametrize("kind", ["dense", "kernel64", "kernel32", "kernel_sparse", "gram", "gram_sparse", "poly"])
 def test_cross_block_matches_rows(kind: str) -> None:
     from qpcore.gram import GramQ
-    from qpcore.operators import DenseQ, Kernel, KernelQ, cross_block
+    from qpcore.capabilities import cross_block
+    from qpcore.operators import DenseQ, Kernel, KernelQ
 
     rng = np.random.default_rng(5)
     X = rng.standard_normal((60, 7))

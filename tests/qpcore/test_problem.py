@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import qpcore
 from problems.random import planted_qp, random_box_qp
 from qpcore import QP, DenseQ, Kernel, KernelQ, ProblemError
-from qpcore.operators import Operator
+from qpcore.capabilities import Operator
 
 I2 = np.eye(2)
 

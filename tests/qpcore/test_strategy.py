@@ -9,7 +9,9 @@ import pytest
 
 import qpcore
 from qpcore import QP, Capability, DenseQ, ProblemError, State, Status, Strategy, Work, bound_status
-from qpcore.operators import Kernel, KernelQ, RowCache, OperatorStats
+from qpcore.capabilities import Operator, OperatorStats
+from qpcore.operators import Kernel, KernelQ
+from qpcore.rowcache import RowCache
 from qpcore.solve import iterate
 
 
@@ -79,7 +81,7 @@ def test_init_refuses_with_the_reason_accepts_gives() -> None:
 
 
 def test_missing_capability_is_named() -> None:
-    class Products(qpcore.operators.Operator):
+    class Products(Operator):
         def __init__(self, M: np.ndarray) -> None:
             self.M, self.stats = M, OperatorStats()
 

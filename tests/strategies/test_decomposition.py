@@ -216,7 +216,7 @@ def test_chunking_and_osuna_agree_with_libsvm(rule: object) -> None:
 from hypothesis import settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from qpcore.operators import cross_block  # noqa: E402
+from qpcore.capabilities import cross_block  # noqa: E402
 from strategies import decomposition as dmod  # noqa: E402
 
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import qpcore
-from qpcore.operators import DenseQ, Kernel, KernelQ, Operator, OperatorStats
+from qpcore.capabilities import Operator, OperatorStats
+from qpcore.operators import DenseQ, Kernel, KernelQ
 from qpcore.lowrank import DiagPlusLowRankQ
 from problems.random import random_box_qp, random_svm_dual
 from strategies.decomposition import Decomposition, SteepestFeasible

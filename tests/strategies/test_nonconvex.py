@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from qpcore.operators import Operator, OperatorStats
+from qpcore.capabilities import Operator, OperatorStats
 from qpcore.testing import box_equality_qps, box_qps, svm_duals
 from strategies.active_set import DenseActiveSet
 from strategies.gradient_projection import GPCG
