@@ -45,8 +45,8 @@ _dtrsv: Any = _blas.dtrsv
 class Factor(Protocol):
     """A factorization of a principal block of Q (or of its KKT matrix) that follows the block.
 
-    Implementations: :class:`BorderedCholesky` (one variable at a time, INCAS and the incremental
-    SVM) and :class:`qpcore.lowrank.SMWFactor` (diagonal plus low rank, ASVM).
+    Implementation: :class:`BorderedCholesky` (one variable at a time, INCAS and the incremental
+    SVM). ASVM keeps its k×k system itself (:func:`qpcore.lowrank.factor_identity_plus`).
     """
 
     @property

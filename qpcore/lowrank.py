@@ -1,4 +1,4 @@
-"""Q = diag(d) + H Hᵀ, never formed, with Sherman–Morrison–Woodbury factors of principal blocks.
+"""Q = diag(d) + H Hᵀ, never formed, and the pieces of Sherman–Morrison–Woodbury solves of its blocks.
 
 The ASVM dual (Mangasarian & Musicant) has Q = I/ν + HHᵀ with H = D[A, −e]: m rows, k = n + 1
 columns, m ≫ k. A product with Q costs two passes over H, and any principal block B is solved
@@ -30,7 +30,7 @@ FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
 
-__all__ = ["DiagPlusLowRankQ", "SMWFactor", "SmallFactor", "factor_identity_plus"]
+__all__ = ["DiagPlusLowRankQ", "SmallFactor", "factor_identity_plus"]
 
 _BLOCK_BYTES = 8 << 20   # row blocks of at most 8 MB keep temporaries small next to the data
 
@@ -292,27 +292,6 @@ class DiagPlusLowRankQ:
                 t += rr @ Y
         return G, t
 
-    def factor(self, idx: ArrayLike | None = None, rhs: FloatArray | None = None) -> SMWFactor:
-        """A Sherman–Morrison–Woodbury factor of the principal block Q[idx][:, idx].
-
-        Parameters
-        ----------
-        idx : array_like of int, optional
-            The block (all rows when omitted).
-        rhs : ndarray, optional
-            A fixed full-length right-hand side whose reduced vector the factor keeps up to date
-            through ``add``/``remove`` (see ``SMWFactor.solve_fixed``).
-
-        Returns
-        -------
-        SMWFactor
-        """
-        mask = np.ones(self._m, dtype=bool)
-        if idx is not None:
-            mask[:] = False
-            mask[np.asarray(idx, dtype=np.intp)] = True
-        return SMWFactor(self, mask, rhs)
-
 
 class SmallFactor:
     """A factorization of the k×k SMW matrix M = I + G (G ⪰ 0): its Cholesky factor, or a symmetric
@@ -346,9 +325,9 @@ def factor_identity_plus(G: FloatArray, *, fallback: bool = True) -> SmallFactor
     """Factor M = I + G for a Gram matrix G ⪰ 0: Cholesky, else (when ``fallback``) the floored
     eigendecomposition, else None.
 
-    The one home of the SMW system's factorization: :class:`SMWFactor` and ASVM
-    (``strategies.asvm``, in process and on a cluster) both call it. A caller whose G came from
-    rank updates passes
+    The one home of the SMW system's factorization (ASVM, ``strategies.asvm``, in process and on
+    a cluster, keeps G = H_Bᵀ D_B⁻¹ H_B from :meth:`DiagPlusLowRankQ.weighted_gram` by rank
+    updates and factors I + G here). A caller whose G came from rank updates passes
     ``fallback=False`` first, so that a failure (rounding in an extremely ill-conditioned H) is
     answered by rebuilding G from the rows, and only a rebuilt G that still fails falls back.
 
@@ -376,134 +355,3 @@ def factor_identity_plus(G: FloatArray, *, fallback: bool = True) -> SmallFactor
         return None
     lam, V = np.linalg.eigh(M)
     return SmallFactor(eig=(np.maximum(lam, 1.0), V))
-
-
-class SMWFactor:
-    """A factor of Q_BB = D_B + H_B H_Bᵀ through the k×k matrix M = I + H_Bᵀ D_B⁻¹ H_B.
-
-    The block B is a boolean mask over all m rows; ``add`` and ``remove`` change it by rank
-    updates of the k×k Gram matrix (cost |changed|·k²), and the Gram matrix is rebuilt from the
-    rows when the rows updated since the last build outnumber |B| (so rounding from many updates
-    never outweighs one fresh build). When the Cholesky factorization of M fails (rounding in an
-    extremely ill-conditioned H), the factor is rebuilt once and then falls back to a symmetric
-    eigendecomposition with eigenvalues floored at 1, the bound M ≥ I that holds exactly.
-
-    Attributes
-    ----------
-    mask : ndarray of bool
-        B, over all m rows.
-    counters : dict
-        ``rebuilds``, ``rank_updates`` (rows added or removed by update), ``fallbacks``.
-    """
-
-    def __init__(self, Q: DiagPlusLowRankQ, mask: BoolArray, rhs: FloatArray | None = None) -> None:
-        self.Q = Q
-        self.mask = mask
-        if (Q.d[mask] <= 0).any():
-            raise ProblemError("d: the SMW factor needs d > 0 on the block (D_B must be invertible)")
-        self._winv = 1.0 / np.where(Q.d > 0, Q.d, 1.0)
-        self._rhs = rhs
-        self.counters = {"rebuilds": 0, "rank_updates": 0, "fallbacks": 0}
-        self._since = 0
-        self._rebuild()
-
-    @property
-    def size(self) -> int:
-        """|B|."""
-        return int(self._size)
-
-    def _rebuild(self) -> None:
-        idx = np.flatnonzero(self.mask)
-        full = idx.size == self.Q.shape[0]
-        self.G, self.t = self.Q.weighted_gram(None if full else idx, self._winv, self._rhs)
-        self._size = idx.size
-        self._since = 0
-        self.counters["rebuilds"] += 1
-        self._factorize()
-
-    def _factorize(self) -> None:
-        # after rank updates a failure is first blamed on their rounding: rebuild from the rows
-        small = factor_identity_plus(self.G, fallback=not self._since)
-        if small is None:
-            self._rebuild()
-            return
-        if small.eig is not None:
-            self.counters["fallbacks"] += 1
-        self._small = small
-
-    def condition(self) -> float:
-        """An estimate of cond(M) = cond(I + H_Bᵀ D_B⁻¹ H_B) (eigenvalues of the k×k matrix)."""
-        lam = np.linalg.eigvalsh(self.G + np.eye(self.Q.k))
-        return float(lam[-1] / max(lam[0], np.finfo(np.float64).tiny))
-
-    def _small_solve(self, t: FloatArray) -> FloatArray:
-        return self._small.solve(t)
-
-    def update(self, add: IndexArray, remove: IndexArray) -> None:
-        """B ← B ∪ add ∖ remove, by rank updates or a rebuild, whichever touches fewer rows."""
-        add = add[~self.mask[add]]
-        remove = remove[self.mask[remove]]
-        changed = int(add.size + remove.size)
-        if changed == 0:
-            return
-        self.mask[add] = True
-        self.mask[remove] = False
-        self._size += int(add.size) - int(remove.size)
-        if (self._since + changed > self._size and changed > 0) or changed >= self._size:
-            self._rebuild()
-            return
-        for rows, sign in ((add, 1.0), (remove, -1.0)):
-            if rows.size:
-                G, t = self.Q.weighted_gram(rows, self._winv, self._rhs)
-                self.G += sign * G
-                self.t += sign * t
-        self.counters["rank_updates"] += changed
-        self._since += changed
-        self._factorize()
-
-    def add(self, idx: ArrayLike) -> None:
-        """Add rows to B."""
-        self.update(np.atleast_1d(np.asarray(idx, dtype=np.intp)), np.empty(0, dtype=np.intp))
-
-    def remove(self, idx: ArrayLike) -> None:
-        """Remove rows from B."""
-        self.update(np.empty(0, dtype=np.intp), np.atleast_1d(np.asarray(idx, dtype=np.intp)))
-
-    def solve_full(self, r: FloatArray, t: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
-        """x = Q_BB⁻¹ r_B as a full-length vector (zeros off B), and z = H_Bᵀ x.
-
-        Parameters
-        ----------
-        r : ndarray
-            Full length m (entries off B are ignored).
-        t : ndarray, optional
-            H_Bᵀ D_B⁻¹ r_B when the caller has it (saves one pass over the data).
-
-        Returns
-        -------
-        (x, z)
-        """
-        if t is None:
-            t = self.Q.rmatvec_lowrank(np.where(self.mask, r * self._winv, 0.0))
-        z = self._small_solve(t)
-        x = r - self.Q.matvec_lowrank(z)
-        x *= self._winv
-        x[~self.mask] = 0.0
-        return x, z
-
-    def solve_fixed(self) -> tuple[FloatArray, FloatArray]:
-        """``solve_full`` for the fixed right-hand side given at construction (one pass, not two)."""
-        if self._rhs is None:
-            raise ValueError("solve_fixed needs the factor built with rhs=")
-        return self.solve_full(self._rhs, self.t)
-
-    def solve(self, r: ArrayLike) -> FloatArray:
-        """Q_BB⁻¹ r for r of length |B|, in the order of ``np.flatnonzero(mask)``."""
-        rb = np.asarray(r, dtype=np.float64)
-        if rb.shape != (self.size,):
-            raise ProblemError(f"r: shape mismatch, expected ({self.size},), got {rb.shape}")
-        full = np.zeros(self.Q.shape[0])
-        full[self.mask] = rb
-        x, _ = self.solve_full(full)
-        out: FloatArray = x[self.mask]
-        return out

@@ -8,7 +8,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qpcore.factor import BorderedCholesky, Dependence, Factor
-from qpcore.lowrank import DiagPlusLowRankQ, SMWFactor
 from qpcore.operators import DenseQ
 from qpcore.problem import ProblemError
 
@@ -164,10 +163,8 @@ def test_refactor_and_growth() -> None:
         f.remove(999)
 
 
-def test_both_factors_satisfy_the_protocol() -> None:
+def test_the_factor_satisfies_the_protocol() -> None:
     assert isinstance(BorderedCholesky(None), Factor)
-    Qlr = DiagPlusLowRankQ(1.0, np.ones((5, 2)))
-    assert isinstance(SMWFactor(Qlr, np.ones(5, dtype=bool)), Factor)
 
 
 def test_equality_row_given_per_variable() -> None:

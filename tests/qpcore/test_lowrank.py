@@ -1,4 +1,5 @@
-"""DiagPlusLowRankQ against the dense matrix it stands for; the SMW factor and its rank updates."""
+"""DiagPlusLowRankQ against the dense matrix it stands for; SMW block solves from its weighted Gram
+matrices (and their rank updates) and factor_identity_plus."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from hypothesis import strategies as st
 
 import qpcore
 from qpcore.capabilities import cross_block, principal_block
-from qpcore.lowrank import DiagPlusLowRankQ
+import qpcore.lowrank as lr
+from qpcore.lowrank import DiagPlusLowRankQ, factor_identity_plus
 from qpcore.testing import lowrank_qps
 
 
@@ -48,47 +50,64 @@ def test_operator_matches_dense(qp: qpcore.QP, data: st.DataObject) -> None:
     assert np.allclose(Q.rmatvec_rows(idx, v), H[idx].T @ v, atol=1e-12 * scale * max(1.0, v.sum()))
 
 
+def _smw_solve(Q: DiagPlusLowRankQ, G: np.ndarray, t: np.ndarray, B: np.ndarray, r: np.ndarray,
+               **kw: bool) -> np.ndarray:
+    """x_B = Q_BB⁻¹ r_B through SMW: z = (I + G)⁻¹ t, x_B = D_B⁻¹(r_B − H_B z) (ASVM's face solve)."""
+    small = factor_identity_plus(G, **kw)
+    assert small is not None
+    z = small.solve(t)
+    return (r[B] - Q.lowrank_rows(B) @ z) / Q.d[B]
+
+
 @given(qp=lowrank_qps(), data=st.data())
-def test_factor_and_rank_updates_match_dense_solves(qp: qpcore.QP, data: st.DataObject) -> None:
+def test_smw_block_solves_and_rank_updates_match_dense_solves(qp: qpcore.QP, data: st.DataObject) -> None:
     Q = qp.Q
     assert isinstance(Q, DiagPlusLowRankQ)
     M = _dense(Q)
     m = qp.n
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
     r = rng.standard_normal(m)
-    B = np.flatnonzero(rng.random(m) < 0.6)
-    f = Q.factor(B, rhs=r)
+    w = 1.0 / Q.d
+    mask = rng.random(m) < 0.6
+    G, t = Q.weighted_gram(np.flatnonzero(mask), w, r)
+    # rows entering and leaving B by rank updates of G and t, as ASVM keeps them
     for _ in range(data.draw(st.integers(0, 6))):
-        f.update(np.flatnonzero(rng.random(m) < 0.2), np.flatnonzero(rng.random(m) < 0.2))
-    Bn = np.flatnonzero(f.mask)
-    if Bn.size == 0:
+        add = np.flatnonzero(~mask & (rng.random(m) < 0.2))
+        drop = np.flatnonzero(mask & (rng.random(m) < 0.2))
+        Ga, ta = Q.weighted_gram(add, w, r)
+        Gd, td = Q.weighted_gram(drop, w, r)
+        G, t = G + Ga - Gd, t + ta - td
+        mask[add], mask[drop] = True, False
+    B = np.flatnonzero(mask)
+    if B.size == 0:
         return
-    MB = M[np.ix_(Bn, Bn)]
-    cond = np.linalg.cond(MB)
-    want = np.linalg.solve(MB, r[Bn])
-    tol = 1e-13 * cond * max(1.0, float(np.abs(want).max())) + 1e-12
-    x, z = f.solve_fixed()
-    assert np.allclose(x[Bn], want, atol=tol)
-    assert (x[~f.mask] == 0).all()
-    assert np.allclose(f.solve(r[Bn]), want, atol=tol)
-    # z = H_Bᵀx: the primal of the block solve
-    H = Q.lowrank_rows(Bn)
-    assert np.allclose(z, H.T @ x[Bn], atol=tol * max(1.0, float(np.abs(H).max())) * Bn.size)
+    MB = M[np.ix_(B, B)]
+    want = np.linalg.solve(MB, r[B])
+    tol = 1e-12 * np.linalg.cond(MB) * max(1.0, float(np.abs(want).max())) + 1e-12
+    assert np.allclose(_smw_solve(Q, G, t, B, r), want, atol=tol)
+    # the rank-updated Gram matrix is the one built from the rows of B
+    G0, t0 = Q.weighted_gram(B, w, r)
+    assert np.allclose(G, G0, atol=1e-9 * max(1.0, float(np.abs(G0).max())))
+    assert np.allclose(t, t0, atol=1e-9 * max(1.0, float(np.abs(t0).max())))
 
 
-def test_rebuild_after_many_updates_and_counters() -> None:
-    rng = np.random.default_rng(0)
-    Q = DiagPlusLowRankQ(0.5, rng.standard_normal((300, 4)), row_scale=np.sign(rng.standard_normal(300)), bias=-1.0)
-    f = Q.factor(np.arange(100))
-    f.add(np.arange(100, 110))
-    assert f.counters["rank_updates"] == 10 and f.counters["rebuilds"] == 1
-    f.remove(np.arange(0, 95))     # more rows than remain: rebuilt, not downdated
-    assert f.counters["rebuilds"] == 2
-    assert f.size == 15
-    M = _dense(Q)
-    B = np.flatnonzero(f.mask)
-    assert np.allclose(f.solve(np.ones(15)), np.linalg.solve(M[np.ix_(B, B)], np.ones(15)))
-    assert f.condition() >= 1.0
+def test_factor_identity_plus_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(2)
+    Q = DiagPlusLowRankQ(0.5, rng.standard_normal((40, 3)), bias=-1.0)
+    B = np.arange(0, 40, 2)
+    r = np.arange(40.0)
+    G, t = Q.weighted_gram(B, 1.0 / Q.d, r)
+    want = np.linalg.solve(_dense(Q)[np.ix_(B, B)], r[B])
+    assert factor_identity_plus(G).chol is not None        # type: ignore[union-attr]
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise np.linalg.LinAlgError("forced")
+
+    monkeypatch.setattr(lr.sla, "cho_factor", broken)
+    assert factor_identity_plus(G, fallback=False) is None   # a caller with rank-updated G rebuilds first
+    small = factor_identity_plus(G)
+    assert small is not None and small.eig is not None and (small.eig[0] >= 1.0).all()
+    assert np.allclose(_smw_solve(Q, G, t, B, r), want, rtol=1e-10, atol=1e-12)
 
 
 def test_block_rows_bound_memory() -> None:
@@ -113,10 +132,3 @@ def test_bad_input(kwargs: dict[str, object], match: str) -> None:
     args.update(kwargs)
     with pytest.raises(qpcore.ProblemError, match=match):
         DiagPlusLowRankQ(args.pop("d"), args.pop("F"), **args)  # type: ignore[arg-type]
-
-
-def test_factor_needs_positive_diagonal() -> None:
-    Q = DiagPlusLowRankQ(np.r_[1.0, 0.0, 1.0], np.ones((3, 1)))
-    with pytest.raises(qpcore.ProblemError, match="d > 0"):
-        Q.factor([0, 1])
-    assert Q.factor([0, 2]).size == 2

@@ -106,15 +106,10 @@ def test_smw_fallback_is_used_and_counted(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(lr.sla, "cho_factor", broken)
     qp = random_lowrank_qp(40, 5, seed=1, nu=3.0)
-    Q = qp.Q
-    assert isinstance(Q, DiagPlusLowRankQ)
-    f = Q.factor(np.arange(0, 40, 2))
-    assert f.counters["fallbacks"] == 1
-    M = Q.block(np.arange(0, 40, 2))
-    r = np.arange(20, dtype=float)
-    assert np.allclose(f.solve(r), np.linalg.solve(M, r), rtol=1e-10, atol=1e-12)
     res = qpcore.solve(qp, ASVM(), tol=1e-8)
     assert res.converged
+    # every factorization fell back to the floored eigendecomposition, each after a rebuild
+    assert res.stats["gram_fallbacks"] == res.stats["gram_rebuilds"] >= 1
 
 
 def test_limits_are_honest() -> None:
