@@ -17,10 +17,9 @@ Times are the median of ``--repeat`` runs; ours include building the QP (and den
 
 from __future__ import annotations
 
-import os
+from benchmarks.harness import append_jsonl, default_blas_threads, read_jsonl
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "2")
+default_blas_threads(2)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -351,9 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rec = {"kind": "time", **bench_row(name, args.C, args)}
         rec.update(run_id=run_id, machine=machine.get("cpu"))
-        with out.open("a") as f:
-            f.write(json.dumps(rec, default=float) + "\n")
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+        append_jsonl(out, rec)
+    records = read_jsonl(out)
     render(records, ROOT.parent / "docs" / "benchmarks")
     print(f"wrote {ROOT.parent / 'docs' / 'benchmarks' / 'asvm.md'}")
     return 0

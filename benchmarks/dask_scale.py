@@ -89,7 +89,7 @@ from typing import Any, Callable, Iterator  # noqa: E402
 import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
-from benchmarks.incas import LOAD_MARGIN, LOAD_TAU, OTHERS_MARGIN, _busy_seconds, blas_threads, thread_limit  # noqa: E402
+from benchmarks.harness import LoadMeter, Runs, blas_threads, clean, log, settle, thread_limit, timed  # noqa: E402
 from benchmarks.measure import REPO, _status_kb, machine_info, median, now_iso  # noqa: E402
 
 FloatArray = NDArray[np.float64]
@@ -108,10 +108,6 @@ BAR_CLIENT_MB = 1024.0             # the client's peak on the scale row
 PRESETS = {"7m": ("compare", 7_000_000), "30m": ("scale", 30_000_000)}
 SMALL_ROWS = "200k,200k:scale"
 SMALL_CHUNKS = 4
-
-
-def log(msg: str) -> None:
-    print(msg, flush=True)
 
 
 def _mod(name: str) -> Any:
@@ -470,63 +466,26 @@ def family_cpu() -> float:
     return total
 
 
-class Meter:
+class Meter(LoadMeter):
     """The load before each run and the CPU other processes used during it.
 
-    ``benchmarks.incas.LoadMeter`` counts this process and its reaped children as its own; here the
-    Dask workers and scheduler are live descendants doing our work, so they are counted as ours too
-    (``family_cpu``). ``own`` estimates our share of the 1-minute load average (the kernel's
-    exponential average, time constant 60 s, of our CPU rate); a run is **loaded** when others used
-    more than ``OTHERS_MARGIN`` (0.1) of a core during it.
+    :class:`benchmarks.harness.LoadMeter` counts this process and its reaped children as its own;
+    here the Dask workers and scheduler are live descendants doing our work, so they are counted
+    as ours too (``family_cpu``). A run is **loaded** when others used more than
+    ``OTHERS_MARGIN`` (0.1) of a core during it.
     """
 
     def __init__(self) -> None:
-        self.samples: list[tuple[float, float]] = [(time.monotonic(), family_cpu())]
-
-    def own(self) -> float:
-        now, cpu = time.monotonic(), family_cpu()
-        self.samples.append((now, cpu))
-        self.samples = [s for s in self.samples if now - s[0] < 20 * LOAD_TAU] or self.samples[-1:]
-        est = 0.0
-        for (t0, c0), (t1, c1) in zip(self.samples, self.samples[1:]):
-            if t1 > t0:
-                est += max(0.0, c1 - c0) / (t1 - t0) * (math.exp(-(now - t1) / LOAD_TAU) - math.exp(-(now - t0) / LOAD_TAU))
-        return est
-
-    def reading(self) -> dict[str, Any]:
-        own = self.own()
-        load = os.getloadavg()
-        return {"load1": round(load[0], 2), "load5": round(load[1], 2), "own": round(own, 2),
-                "loaded": bool(load[0] > LOAD_MARGIN + own)}
+        super().__init__(cpu=family_cpu)
+        self._runs = Runs(repeat=1, meter=self)
 
     def run(self, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """``fn()`` with the load before it and others' CPU during it; an exception becomes an error record."""
-        load = self.reading()
-        b0, c0, w0 = _busy_seconds(), family_cpu(), time.monotonic()
-        try:
-            out = fn()
-        except Exception as e:  # noqa: BLE001 - an engine under development may fail: report it, go on
-            out = {"seconds": float("nan"), "status": f"error: {type(e).__name__}: {e}"[:300], "error": True,
-                   "error_type": type(e).__name__}
-        b1, c1, w1 = _busy_seconds(), family_cpu(), time.monotonic()
-        if b0 is not None and b1 is not None and w1 > w0:
-            others = max(0.0, ((b1 - b0) - (c1 - c0) - 3.0 / os.sysconf("SC_CLK_TCK")) / (w1 - w0))
-            load = dict(load, others=round(others, 3), loaded=bool(others > OTHERS_MARGIN))
-        out["load"] = load
-        return out
+        return timed(self._runs, fn)
 
     def settle(self, seconds: float) -> dict[str, Any]:
         """Wait up to ``seconds`` for a 5 s probe in which others use ≤ 0.1 core."""
-        t0 = time.perf_counter()
-        rd = self.run(_idle)["load"]
-        while rd["loaded"] and time.perf_counter() - t0 < seconds:
-            rd = self.run(_idle)["load"]
-        return dict(rd, waited_s=round(time.perf_counter() - t0, 1))
-
-
-def _idle() -> dict[str, Any]:
-    time.sleep(5.0)
-    return {}
+        return settle(self._runs, seconds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,13 +493,10 @@ def _idle() -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 def make_strategy(name: str) -> Any:
-    if name == "asvm":
-        from strategies.asvm import ASVM
+    """The strategy of a registry name (:mod:`strategies.registry`), its default settings."""
+    from strategies.registry import make
 
-        return ASVM()
-    from strategies.cutting_plane import OCAS, ActiveSetOCAS
-
-    return {"ocas": OCAS, "ocas-active": ActiveSetOCAS}[name]()
+    return make(name)
 
 
 def build_problem(family: str, X: Any, y: Any, C: float, client: Any = None) -> Any:
@@ -882,17 +838,7 @@ def bench_scale(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: Any
 # ---------------------------------------------------------------------------------------------
 
 def _clean(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items() if k not in ("z",)}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return _clean(v.tolist())
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
+    return clean(v, drop=("z",))
 
 
 def _num(v: Any, fmt: str) -> str:

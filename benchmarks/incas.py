@@ -32,35 +32,19 @@ markdown page is rendered from all of it: ``docs/benchmarks/incas.{json,md}`` (`
 
 from __future__ import annotations
 
-import os
 import sys
 
-
-def _threads_from_argv(argv: list[str], default: str = "1,2") -> list[int]:
-    spec = default
-    for k, a in enumerate(argv):
-        if a == "--threads" and k + 1 < len(argv):
-            spec = argv[k + 1]
-        elif a.startswith("--threads="):
-            spec = a.split("=", 1)[1]
-    try:
-        return [int(t) for t in spec.split(",") if t]
-    except ValueError:
-        return [1, 2]
+from benchmarks.harness import pin_blas_threads, thread_list_from_argv
 
 
 # OpenBLAS sizes its pool when numpy is first imported: make it as large as the largest thread
 # count asked for (threadpoolctl can lower it per run, never raise it). Only when run as a script.
 if __name__ == "__main__":
-    _max = str(max(_threads_from_argv(sys.argv[1:]) or [2]))
-    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
-        os.environ[_var] = _max
+    pin_blas_threads(max(thread_list_from_argv(sys.argv[1:]) or [2]))
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import multiprocessing as mp  # noqa: E402
 import shlex  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -71,19 +55,30 @@ from typing import Any, Callable  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-from benchmarks.measure import REPO, PeakMemory, machine_info, median, now_iso  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    OTHERS_MARGIN,
+    REPO,
+    LoadMeter,
+    PeakMemory,
+    blas_threads,
+    blas_threads_under,
+    clean,
+    in_child,
+    interleave,
+    log,
+    machine_info,
+    median,
+    now_iso,
+    ratio_stats,
+    settle,
+    thread_limit,
+)
+from benchmarks.harness import _fmt_s  # noqa: E402
 
 SEED = 12                      # the subsets: rows default_rng(SEED).permutation(n_adult)[:n]
-LOAD_MARGIN = 0.3              # foreign load tolerated above our own contribution
-OTHERS_MARGIN = 0.1            # cores other processes may use during a run before it is flagged
-LOAD_TAU = 60.0                # time constant of the kernel's 1-minute load average (s)
 REF_TOL = 1e-9                 # the tight reference solve
 ROW_NAMES = ("hard_small", "hard_large", "weak", "incremental", "loo", "window")
 BAR = {"hard": 0.5, "hard_rel_obj": 1e-8, "incremental": 50.0, "loo": 20.0}
-
-
-def log(msg: str) -> None:
-    print(msg, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,99 +192,6 @@ def load_source(name: str, seed: int = SEED) -> Source:
 # Load average, threads, child processes
 # ---------------------------------------------------------------------------------------------
 
-class LoadMeter:
-    """The 1-minute load average, and how much of it is our own process.
-
-    Linux's load average is an exponential average (time constant 60 s) of the number of running
-    threads. Our own contribution is estimated the same way from our CPU time (``os.times()``:
-    this process's threads plus reaped children, i.e. the anchor runs), sampled at every reading:
-    between two samples the process is taken to have used CPU at a constant rate. A reading is
-    ``loaded`` when load1 > LOAD_MARGIN + own, i.e. something else used more than 0.3 of a core;
-    :func:`timed` replaces that flag by the direct measure of other processes' CPU during the run.
-    (With one thread busy all the time own ≈ 1, which is the plain "flag load1 > 1.3" rule.)
-    """
-
-    def __init__(self) -> None:
-        self.samples: list[tuple[float, float]] = [(time.monotonic(), self._cpu())]
-
-    @staticmethod
-    def _cpu() -> float:
-        t = os.times()
-        return float(t.user + t.system + t.children_user + t.children_system)
-
-    def own(self) -> float:
-        now, cpu = time.monotonic(), self._cpu()
-        self.samples.append((now, cpu))
-        self.samples = [s for s in self.samples if now - s[0] < 20 * LOAD_TAU] or self.samples[-1:]
-        est = 0.0
-        for (t0, c0), (t1, c1) in zip(self.samples, self.samples[1:]):
-            if t1 > t0:
-                rate = (c1 - c0) / (t1 - t0)
-                est += rate * (math.exp(-(now - t1) / LOAD_TAU) - math.exp(-(now - t0) / LOAD_TAU))
-        return est
-
-    def reading(self) -> dict[str, Any]:
-        own = self.own()
-        load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-        return {"load1": round(load[0], 2), "load5": round(load[1], 2), "own": round(own, 2),
-                "loaded": bool(load[0] > LOAD_MARGIN + own)}
-
-
-def thread_limit(threads: int) -> Any:
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=threads)
-
-
-def blas_threads() -> int | None:
-    """The BLAS thread count in effect (what threadpoolctl reports), None when unknown."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return None
-    ts = [int(p["num_threads"]) for p in threadpool_info() if p.get("user_api") == "blas"]
-    return max(ts) if ts else None
-
-
-def blas_threads_under(threads: int) -> int | None:
-    with thread_limit(threads):
-        return blas_threads()
-
-
-def in_child(fn: Callable[[], dict[str, Any]], timeout: float) -> dict[str, Any]:
-    """Run ``fn`` in a forked child (inherits the arrays, nothing pickled but the result); kill it
-    after ``timeout`` s. Returns fn's dict, or {"timeout": True} / {"error": ...}."""
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-
-    def target() -> None:
-        try:
-            send.send(("ok", fn()))
-        except BaseException as e:  # noqa: BLE001 - reported to the parent
-            send.send(("error", f"{type(e).__name__}: {e}"))
-
-    proc = ctx.Process(target=target, daemon=True)
-    t0 = time.perf_counter()
-    proc.start()
-    send.close()
-    try:
-        if not recv.poll(timeout):
-            proc.kill()
-            proc.join()
-            return {"timeout": True, "wall": time.perf_counter() - t0}
-        kind, out = recv.recv()
-    except EOFError:
-        kind, out = "error", f"child died (exit code {proc.exitcode})"
-    finally:
-        recv.close()
-    proc.join()
-    if kind != "ok":
-        return {"error": out}
-    return dict(out)
-
-
 # ---------------------------------------------------------------------------------------------
 # Our strategies and the classes being written (imported lazily)
 # ---------------------------------------------------------------------------------------------
@@ -307,20 +209,11 @@ def available(what: str) -> tuple[bool, str]:
 
 
 def make_strategy(solver: str) -> Any:
-    """``incas``; ``smo`` (wss2); ``decomp:Q`` (decomposition, SVMlight's rule, working sets of Q)."""
-    if solver == "incas":
-        from strategies.incas import INCAS
+    """``incas``; ``smo`` (wss2); ``decomp:Q`` (decomposition, SVMlight's rule, working sets of Q):
+    specs of the one registry (:mod:`strategies.registry`)."""
+    from strategies.registry import make
 
-        return INCAS()
-    if solver.startswith("decomp:"):
-        from strategies.decomposition import Decomposition, SteepestFeasible
-
-        return Decomposition(rule=SteepestFeasible(q=int(solver.split(":", 1)[1])))
-    if solver == "smo":
-        from strategies.smo import SMO
-
-        return SMO(rule="wss2")
-    raise ValueError(f"unknown solver {solver!r}: incas, smo, decomp:Q")
+    return make(solver)
 
 
 def solver_label(solver: str) -> str:
@@ -421,14 +314,6 @@ def run_ours(Xin: Any, y: np.ndarray, spec: Spec, solver: str, threads: int, ctx
     return out
 
 
-def _fmt_s(v: float | None) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    if math.isinf(v):
-        return "stopped"
-    return f"{v:.3g}" if v < 10 else f"{v:.1f}"
-
-
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Median, min, max of the run times; loads; the median run's point (x kept for judging)."""
     secs = [r["seconds"] for r in runs]
@@ -441,102 +326,6 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "status": mid.get("status"), "iterations": mid.get("iterations"), "n_sv": mid.get("n_sv"),
             "peak_mb": max((r.get("peak_mb", 0.0) for r in runs), default=None),
             "blas_threads": mid.get("blas_threads"), "x": mid.get("x")}
-
-
-def _busy_seconds() -> float | None:
-    """CPU seconds all processes have used (user, nice, system, irq, softirq, steal), /proc/stat."""
-    try:
-        with open("/proc/stat") as fh:
-            f = fh.readline().split()
-    except OSError:
-        return None
-    if not f or f[0] != "cpu":
-        return None
-    v = [int(x) for x in f[1:9]] + [0] * max(0, 8 - len(f[1:9]))
-    user, nice, system, _idle, _iowait, irq, softirq, steal = v[:8]
-    return (user + nice + system + irq + softirq + steal) / float(os.sysconf("SC_CLK_TCK"))
-
-
-def timed(ctx: Ctx, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Read the load right before the run, run it, and measure what *other* processes used meanwhile.
-
-    The 1-minute load average is recorded as asked, but on this VM it idles at 0.3–0.5 with
-    nothing running (kernel threads in uninterruptible sleep count), and it lags a run by a
-    minute; the direct measure is the machine's busy CPU time during the run minus our own
-    (this process and its reaped children, i.e. the LIBSVM child): ``others`` in cores. A run is
-    ``loaded`` when others > OTHERS_MARGIN.
-    """
-    load = ctx.meter.reading()
-    b0, c0, w0 = _busy_seconds(), LoadMeter._cpu(), time.monotonic()
-    try:
-        out = fn()
-    except Exception as e:  # noqa: BLE001 - a solver under development may fail: report it, go on
-        out = {"seconds": float("nan"), "status": f"error: {type(e).__name__}: {e}"[:200], "error": True}
-    b1, c1, w1 = _busy_seconds(), LoadMeter._cpu(), time.monotonic()
-    if b0 is not None and b1 is not None and w1 > w0:
-        # both clocks tick in 1/CLK_TCK s (10 ms): allow three ticks of quantization, or a 0.1 s
-        # run would be flagged for 10 ms of rounding
-        others = max(0.0, ((b1 - b0) - (c1 - c0) - 3.0 / os.sysconf("SC_CLK_TCK")) / (w1 - w0))
-        load = dict(load, others=round(others, 3), loaded=bool(others > OTHERS_MARGIN))
-    out["load"] = load
-    return out
-
-
-def interleave(ctx: Ctx, solvers: dict[str, Callable[[], dict[str, Any]]], tag: str,
-               anchor: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Passes over the solvers in order (the anchor first); pass 1 decides each one's run count.
-
-    With ``anchor`` named and its first run shorter than ``ctx.pair_below`` s, the anchor runs again
-    right before each further run of ours (anchor, ours, anchor, ours, ...); otherwise once a pass.
-    Each of our runs records the anchor run just before it (``anchor_before``), its pair.
-    """
-    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in solvers}
-    want: dict[str, int] = {}
-
-    def once(k: str) -> dict[str, Any]:
-        r = timed(ctx, solvers[k])
-        runs[k].append(r)
-        ld = r["load"]
-        log(f"[{tag}] {k:<22} run {len(runs[k])}: {_fmt_s(r['seconds']):>8} s  {r.get('status', '')}"
-            f"  load {ld['load1']} (own {ld['own']}, others {ld.get('others', '?')}){'  LOADED' if ld['loaded'] else ''}")
-        return r
-
-    for p in range(ctx.repeat):
-        fresh_anchor = False
-        for k in solvers:
-            if p > 0 and len(runs[k]) >= want[k]:
-                continue
-            if anchor is not None and k != anchor and runs[anchor]:
-                first = runs[anchor][0]["seconds"]
-                if not fresh_anchor and math.isfinite(first) and first < ctx.pair_below:
-                    once(anchor)
-                fresh_anchor = False
-            r = once(k)
-            if k == anchor:
-                fresh_anchor = True
-            elif anchor is not None and runs[anchor]:
-                r["anchor_before"] = runs[anchor][-1]["seconds"]
-            if p == 0:
-                long = (not math.isfinite(r["seconds"])) or r["seconds"] > ctx.long   # stopped, failed or long
-                want[k] = 1 if long else ctx.repeat
-    return runs
-
-
-def ratio_stats(ours: list[dict[str, Any]], anchor: list[dict[str, Any]]) -> dict[str, Any]:
-    """Ratio of medians (ours / anchor) and the range of the per-pair ratios (each of our runs
-    against the anchor run just before it, else pass by pass)."""
-    om = median([r["seconds"] for r in ours])
-    am = median([r["seconds"] for r in anchor])
-    pairs = ([(o["seconds"], o["anchor_before"]) for o in ours] if all("anchor_before" in o for o in ours)
-             else [(o["seconds"], a["seconds"]) for o, a in zip(ours, anchor)])
-    paired = [x / a for x, a in pairs if math.isfinite(x) and math.isfinite(a) and a > 0]
-    out: dict[str, Any] = {"ratio": om / am if math.isfinite(am) and am > 0 else None,
-                           "paired_min": min(paired) if paired else None,
-                           "paired_max": max(paired) if paired else None}
-    if not math.isfinite(am):   # the anchor was stopped: ours / its time limit bounds the ratio
-        lim = min(r.get("limit", r["seconds"]) for r in anchor)
-        out["ratio_below"] = om / lim if math.isfinite(om) and math.isfinite(lim) else None
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -985,17 +774,7 @@ def _anchor_windows(Xs: Any, Xd: np.ndarray, y: np.ndarray, cps: list[int], sz: 
 # ---------------------------------------------------------------------------------------------
 
 def _clean(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items() if k not in ("x", "alpha", "result", "decision", "per_add")}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return _clean(v.tolist())
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
+    return clean(v, drop=("x", "alpha", "result", "decision", "per_add"))
 
 
 def _e(v: Any, fmt: str = "+.1e") -> str:
@@ -1322,16 +1101,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     src = load_source(args.data, args.seed)
     log(f"{args.data}: {src.X.shape[0]} × {src.X.shape[1]} (read in {time.perf_counter() - t0:.1f} s, not timed)")
-    settle_info: dict[str, Any] = {"waited_s": 0.0, **ctx.meter.reading()}
+    settle_info = settle(ctx, args.settle)
     if args.settle > 0:
-        t_s = time.perf_counter()
-        rd = timed(ctx, lambda: (time.sleep(5.0), {})[1])["load"]   # others' CPU over a 5 s idle probe
-        while rd["loaded"] and time.perf_counter() - t_s < args.settle:
-            rd = timed(ctx, lambda: (time.sleep(5.0), {})[1])["load"]
-        log(f"load {rd['load1']} (own {rd['own']}, others {rd.get('others', '?')}) after waiting "
-            f"{time.perf_counter() - t_s:.0f} s (--settle {args.settle:g})"
-            + ("; still LOADED: other work is running" if rd["loaded"] else ""))
-        settle_info = {"waited_s": round(time.perf_counter() - t_s, 1), **rd}
+        log(f"load {settle_info['load1']} (own {settle_info['own']}, others {settle_info.get('others', '?')}) after "
+            f"waiting {settle_info['waited_s']:.0f} s (--settle {args.settle:g})"
+            + ("; still LOADED: other work is running" if settle_info["loaded"] else ""))
     args.out_dir.mkdir(parents=True, exist_ok=True)
     store_path = args.out_dir / "incas.json"
     store: dict[str, Any] = json.loads(store_path.read_text()) if store_path.is_file() else {}

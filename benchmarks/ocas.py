@@ -66,24 +66,23 @@ from typing import Any, Callable  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-from benchmarks.incas import (  # noqa: E402
-    Ctx,
-    _clean,
-    _e,
-    _flag,
-    _loads,
-    _r,
-    _sec,
+from benchmarks.harness import (  # noqa: E402
+    REPO,
+    PeakMemory,
     blas_threads,
     blas_threads_under,
     in_child,
     interleave,
     log,
+    machine_info,
+    median,
+    now_iso,
     ratio_stats,
+    settle,
     thread_limit,
     timed,
 )
-from benchmarks.measure import REPO, PeakMemory, machine_info, median, now_iso  # noqa: E402
+from benchmarks.incas import Ctx, _clean, _e, _flag, _loads, _r, _sec  # noqa: E402
 
 GAPS = (1e-2, 1e-3, 1e-4)
 EPS_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
@@ -245,9 +244,10 @@ def svmocas_path() -> str | None:
 
 
 def make_strategy(variant: str) -> Any:
-    from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS
+    """The strategy of a variant (``asocas`` is the registry's ``ocas-active``), default settings."""
+    from strategies.registry import make
 
-    return {"ocas": OCAS, "bmrm": BMRM, "asocas": ActiveSetOCAS}[variant]()
+    return make(variant)
 
 
 def build_problem(row: Row) -> Any:
@@ -1327,12 +1327,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return a
 
 
-def _idle() -> dict[str, Any]:
-    """5 s of nothing: the settle probe measures the CPU others use meanwhile."""
-    time.sleep(5.0)
-    return {}
-
-
 def svmocas_version() -> str | None:
     exe = svmocas_path()
     if exe is None:
@@ -1372,15 +1366,10 @@ def main(argv: list[str] | None = None) -> int:
     ok, why = available()
     log(f"{command}\n{machine['cpu']}, {machine['cores']} cores, load average {machine['loadavg']}; "
         f"ours {why or 'available'}; svmocas {svmocas_version() or 'NOT installed (' + SVMOCAS_INSTALL + ')'}")
-    settle_info: dict[str, Any] = dict(ctx.meter.reading(), waited_s=0.0)
+    settle_info = settle(ctx, args.settle)
     if args.settle > 0:
-        t_s = time.perf_counter()
-        rd = timed(ctx, _idle)["load"]
-        while rd["loaded"] and time.perf_counter() - t_s < args.settle:
-            rd = timed(ctx, _idle)["load"]
-        log(f"load {rd['load1']} (own {rd['own']}, others {rd.get('others', '?')}) after waiting "
-            f"{time.perf_counter() - t_s:.0f} s" + ("; still LOADED" if rd["loaded"] else ""))
-        settle_info = dict(rd, waited_s=round(time.perf_counter() - t_s, 1))
+        log(f"load {settle_info['load1']} (own {settle_info['own']}, others {settle_info.get('others', '?')}) "
+            f"after waiting {settle_info['waited_s']:.0f} s" + ("; still LOADED" if settle_info["loaded"] else ""))
     store_path = args.out_dir / "ocas.json"
     store: dict[str, Any] = json.loads(store_path.read_text()) if store_path.is_file() else {}
     if mode == "full":

@@ -39,17 +39,15 @@ of every (row, threads) pair in that file, so the 1- and 2-thread runs share one
 
 from __future__ import annotations
 
-import os
 import sys
 
-from benchmarks.threads import threads_from_argv as _threads_arg
+from benchmarks.harness import pin_blas_threads, threads_from_argv
 
 
 # OpenBLAS sizes its pool when numpy is first imported: set the thread count before that (only
 # when run as a script; threadpoolctl enforces it per run as well)
 if __name__ == "__main__":
-    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
-        os.environ[_var] = str(_threads_arg(sys.argv[1:]))
+    pin_blas_threads(threads_from_argv(sys.argv[1:]))
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -62,8 +60,21 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from benchmarks.incas import Ctx, blas_threads, interleave, ratio_stats, thread_limit, timed  # noqa: E402
-from benchmarks.measure import REPO, PeakMemory, machine_info, median, now_iso  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    REPO,
+    PeakMemory,
+    Runs,
+    append_jsonl,
+    blas_threads,
+    clean,
+    interleave,
+    machine_info,
+    median,
+    now_iso,
+    ratio_stats,
+    thread_limit,
+    timed,
+)
 
 RESULTS = REPO / "benchmarks" / "results"
 ACCURATE = 1e-9           # the rel_obj a peer must reach to count
@@ -347,7 +358,7 @@ def _summary(runs: list[dict[str, Any]], f: Callable[[np.ndarray | None], float]
     return out
 
 
-def bench(key: str, args: argparse.Namespace, ctx: Ctx) -> dict[str, Any]:
+def bench(key: str, args: argparse.Namespace, ctx: Runs) -> dict[str, Any]:
     t0 = time.perf_counter()
     row = ROWS[key](args.quick)
     gen_s = time.perf_counter() - t0
@@ -522,15 +533,7 @@ def _latest(path: Any, quick: bool) -> tuple[list[dict[str, Any]], dict[int, dic
 
 
 def _clean(v: Any) -> Any:
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items() if k != "x"}
-    if isinstance(v, list):
-        return [_clean(x) for x in v]
-    if isinstance(v, np.generic):
-        return _clean(v.item())
-    return v
+    return clean(v, drop=("x",), inf_as_text=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -557,16 +560,14 @@ def main(argv: list[str] | None = None) -> int:
     docs.mkdir(parents=True, exist_ok=True)
     run_id = now_iso()
     command = ("python -m benchmarks.qp " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
-    ctx = Ctx(repeat=args.repeat, threads=[args.threads])
+    ctx = Runs(repeat=args.repeat)
     head = {"format": "issue14", "run_id": run_id, "threads": args.threads, "quick": args.quick,
             "command": command, "machine": machine_info(args.threads)}
-    with open(out_dir / "qp.jsonl", "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(_clean(head)) + "\n")
+    append_jsonl(out_dir / "qp.jsonl", _clean(head))
     for key in args.rows.split(","):
         rec = bench(key, args, ctx)
         rec.update(format="issue14", run_id=run_id)
-        with open(out_dir / "qp.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(_clean(rec)) + "\n")
+        append_jsonl(out_dir / "qp.jsonl", _clean(rec))
     records, machines, commands = _latest(out_dir / "qp.jsonl", args.quick)
     page = render(records, machines, commands)
     (docs / "qp.md").write_text(page, encoding="utf-8")

@@ -6,24 +6,18 @@ earlier command stay on the page until measured again).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
+
+from benchmarks.harness import markdown_table, read_jsonl
 
 Record = dict[str, Any]
 
 
 def read_records(path: Path) -> list[Record]:
     """All JSON lines of a results file (missing file: none)."""
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line:
-            out.append(json.loads(line))
-    return out
+    return read_jsonl(path)
 
 
 def latest_by_row(records: list[Record]) -> dict[str, list[Record]]:
@@ -101,13 +95,6 @@ def table_rows(groups: dict[str, list[Record]]) -> tuple[list[str], list[list[st
                 _num(r.get("n_sv"), "d"), _num(r.get("peak_mb"), ".0f"), "yes" if r.get("anchor") else "",
             ])
     return head, body, ahead, abody
-
-
-def markdown_table(head: list[str], body: list[list[str]]) -> str:
-    """A GitHub markdown table."""
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
-    return "\n".join(lines)
 
 
 def text_table(head: list[str], body: list[list[str]]) -> str:

@@ -14,39 +14,27 @@ from __future__ import annotations
 import os
 import sys
 
-from benchmarks.threads import threads_from_argv as _threads_from_argv
+from benchmarks.harness import pin_blas_threads, threads_from_argv
 
 
 # The thread count must be in the environment before numpy (OpenBLAS) is first imported.
-THREADS = _threads_from_argv(sys.argv[1:])
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-             "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = str(THREADS)
+THREADS = threads_from_argv(sys.argv[1:])
+pin_blas_threads(THREADS)
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
 import shlex  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-import numpy as np  # noqa: E402
-
 from benchmarks import report  # noqa: E402
-from benchmarks.measure import REPO, machine_info, median, now_iso  # noqa: E402
-from benchmarks.incas import Ctx, timed  # noqa: E402
+from benchmarks.harness import REPO, Runs, append_jsonl, clean, log, machine_info, median, now_iso, thread_limit, timed  # noqa: E402
 from benchmarks.svm import ROWS, eval_problem, judge, load_row, reference, run_libsvm, run_ours, warm_memory  # noqa: E402
 
-CTX = Ctx()   # only its load meter is used here
+CTX = Runs()   # only its load meter is used here
 
 RESULTS = REPO / "benchmarks" / "results"
 LONG_RUN_S = 60.0   # a first run at least this long is not repeated (BENCHMARKS.md: median of 3 below a minute)
-
-
-def log(msg: str) -> None:
-    print(msg, flush=True)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -103,25 +91,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def _thread_limits(threads: int) -> Any:
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=threads)
-
-
 def _clean(v: Any) -> Any:
-    """JSON-safe: NaN → None, numpy scalars → Python."""
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
+    """JSON-safe: NaN and ±inf → None, numpy scalars → Python."""
+    return clean(v, inf_as_text=False)
 
 
 def bench_row(data: Any, args: argparse.Namespace, ref: dict[str, Any] | None, run_id: str,
@@ -141,7 +113,7 @@ def bench_row(data: Any, args: argparse.Namespace, ref: dict[str, Any] | None, r
                 return run_ours(data, s[1], tol=row.tol, cache_mb=args.cache_mb, trace_interval=args.trace_interval,
                                 time_limit=args.time_limit)
         # the load average right before the run, and the CPU other processes used during it
-        # (benchmarks.incas.timed): a run where others were busy is flagged, never claimed
+        # (benchmarks.harness.timed): a run where others were busy is flagged, never claimed
         r = timed(CTX, fn)
         if r.get("error"):
             raise RuntimeError(f"[{data.key}] {s[0]} {s[1]}: {r['status']}")
@@ -224,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         log("benchmarks: scikit-learn is needed for the LIBSVM anchor: pip install '.[bench]'")
         return 2
     all_records: list[dict[str, Any]] = []
-    with _thread_limits(args.threads):
+    with thread_limit(args.threads):
         machine = machine_info(args.threads)
         load = machine.get("loadavg")
         log(f"{command}\n{machine['cpu']}, {machine['cores']} cores, threads {args.threads}, "
@@ -243,9 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             ref = reference(data, args.reference, cache_mb=args.cache_mb, refresh=args.refresh_reference, log=log)
             log(f"[{data.key}] f_ref = {ref['f_ref']:.10f} ({ref['source']} at tol 1e-6)")
             recs = bench_row(data, args, ref, run_id, machine)
-            with args.out.open("a") as fh:
-                for r in recs:
-                    fh.write(json.dumps(_clean(r)) + "\n")
+            for r in recs:
+                append_jsonl(args.out, _clean(r))
             all_records += recs
             del data
         machine_end = os.getloadavg() if hasattr(os, "getloadavg") else None

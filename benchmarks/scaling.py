@@ -13,13 +13,11 @@ larger ones. The fitted slope is the least-squares slope of log time against log
 
 from __future__ import annotations
 
-import os
+from benchmarks.harness import append_jsonl, default_blas_threads, read_jsonl
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "2")
+default_blas_threads(2)
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -198,16 +196,14 @@ def main(argv: list[str] | None = None) -> int:
                 rec = {"run_id": run_id, "kernel": kernel, "n": n, "solver": s, **r,
                        "machine": machine.get("cpu"), "threads": 2}
                 records.append(rec)
-                with out.open("a") as f:
-                    f.write(json.dumps(rec) + "\n")
+                append_jsonl(out, rec)
                 print(f"{kernel:6s} n={n:6d} {_label(s):24s} {r['seconds']:8.2f} s  {r['status']:10s} "
                       f"f={r['objective']:.8f} gap={r['kkt_gap']:.1e} sv={r['n_sv']}", flush=True)
                 if r["seconds"] > args.limit or r["status"] != "converged":
                     over.add(s)
     if args.merge:
         newest: dict[tuple[str, int, str], dict[str, Any]] = {}
-        for line in out.read_text().splitlines():
-            r = json.loads(line)
+        for r in read_jsonl(out):
             newest[(r["kernel"], r["n"], r["solver"])] = r
         records = list(newest.values())
     render(records, docs, "python -m benchmarks.scaling" + (" --quick" if args.quick else ""))

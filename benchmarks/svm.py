@@ -110,16 +110,12 @@ def judge(qp: Any, x: np.ndarray) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------
 
 def make_strategy(spec: str) -> Any:
-    """``wss2``/``mvp``/``platt``: SMO with that rule; ``decomp:Q``: decomposition with SVMlight's
-    rule and working sets of Q; ``chunk:M``: chunking with M new violators per round."""
-    from strategies.decomposition import Chunking, Decomposition, SteepestFeasible
-    from strategies.smo import SMO
+    """The strategy of a registry spec (:mod:`strategies.registry`): ``wss2``/``mvp``/``platt``: SMO
+    with that rule; ``decomp:Q``: decomposition with SVMlight's rule and working sets of Q;
+    ``chunk:M``: chunking with M new violators per round; any other spec the registry reads."""
+    from strategies.registry import make
 
-    if spec.startswith("decomp:"):
-        return Decomposition(rule=SteepestFeasible(q=int(spec.split(":", 1)[1])))
-    if spec.startswith("chunk:"):
-        return Decomposition(rule=Chunking(M=int(spec.split(":", 1)[1])))
-    return SMO(rule=spec)
+    return make(spec)
 
 
 def warm_memory(gib: float = 3.0) -> None:

@@ -1,0 +1,426 @@
+"""The benchmark harness every study shares: threads, the load check, interleaved timed runs, JSON lines.
+
+A study (``benchmarks.run``, ``qp``, ``asvm``, ``ocas``, ``incas``, ``scaling``, ``dask_scale``)
+says what it solves and how it renders; how a run is timed and recorded lives here, once:
+
+- threads: :func:`threads_from_argv` reads ``--threads`` before numpy is imported and
+  :func:`pin_blas_threads` sizes the BLAS/OpenMP pools from it (OpenBLAS sizes its pool at
+  import; threadpoolctl can lower it per run, never raise it); :func:`thread_limit` per run,
+  :func:`blas_threads` for the record;
+- the load check: :class:`LoadMeter` (the 1-minute load average and our own share of it) and
+  :func:`timed`, which also measures the CPU other processes used during the run and flags the
+  run ``loaded`` when they took more than :data:`OTHERS_MARGIN` of a core;
+- interleaving: :func:`interleave` runs the anchor and ours in alternation (anchor, ours, anchor,
+  ours, ...), each at least ``repeat`` times unless its first run was long; :func:`ratio_stats`
+  gives the ratio of medians and the range of the pairwise ratios;
+- records: :func:`log`, :func:`clean` (JSON-safe values), :func:`append_jsonl` /
+  :func:`read_jsonl` (one JSON object a line), :func:`markdown_table`; the machine description,
+  medians and time stamps of :mod:`benchmarks.measure`.
+
+Nothing here imports numpy at module import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from benchmarks.measure import REPO, PeakMemory, machine_info, median, now_iso
+
+__all__ = ["LOAD_MARGIN", "LOAD_TAU", "OTHERS_MARGIN", "REPO", "LoadMeter", "PeakMemory", "Runs", "Timing",
+           "append_jsonl", "blas_threads", "blas_threads_under", "busy_seconds", "clean", "default_blas_threads",
+           "in_child", "interleave", "log", "machine_info", "markdown_table", "median", "now_iso", "pin_blas_threads",
+           "process_cpu", "ratio_stats", "read_jsonl", "settle", "thread_limit", "thread_list_from_argv",
+           "threads_from_argv", "timed"]
+
+LOAD_MARGIN = 0.3              # foreign load tolerated above our own contribution
+OTHERS_MARGIN = 0.1            # cores other processes may use during a run before it is flagged
+LOAD_TAU = 60.0                # time constant of the kernel's 1-minute load average (s)
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def log(msg: str) -> None:
+    """A progress line on stdout, flushed (runs take minutes; the reader follows along)."""
+    print(msg, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Threads
+# ---------------------------------------------------------------------------------------------
+
+def _threads_text(argv: list[str]) -> str | None:
+    text = None
+    for k, a in enumerate(argv):
+        if a == "--threads" and k + 1 < len(argv):
+            text = argv[k + 1]
+        elif a.startswith("--threads="):
+            text = a.split("=", 1)[1]
+    return text
+
+
+def threads_from_argv(argv: list[str], default: int = 2) -> int:
+    """The value of ``--threads N`` / ``--threads=N`` in ``argv``, else ``default``."""
+    text = _threads_text(argv)
+    return default if text is None else int(text)
+
+
+def thread_list_from_argv(argv: list[str], default: str = "1,2") -> list[int]:
+    """The list of ``--threads 1,2`` in ``argv`` (``default`` when absent or malformed)."""
+    text = _threads_text(argv) or default
+    try:
+        return [int(t) for t in text.split(",") if t]
+    except ValueError:
+        return [int(t) for t in default.split(",") if t]
+
+
+def pin_blas_threads(threads: int) -> None:
+    """Set the BLAS/OpenMP thread variables; call before numpy is first imported."""
+    for var in _THREAD_VARS:
+        os.environ[var] = str(threads)
+
+
+def default_blas_threads(threads: int) -> None:
+    """Set the BLAS/OpenMP thread variables the environment leaves unset (before numpy is imported)."""
+    for var in _THREAD_VARS[:3]:
+        os.environ.setdefault(var, str(threads))
+
+
+def thread_limit(threads: int) -> Any:
+    """A context limiting the BLAS pools to ``threads`` (a no-op without threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=threads)
+
+
+def blas_threads() -> int | None:
+    """The BLAS thread count in effect (what threadpoolctl reports), None when unknown."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    ts = [int(p["num_threads"]) for p in threadpool_info() if p.get("user_api") == "blas"]
+    return max(ts) if ts else None
+
+
+def blas_threads_under(threads: int) -> int | None:
+    """The BLAS thread count in effect under :func:`thread_limit`."""
+    with thread_limit(threads):
+        return blas_threads()
+
+
+# ---------------------------------------------------------------------------------------------
+# The load check
+# ---------------------------------------------------------------------------------------------
+
+def process_cpu() -> float:
+    """CPU seconds of this process and its reaped children (``os.times()``)."""
+    t = os.times()
+    return float(t.user + t.system + t.children_user + t.children_system)
+
+
+class LoadMeter:
+    """The 1-minute load average, and how much of it is our own process.
+
+    Linux's load average is an exponential average (time constant 60 s) of the number of running
+    threads. Our own contribution is estimated the same way from our CPU time (``os.times()``:
+    this process's threads plus reaped children, i.e. the anchor runs), sampled at every reading:
+    between two samples the process is taken to have used CPU at a constant rate. A reading is
+    ``loaded`` when load1 > LOAD_MARGIN + own, i.e. something else used more than 0.3 of a core;
+    :func:`timed` replaces that flag by the direct measure of other processes' CPU during the run.
+    (With one thread busy all the time own ≈ 1, which is the plain "flag load1 > 1.3" rule.)
+
+    Parameters
+    ----------
+    cpu : callable, optional
+        CPU seconds that count as ours (default: this process and its reaped children; a study
+        whose helpers are live processes, as Dask workers, passes their family's total).
+    """
+
+    def __init__(self, cpu: Callable[[], float] | None = None) -> None:
+        self.cpu: Callable[[], float] = cpu if cpu is not None else process_cpu
+        self.samples: list[tuple[float, float]] = [(time.monotonic(), self.cpu())]
+
+    def own(self) -> float:
+        """Our estimated share of the 1-minute load average."""
+        now, cpu = time.monotonic(), self.cpu()
+        self.samples.append((now, cpu))
+        self.samples = [s for s in self.samples if now - s[0] < 20 * LOAD_TAU] or self.samples[-1:]
+        est = 0.0
+        for (t0, c0), (t1, c1) in zip(self.samples, self.samples[1:]):
+            if t1 > t0:
+                # a family's total may drop when one of its processes ends: no negative rates
+                rate = max(0.0, c1 - c0) / (t1 - t0)
+                est += rate * (math.exp(-(now - t1) / LOAD_TAU) - math.exp(-(now - t0) / LOAD_TAU))
+        return est
+
+    def reading(self) -> dict[str, Any]:
+        """``load1``, ``load5``, ``own`` and whether the machine looks ``loaded``."""
+        own = self.own()
+        load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+        return {"load1": round(load[0], 2), "load5": round(load[1], 2), "own": round(own, 2),
+                "loaded": bool(load[0] > LOAD_MARGIN + own)}
+
+
+def busy_seconds() -> float | None:
+    """CPU seconds all processes have used (user, nice, system, irq, softirq, steal), /proc/stat."""
+    try:
+        with open("/proc/stat") as fh:
+            f = fh.readline().split()
+    except OSError:
+        return None
+    if not f or f[0] != "cpu":
+        return None
+    v = [int(x) for x in f[1:9]] + [0] * max(0, 8 - len(f[1:9]))
+    user, nice, system, _idle, _iowait, irq, softirq, steal = v[:8]
+    return (user + nice + system + irq + softirq + steal) / float(os.sysconf("SC_CLK_TCK"))
+
+
+class Timing(Protocol):
+    """What :func:`timed` and :func:`interleave` read from a study's settings."""
+
+    meter: LoadMeter
+    repeat: int
+    long: float
+    pair_below: float
+
+
+@dataclass
+class Runs:
+    """The settings of :class:`Timing` alone, for a study that needs no others.
+
+    Attributes
+    ----------
+    repeat : int
+        Runs of each solver (the median is reported).
+    long : float
+        A first run longer than this (s) is not repeated.
+    pair_below : float
+        Below this (s) the anchor runs again before each of ours (anchor, ours, anchor, ours).
+    meter : LoadMeter
+        The load check.
+    """
+
+    repeat: int = 3
+    long: float = 300.0
+    pair_below: float = 60.0
+    meter: LoadMeter = field(default_factory=LoadMeter)
+
+
+def _fmt_s(v: float | None) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if math.isinf(v):
+        return "stopped"
+    return f"{v:.3g}" if v < 10 else f"{v:.1f}"
+
+
+def timed(ctx: Timing, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Read the load right before the run, run it, and measure what *other* processes used meanwhile.
+
+    The 1-minute load average is recorded as asked, but on a VM it idles at 0.3–0.5 with nothing
+    running (kernel threads in uninterruptible sleep count), and it lags a run by a minute; the
+    direct measure is the machine's busy CPU time during the run minus our own (this process and
+    its reaped children, i.e. an anchor child): ``others`` in cores. A run is ``loaded`` when
+    others > OTHERS_MARGIN.
+    """
+    load = ctx.meter.reading()
+    b0, c0, w0 = busy_seconds(), ctx.meter.cpu(), time.monotonic()
+    try:
+        out = fn()
+    except Exception as e:  # noqa: BLE001 - a solver under development may fail: report it, go on
+        out = {"seconds": float("nan"), "status": f"error: {type(e).__name__}: {e}"[:300], "error": True,
+               "error_type": type(e).__name__}
+    b1, c1, w1 = busy_seconds(), ctx.meter.cpu(), time.monotonic()
+    if b0 is not None and b1 is not None and w1 > w0:
+        # both clocks tick in 1/CLK_TCK s (10 ms): allow three ticks of quantization, or a 0.1 s
+        # run would be flagged for 10 ms of rounding
+        others = max(0.0, ((b1 - b0) - (c1 - c0) - 3.0 / os.sysconf("SC_CLK_TCK")) / (w1 - w0))
+        load = dict(load, others=round(others, 3), loaded=bool(others > OTHERS_MARGIN))
+    out["load"] = load
+    return out
+
+
+def _idle() -> dict[str, Any]:
+    time.sleep(5.0)
+    return {}
+
+
+def settle(ctx: Timing, seconds: float) -> dict[str, Any]:
+    """Wait up to ``seconds`` for a 5 s idle probe in which other processes use ≤ OTHERS_MARGIN core.
+
+    Returns the last probe's load reading with ``waited_s``; a reading without waiting when
+    ``seconds`` ≤ 0. Studies call it before their first timed run (the 1-minute average remembers
+    a minute of earlier work).
+    """
+    if seconds <= 0:
+        return dict(ctx.meter.reading(), waited_s=0.0)
+    t0 = time.perf_counter()
+    rd = timed(ctx, _idle)["load"]
+    while rd["loaded"] and time.perf_counter() - t0 < seconds:
+        rd = timed(ctx, _idle)["load"]
+    return dict(rd, waited_s=round(time.perf_counter() - t0, 1))
+
+
+def interleave(ctx: Timing, solvers: dict[str, Callable[[], dict[str, Any]]], tag: str,
+               anchor: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Passes over the solvers in order (the anchor first); pass 1 decides each one's run count.
+
+    With ``anchor`` named and its first run shorter than ``ctx.pair_below`` s, the anchor runs again
+    right before each further run of ours (anchor, ours, anchor, ours, ...); otherwise once a pass.
+    Each of our runs records the anchor run just before it (``anchor_before``), its pair. A solver
+    whose first run was stopped, failed or took longer than ``ctx.long`` s runs once.
+    """
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in solvers}
+    want: dict[str, int] = {}
+
+    def once(k: str) -> dict[str, Any]:
+        r = timed(ctx, solvers[k])
+        runs[k].append(r)
+        ld = r["load"]
+        log(f"[{tag}] {k:<22} run {len(runs[k])}: {_fmt_s(r['seconds']):>8} s  {r.get('status', '')}"
+            f"  load {ld['load1']} (own {ld['own']}, others {ld.get('others', '?')}){'  LOADED' if ld['loaded'] else ''}")
+        return r
+
+    for p in range(ctx.repeat):
+        fresh_anchor = False
+        for k in solvers:
+            if p > 0 and len(runs[k]) >= want[k]:
+                continue
+            if anchor is not None and k != anchor and runs[anchor]:
+                first = runs[anchor][0]["seconds"]
+                if not fresh_anchor and math.isfinite(first) and first < ctx.pair_below:
+                    once(anchor)
+                fresh_anchor = False
+            r = once(k)
+            if k == anchor:
+                fresh_anchor = True
+            elif anchor is not None and runs[anchor]:
+                r["anchor_before"] = runs[anchor][-1]["seconds"]
+            if p == 0:
+                long = (not math.isfinite(r["seconds"])) or r["seconds"] > ctx.long   # stopped, failed or long
+                want[k] = 1 if long else ctx.repeat
+    return runs
+
+
+def ratio_stats(ours: list[dict[str, Any]], anchor: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ratio of medians (ours / anchor) and the range of the per-pair ratios (each of our runs
+    against the anchor run just before it, else pass by pass)."""
+    om = median([r["seconds"] for r in ours])
+    am = median([r["seconds"] for r in anchor])
+    pairs = ([(o["seconds"], o["anchor_before"]) for o in ours] if all("anchor_before" in o for o in ours)
+             else [(o["seconds"], a["seconds"]) for o, a in zip(ours, anchor)])
+    paired = [x / a for x, a in pairs if math.isfinite(x) and math.isfinite(a) and a > 0]
+    out: dict[str, Any] = {"ratio": om / am if math.isfinite(am) and am > 0 else None,
+                           "paired_min": min(paired) if paired else None,
+                           "paired_max": max(paired) if paired else None}
+    if not math.isfinite(am):   # the anchor was stopped: ours / its time limit bounds the ratio
+        lim = min(r.get("limit", r["seconds"]) for r in anchor)
+        out["ratio_below"] = om / lim if math.isfinite(om) and math.isfinite(lim) else None
+    return out
+
+
+def in_child(fn: Callable[[], dict[str, Any]], timeout: float) -> dict[str, Any]:
+    """Run ``fn`` in a forked child (inherits the arrays, nothing pickled but the result); kill it
+    after ``timeout`` s. Returns fn's dict, or {"timeout": True} / {"error": ...}.
+
+    Anchors that cannot be stopped from inside (a LIBSVM or LIBLINEAR call) run this way.
+    """
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def target() -> None:
+        try:
+            send.send(("ok", fn()))
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
+            send.send(("error", f"{type(e).__name__}: {e}"))
+
+    proc = ctx.Process(target=target, daemon=True)
+    t0 = time.perf_counter()
+    proc.start()
+    send.close()
+    try:
+        if not recv.poll(timeout):
+            proc.kill()
+            proc.join()
+            return {"timeout": True, "wall": time.perf_counter() - t0}
+        kind, out = recv.recv()
+    except EOFError:
+        kind, out = "error", f"child died (exit code {proc.exitcode})"
+    finally:
+        recv.close()
+    proc.join()
+    if kind != "ok":
+        return {"error": out}
+    return dict(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------------------------
+
+def clean(v: Any, drop: Iterable[str] = (), inf_as_text: bool = True) -> Any:
+    """``v`` made JSON-safe: numpy scalars and arrays as Python values, dict keys as text.
+
+    Parameters
+    ----------
+    v : object
+        A record.
+    drop : iterable of str
+        Dict keys left out at every depth (points, models: too large for a record).
+    inf_as_text : bool
+        ±inf as ``"inf"`` / ``"-inf"`` (else None); NaN is always None.
+    """
+    import numpy as np
+
+    dropped = frozenset(drop)
+
+    def go(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {str(k): go(y) for k, y in x.items() if k not in dropped}
+        if isinstance(x, (list, tuple)):
+            return [go(y) for y in x]
+        if isinstance(x, np.ndarray):
+            return go(x.tolist())
+        if isinstance(x, np.generic):
+            x = x.item()
+        if isinstance(x, float) and not math.isfinite(x):
+            return None if math.isnan(x) or not inf_as_text else ("inf" if x > 0 else "-inf")
+        return x
+
+    return go(v)
+
+
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    """Append one record as a line of ``path`` (created with its folder); numpy scalars as floats."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(json.dumps(record, default=float) + "\n")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file (none when it does not exist; blank lines skipped)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def markdown_table(head: list[str], body: list[list[str]]) -> str:
+    """A GitHub-flavoured markdown table."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(lines)
+
+
