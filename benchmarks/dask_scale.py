@@ -73,7 +73,6 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import gc  # noqa: E402
 import importlib  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
 import resource  # noqa: E402
@@ -89,7 +88,18 @@ from typing import Any, Callable, Iterator  # noqa: E402
 import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
-from benchmarks.harness import LoadMeter, Runs, blas_threads, clean, log, settle, thread_limit, timed  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    LoadMeter,
+    Runs,
+    blas_threads,
+    clean,
+    load_store,
+    log,
+    save_row,
+    settle,
+    thread_limit,
+    timed,
+)
 from benchmarks.measure import REPO, _status_kb, machine_info, median, now_iso  # noqa: E402
 
 FloatArray = NDArray[np.float64]
@@ -1142,9 +1152,7 @@ def main(argv: list[str] | None = None) -> int:
               tol={"asvm": args.tol_asvm, "ocas": args.tol_ocas, "ocas-active": args.tol_ocas})
     machine = machine_info(max(args.threads))
     log(f"{command}\n{machine['cpu']}, {machine['cores']} cores, load average {machine['loadavg']}")
-    store: dict[str, Any] = json.loads(store_path.read_text()) if store_path.is_file() else {}
-    if mode == "full":     # never mix small rows into the full page
-        store = {k: v for k, v in store.items() if k.startswith("_") or v.get("_run", {}).get("mode") == "full"}
+    store = load_store(store_path, mode)
     t_all = time.perf_counter()
     for row in args.rows:
         with cluster(cspec) as client:
@@ -1153,10 +1161,7 @@ def main(argv: list[str] | None = None) -> int:
                 avail = engines_available(client, args.strategies)
                 log("engines: " + ", ".join(f"{s} {'ok' if v is None else 'NOT available (' + v + ')'}"
                                             for s, v in avail.items()))
-            settle = ctx.meter.settle(args.settle) if args.settle > 0 else dict(ctx.meter.reading(), waited_s=0.0)
-            if args.settle > 0:
-                log(f"load {settle['load1']} (others {settle.get('others', '?')}) after {settle['waited_s']} s"
-                    + ("; still LOADED" if settle["loaded"] else ""))
+            settle = ctx.meter.settle(args.settle)
             t_row = time.perf_counter()
             bench = bench_scale if row.kind == "scale" else bench_compare
             rec = bench(row, args.strategies, ctx, client)
@@ -1164,11 +1169,9 @@ def main(argv: list[str] | None = None) -> int:
                            "threads": list(args.threads), "time_limit": args.time_limit, "load_at_start": settle,
                            "cluster": cspec.describe(), "cluster_info": info, "C": args.C, "tol": ctx.tol,
                            "seconds": round(time.perf_counter() - t_row, 1)}
-        store[row.key] = _clean(rec)
-        store["_meta"] = {"machine": machine, "updated": now_iso(), "dask": info.get("dask"),
-                          "memory_gib": round(_total_memory() / 2**30, 1)}
-        store_path.parent.mkdir(parents=True, exist_ok=True)
-        store_path.write_text(json.dumps(store, indent=1) + "\n")
+        save_row(store_path, store, row.key, _clean(rec), {"machine": machine, "updated": now_iso(),
+                                                           "dask": info.get("dask"),
+                                                           "memory_gib": round(_total_memory() / 2**30, 1)})
         render(store, page)
         log(f"[{row.token}] done in {rec['_run']['seconds']} s")
     log(f"\nwrote {store_path} and {page} ({time.perf_counter() - t_all:.1f} s)")

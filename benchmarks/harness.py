@@ -36,8 +36,8 @@ from benchmarks.measure import REPO, PeakMemory, machine_info, median, now_iso
 
 __all__ = ["LOAD_MARGIN", "LOAD_TAU", "OTHERS_MARGIN", "REPO", "LoadMeter", "PeakMemory", "Runs", "Timing",
            "append_jsonl", "blas_threads", "blas_threads_under", "busy_seconds", "clean", "default_blas_threads",
-           "in_child", "interleave", "log", "machine_info", "markdown_table", "median", "now_iso", "pin_blas_threads",
-           "process_cpu", "ratio_stats", "read_jsonl", "settle", "thread_limit", "thread_list_from_argv",
+           "in_child", "interleave", "load_store", "log", "machine_info", "markdown_table", "median", "now_iso", "pin_blas_threads",
+           "process_cpu", "ratio_stats", "read_jsonl", "save_row", "settle", "thread_limit", "thread_list_from_argv",
            "threads_from_argv", "timed"]
 
 LOAD_MARGIN = 0.3              # foreign load tolerated above our own contribution
@@ -256,12 +256,12 @@ def _idle() -> dict[str, Any]:
     return {}
 
 
-def settle(ctx: Timing, seconds: float) -> dict[str, Any]:
+def settle(ctx: Timing, seconds: float, say: Callable[[str], None] | None = log) -> dict[str, Any]:
     """Wait up to ``seconds`` for a 5 s idle probe in which other processes use ≤ OTHERS_MARGIN core.
 
-    Returns the last probe's load reading with ``waited_s``; a reading without waiting when
-    ``seconds`` ≤ 0. Studies call it before their first timed run (the 1-minute average remembers
-    a minute of earlier work).
+    Returns the last probe's load reading with ``waited_s`` (told to ``say`` after a wait); a
+    reading without waiting when ``seconds`` ≤ 0. Studies call it before their first timed run
+    (the 1-minute average remembers a minute of earlier work).
     """
     if seconds <= 0:
         return dict(ctx.meter.reading(), waited_s=0.0)
@@ -269,7 +269,12 @@ def settle(ctx: Timing, seconds: float) -> dict[str, Any]:
     rd = timed(ctx, _idle)["load"]
     while rd["loaded"] and time.perf_counter() - t0 < seconds:
         rd = timed(ctx, _idle)["load"]
-    return dict(rd, waited_s=round(time.perf_counter() - t0, 1))
+    out = dict(rd, waited_s=round(time.perf_counter() - t0, 1))
+    if say is not None:
+        say(f"load {rd['load1']} (own {rd['own']}, others {rd.get('others', '?')}) after waiting "
+            f"{out['waited_s']:.0f} s (--settle {seconds:g})"
+            + ("; still LOADED: other work is running" if rd["loaded"] else ""))
+    return out
 
 
 def interleave(ctx: Timing, solvers: dict[str, Callable[[], dict[str, Any]]], tag: str,
@@ -415,6 +420,27 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def load_store(path: Path, mode: str) -> dict[str, Any]:
+    """A study's store: one JSON object with a record per row (its run under ``_run``) and ``_meta``.
+
+    A ``full`` run drops the rows a quick or small run left there: the two are never mixed on one
+    page. A missing file is an empty store.
+    """
+    store: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+    if mode == "full":
+        store = {k: v for k, v in store.items() if k.startswith("_") or v.get("_run", {}).get("mode") == "full"}
+    return store
+
+
+def save_row(path: Path, store: dict[str, Any], key: str, record: dict[str, Any], meta: dict[str, Any]) -> None:
+    """Put one row's record and the store's ``_meta`` in ``store`` and rewrite ``path`` (after every
+    row, so an interrupted run keeps what it measured)."""
+    store[key] = record
+    store["_meta"] = meta
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(store, indent=1) + "\n")
 
 
 def markdown_table(head: list[str], body: list[list[str]]) -> str:

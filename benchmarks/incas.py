@@ -43,7 +43,6 @@ if __name__ == "__main__":
     pin_blas_threads(max(thread_list_from_argv(sys.argv[1:]) or [2]))
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
 import shlex  # noqa: E402
 import time  # noqa: E402
@@ -65,11 +64,13 @@ from benchmarks.harness import (  # noqa: E402
     clean,
     in_child,
     interleave,
+    load_store,
     log,
     machine_info,
     median,
     now_iso,
     ratio_stats,
+    save_row,
     settle,
     thread_limit,
 )
@@ -1102,15 +1103,9 @@ def main(argv: list[str] | None = None) -> int:
     src = load_source(args.data, args.seed)
     log(f"{args.data}: {src.X.shape[0]} × {src.X.shape[1]} (read in {time.perf_counter() - t0:.1f} s, not timed)")
     settle_info = settle(ctx, args.settle)
-    if args.settle > 0:
-        log(f"load {settle_info['load1']} (own {settle_info['own']}, others {settle_info.get('others', '?')}) after "
-            f"waiting {settle_info['waited_s']:.0f} s (--settle {args.settle:g})"
-            + ("; still LOADED: other work is running" if settle_info["loaded"] else ""))
     args.out_dir.mkdir(parents=True, exist_ok=True)
     store_path = args.out_dir / "incas.json"
-    store: dict[str, Any] = json.loads(store_path.read_text()) if store_path.is_file() else {}
-    if mode == "full":   # a full run replaces any quick/tiny rows kept there: never mix them on one page
-        store = {k: v for k, v in store.items() if k == "_meta" or v.get("_run", {}).get("mode") == "full"}
+    store = load_store(store_path, mode)
     anchor_check = None
     if args.anchor_input == "auto":
         # a problem of moderate cost (the C = 100 ones can take LIBSVM minutes): RBF γ = 0.05, C = 1,
@@ -1134,9 +1129,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rec = bench_window(src, sz, ctx)
         rec["_run"] = run_meta
-        store[row] = _clean(rec)
-        store["_meta"] = {"machine": machine, "updated": now_iso()}
-        store_path.write_text(json.dumps(store, indent=1) + "\n")
+        save_row(store_path, store, row, _clean(rec), {"machine": machine, "updated": now_iso()})
         render(store, args.out_dir / "incas.md")
     log(f"\nwrote {store_path} and {args.out_dir / 'incas.md'} ({time.perf_counter() - t0:.1f} s)")
     return 0

@@ -73,11 +73,13 @@ from benchmarks.harness import (  # noqa: E402
     blas_threads_under,
     in_child,
     interleave,
+    load_store,
     log,
     machine_info,
     median,
     now_iso,
     ratio_stats,
+    save_row,
     settle,
     thread_limit,
     timed,
@@ -1367,13 +1369,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{command}\n{machine['cpu']}, {machine['cores']} cores, load average {machine['loadavg']}; "
         f"ours {why or 'available'}; svmocas {svmocas_version() or 'NOT installed (' + SVMOCAS_INSTALL + ')'}")
     settle_info = settle(ctx, args.settle)
-    if args.settle > 0:
-        log(f"load {settle_info['load1']} (own {settle_info['own']}, others {settle_info.get('others', '?')}) "
-            f"after waiting {settle_info['waited_s']:.0f} s" + ("; still LOADED" if settle_info["loaded"] else ""))
     store_path = args.out_dir / "ocas.json"
-    store: dict[str, Any] = json.loads(store_path.read_text()) if store_path.is_file() else {}
-    if mode == "full":
-        store = {k: v for k, v in store.items() if k == "_meta" or v.get("_run", {}).get("mode") == "full"}
+    store = load_store(store_path, mode)
     t0 = time.perf_counter()
     text_cache: dict[int, tuple[Any, np.ndarray, Any]] = {}
 
@@ -1411,9 +1408,8 @@ def main(argv: list[str] | None = None) -> int:
             rec = bench_crossover(X, y, spec, sz, ctx, opts)
         run_meta["seconds"] = round(time.perf_counter() - t1, 1)
         rec["_run"] = run_meta
-        store[name] = _clean(rec)
-        store["_meta"] = {"machine": machine, "updated": now_iso(), "svmocas": svmocas_version()}
-        store_path.write_text(json.dumps(store, indent=1) + "\n")
+        save_row(store_path, store, name, _clean(rec), {"machine": machine, "updated": now_iso(),
+                                                        "svmocas": svmocas_version()})
         if name != "crossover":
             plot_row(name, store[name], args.out_dir / f"ocas_{name}.png")
         render(store, args.out_dir / "ocas.md")
