@@ -34,11 +34,12 @@ from typing import Any, Protocol
 
 from benchmarks.measure import REPO, PeakMemory, machine_info, median, now_iso
 
-__all__ = ["LOAD_MARGIN", "LOAD_TAU", "OTHERS_MARGIN", "REPO", "LoadMeter", "PeakMemory", "Runs", "Timing",
+__all__ = ["LOAD_MARGIN", "LOAD_TAU", "LoadMeter", "OTHERS_MARGIN", "PeakMemory", "REPO", "Runs", "Timing",
            "append_jsonl", "blas_threads", "blas_threads_under", "busy_seconds", "clean", "default_blas_threads",
-           "in_child", "interleave", "load_store", "log", "machine_info", "markdown_table", "median", "now_iso", "pin_blas_threads",
-           "process_cpu", "ratio_stats", "read_jsonl", "save_row", "settle", "thread_limit", "thread_list_from_argv",
-           "threads_from_argv", "timed"]
+           "fmt_exp", "fmt_flag", "fmt_loads", "fmt_ratio", "fmt_seconds", "fmt_summary_seconds", "in_child",
+           "interleave", "load_store", "log", "machine_info", "markdown_table", "median", "now_iso",
+           "pin_blas_threads", "process_cpu", "ratio_stats", "read_jsonl", "save_row", "settle", "thread_limit",
+           "thread_list_from_argv", "threads_from_argv", "timed"]
 
 LOAD_MARGIN = 0.3              # foreign load tolerated above our own contribution
 OTHERS_MARGIN = 0.1            # cores other processes may use during a run before it is flagged
@@ -441,6 +442,47 @@ def save_row(path: Path, store: dict[str, Any], key: str, record: dict[str, Any]
     store["_meta"] = meta
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(store, indent=1) + "\n")
+
+
+def fmt_exp(v: Any, fmt: str = "+.1e") -> str:
+    """A relative difference or gap in a table cell (– when absent)."""
+    if v is None or v == "inf":
+        return "–"
+    return format(float(v), fmt)
+
+
+def fmt_ratio(v: Any) -> str:
+    """A ratio in a table cell, three significant digits."""
+    return "–" if v is None else f"{float(v):.3g}"
+
+
+def fmt_seconds(v: Any) -> str:
+    """Seconds in a table cell (``> limit`` for a stopped run)."""
+    if v == "inf":
+        return "> limit"
+    return "–" if v is None else _fmt_s(float(v))
+
+
+def fmt_summary_seconds(s: dict[str, Any], key: str = "seconds") -> str:
+    """median (min–max) of a summary; just the median for one run."""
+    if s.get("runs", 0) <= 1 or s.get("min") is None:
+        return fmt_seconds(s.get(key))
+    return f"{fmt_seconds(s.get(key))} ({fmt_seconds(s.get('min'))}–{fmt_seconds(s.get('max'))})"
+
+
+def fmt_loads(loads: list[Any]) -> str:
+    """The highest load1 / own / others over a row's runs."""
+    ls = [ld for ld in loads if ld]
+    if not ls:
+        return "–"
+    oth = [ld["others"] for ld in ls if "others" in ld]
+    tail = f" / {max(oth):.2f}" if oth else ""
+    return f"{max(ld['load1'] for ld in ls):.2f} / {max(ld['own'] for ld in ls):.2f}{tail}"
+
+
+def fmt_flag(loaded: Any) -> str:
+    """``**loaded**`` or ``ok``: whether a row's ratio may be claimed."""
+    return "**loaded**" if loaded else "ok"
 
 
 def markdown_table(head: list[str], body: list[list[str]]) -> str:

@@ -62,6 +62,12 @@ from benchmarks.harness import (  # noqa: E402
     blas_threads,
     blas_threads_under,
     clean,
+    fmt_exp,
+    fmt_flag,
+    fmt_loads,
+    fmt_ratio,
+    fmt_seconds,
+    fmt_summary_seconds,
     in_child,
     interleave,
     load_store,
@@ -74,7 +80,6 @@ from benchmarks.harness import (  # noqa: E402
     settle,
     thread_limit,
 )
-from benchmarks.harness import _fmt_s  # noqa: E402
 
 SEED = 12                      # the subsets: rows default_rng(SEED).permutation(n_adult)[:n]
 REF_TOL = 1e-9                 # the tight reference solve
@@ -344,7 +349,7 @@ def choose_anchor_input(src: Source, spec: Spec, ctx: Ctx) -> dict[str, Any]:
             if math.isfinite(r["seconds"]):
                 t[kind] = min(t[kind], r["seconds"])
     best = min(t, key=lambda k: t[k])
-    log(f"[anchor input] {spec.key}: dense {_fmt_s(t['dense'])} s, sparse {_fmt_s(t['sparse'])} s → {best}")
+    log(f"[anchor input] {spec.key}: dense {_sec(t['dense'])} s, sparse {_sec(t['sparse'])} s → {best}")
     return {"problem": spec.key, "dense_s": t["dense"], "sparse_s": t["sparse"], "chosen": best}
 
 
@@ -778,44 +783,12 @@ def _clean(v: Any) -> Any:
     return clean(v, drop=("x", "alpha", "result", "decision", "per_add"))
 
 
-def _e(v: Any, fmt: str = "+.1e") -> str:
-    if v is None or v == "inf":
-        return "–"
-    return format(float(v), fmt)
-
-
-def _r(v: Any) -> str:
-    return "–" if v is None else f"{float(v):.3g}"
-
-
-def _sec(v: Any) -> str:
-    if v == "inf":
-        return "> limit"
-    return "–" if v is None else _fmt_s(float(v))
-
-
-def _secs(s: dict[str, Any], key: str = "seconds") -> str:
-    """median (min–max) of a summary; just the median for one run."""
-    if s.get("runs", 0) <= 1 or s.get("min") is None:
-        return _sec(s.get(key))
-    return f"{_sec(s.get(key))} ({_sec(s.get('min'))}–{_sec(s.get('max'))})"
-
-
-def _loads(loads: list[Any]) -> str:
-    ls = [ld for ld in loads if ld]
-    if not ls:
-        return "–"
-    oth = [ld["others"] for ld in ls if "others" in ld]
-    tail = f" / {max(oth):.2f}" if oth else ""
-    return f"{max(ld['load1'] for ld in ls):.2f} / {max(ld['own'] for ld in ls):.2f}{tail}"
+# the page's cells, as every study renders them (benchmarks.harness)
+_e, _r, _sec, _secs, _loads, _flag = fmt_exp, fmt_ratio, fmt_seconds, fmt_summary_seconds, fmt_loads, fmt_flag
 
 
 def _n(v: Any) -> str:
     return "–" if v is None else str(v)
-
-
-def _flag(loaded: Any) -> str:
-    return "**loaded**" if loaded else "ok"
 
 
 def render(store: dict[str, Any], page: Path) -> None:

@@ -71,6 +71,11 @@ from benchmarks.harness import (  # noqa: E402
     PeakMemory,
     blas_threads,
     blas_threads_under,
+    fmt_exp as _e,
+    fmt_flag as _flag,
+    fmt_loads as _loads,
+    fmt_ratio as _r,
+    fmt_seconds as _sec,
     in_child,
     interleave,
     load_store,
@@ -84,7 +89,7 @@ from benchmarks.harness import (  # noqa: E402
     thread_limit,
     timed,
 )
-from benchmarks.incas import Ctx, _clean, _e, _flag, _loads, _r, _sec  # noqa: E402
+from benchmarks.incas import Ctx, _clean  # noqa: E402
 
 GAPS = (1e-2, 1e-3, 1e-4)
 EPS_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
