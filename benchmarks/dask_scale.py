@@ -43,7 +43,7 @@ processes=True)``, whose scheduler runs inside this process; ``--scheduler ADDRE
 cluster). A fresh cluster per row (worker peaks are per row). Workers get ``--worker-memory``
 (default min(10 GiB, 42 % of RAM) each) with spilling to disk turned off, and 1 BLAS thread.
 
-Load (as in ``benchmarks/incas.py``): the 1-minute load average is recorded before every timed
+Load (``benchmarks/harness.py``, as in every study): the 1-minute load average is recorded before every timed
 run, with the CPU time other processes used during it: busy time in ``/proc/stat`` minus this
 process and all its descendants (the cluster); a run during which others used more than 0.1 of a
 core is **loaded** and its ratio is not claimed. A full run first waits up to ``--settle`` s (120)

@@ -198,7 +198,7 @@ class Timing(Protocol):
 
 @dataclass
 class Runs:
-    """The settings of :class:`Timing` alone, for a study that needs no others.
+    """The settings every study's timed runs share (a :class:`Timing`); studies add their own.
 
     Attributes
     ----------
@@ -208,6 +208,12 @@ class Runs:
         A first run longer than this (s) is not repeated.
     pair_below : float
         Below this (s) the anchor runs again before each of ours (anchor, ours, anchor, ours).
+    threads : list of int
+        Our BLAS thread counts.
+    time_limit : float
+        Each of our solves (s).
+    anchor_timeout : float
+        An anchor run in a child process is killed after this (s).
     meter : LoadMeter
         The load check.
     """
@@ -215,6 +221,9 @@ class Runs:
     repeat: int = 3
     long: float = 300.0
     pair_below: float = 60.0
+    threads: list[int] = field(default_factory=lambda: [1, 2])
+    time_limit: float = 600.0
+    anchor_timeout: float = 600.0
     meter: LoadMeter = field(default_factory=LoadMeter)
 
 

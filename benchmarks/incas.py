@@ -59,6 +59,7 @@ from benchmarks.harness import (  # noqa: E402
     REPO,
     LoadMeter,
     PeakMemory,
+    Runs,
     blas_threads,
     blas_threads_under,
     clean,
@@ -231,19 +232,12 @@ def solver_label(solver: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 @dataclass
-class Ctx:
-    """Settings shared by every run of one invocation."""
+class Ctx(Runs):
+    """Settings shared by every run of one invocation: the harness's, and the kernel runs' own."""
 
     cache_mb: int = 1000
     dtype: Any = np.float64
-    time_limit: float = 600.0
-    anchor_timeout: float = 600.0
     anchor_input: str = "dense"
-    repeat: int = 3
-    long: float = 300.0
-    pair_below: float = 60.0
-    threads: list[int] = field(default_factory=lambda: [1, 2])
-    meter: LoadMeter = field(default_factory=LoadMeter)
     batch_memo: dict[tuple[Any, ...], float] = field(default_factory=dict)
 
 

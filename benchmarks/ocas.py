@@ -26,7 +26,7 @@ Anchors:
   problem) is the one timed; its fit time includes scikit-learn's copy of the data into LIBLINEAR's
   format, which is also measured (fit with ``max_iter=1``) and reported.
 
-Protocol (shared with ``benchmarks/incas.py``, whose helpers are used): runs interleaved in one
+Protocol (the harness shared with every study, ``benchmarks/harness.py``): runs interleaved in one
 process (svmocas, ours@1, svmocas, ours@2, ...; LIBLINEAR's fits in their own passes), ``--repeat``
 passes (median, min–max and the range of each pair's ratio), the load read before every run and
 the CPU other processes used during it (``timed``; a run is **loaded** when others > 0.1 core),
@@ -69,6 +69,8 @@ import scipy.sparse as sp  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     REPO,
     PeakMemory,
+    Runs,
+    clean,
     blas_threads,
     blas_threads_under,
     fmt_exp as _e,
@@ -89,7 +91,6 @@ from benchmarks.harness import (  # noqa: E402
     thread_limit,
     timed,
 )
-from benchmarks.incas import Ctx, _clean  # noqa: E402
 
 GAPS = (1e-2, 1e-3, 1e-4)
 EPS_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
@@ -418,7 +419,7 @@ def run_liblinear(Xin: Any, y: np.ndarray, C: float, bias: float, eps: float, ti
     return out
 
 
-def choose_liblinear_input(row: Row, ctx: Ctx, rows: int = 50_000) -> dict[str, Any]:
+def choose_liblinear_input(row: Row, ctx: Runs, rows: int = 50_000) -> dict[str, Any]:
     """LIBLINEAR's input as a user would pick it: a dense row is timed as the ndarray and as CSR
     (eps 1e-2, first ``rows`` rows, best of two each); sparse rows stay CSR (densifying a text matrix
     is not an option a user has)."""
@@ -570,7 +571,7 @@ def _thin(t: list[float], v: list[float], keep: int = 400) -> list[list[float]]:
 
 @dataclass
 class Opts:
-    """Settings of one invocation beyond incas's Ctx."""
+    """Settings of one invocation beyond the harness's :class:`~benchmarks.harness.Runs`."""
 
     tol: float = 1e-5
     ref_tol: float = 1e-8
@@ -585,7 +586,7 @@ class Opts:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _ours_fn(prob: Any, variant: str, t: int, ctx: Ctx, opts: Opts, last_anchor: dict[int, dict[str, Any]], method: int) -> Callable[[], dict[str, Any]]:
+def _ours_fn(prob: Any, variant: str, t: int, ctx: Runs, opts: Opts, last_anchor: dict[int, dict[str, Any]], method: int) -> Callable[[], dict[str, Any]]:
     def fn() -> dict[str, Any]:
         r = run_ours(prob, variant, t, opts.tol, ctx.time_limit)
         r["anchor_pair"] = last_anchor.get(method)
@@ -593,7 +594,7 @@ def _ours_fn(prob: Any, variant: str, t: int, ctx: Ctx, opts: Opts, last_anchor:
     return fn
 
 
-def _anchor_fn(path: str, row: Row, method: int, p: int, ctx: Ctx, opts: Opts,
+def _anchor_fn(path: str, row: Row, method: int, p: int, ctx: Runs, opts: Opts,
                last_anchor: dict[int, dict[str, Any]]) -> Callable[[], dict[str, Any]]:
     def fn() -> dict[str, Any]:
         r = run_svmocas(path, row.X.shape[1], row.C, row.bias, method, opts.tol, p, ctx.time_limit,
@@ -647,7 +648,7 @@ def _ttg_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _pair_ratio(ours: list[dict[str, Any]], anchor: list[dict[str, Any]], g: float) -> dict[str, Any]:
-    """ratio_stats (incas) on the time to gap g: median / median, and each of our runs against the
+    """ratio_stats (the harness) on the time to gap g: median / median, and each of our runs against the
     svmocas run just before it."""
     k = gkey(g)
     o = [{"seconds": r["ttg"][k], **({"anchor_before": r["anchor_pair"]["ttg"][k]}
@@ -673,7 +674,7 @@ def _eval_search_seconds(stats: dict[str, Any] | None) -> float | None:
     return None
 
 
-def _liblinear_ladder(row: Row, prob: Any, Xin: Any, f_star: float, ctx: Ctx, opts: Opts,
+def _liblinear_ladder(row: Row, prob: Any, Xin: Any, f_star: float, ctx: Runs, opts: Opts,
                       gaps: tuple[float, ...] = GAPS) -> dict[str, Any]:
     """Run the eps ladder (loosest first) until every gap is reached; returns each gap's eps and
     the ladder's fits (time, relative gap, iterations)."""
@@ -696,7 +697,7 @@ def _liblinear_ladder(row: Row, prob: Any, Xin: Any, f_star: float, ctx: Ctx, op
     return {"chosen": chosen, "ladder": fits}
 
 
-def _liblinear_setup(Xin: Any, row: Row, ctx: Ctx) -> float | None:
+def _liblinear_setup(Xin: Any, row: Row, ctx: Runs) -> float | None:
     """Seconds of a LinearSVC fit with max_iter=1: scikit-learn's copy of the data into LIBLINEAR's
     format plus one coordinate-descent epoch (an upper bound on the copy)."""
     ts = []
@@ -707,7 +708,7 @@ def _liblinear_setup(Xin: Any, row: Row, ctx: Ctx) -> float | None:
     return min(ts) if ts else None
 
 
-def bench_row(row: Row, ctx: Ctx, opts: Opts, *, liblinear: bool = True) -> dict[str, Any]:
+def bench_row(row: Row, ctx: Runs, opts: Opts, *, liblinear: bool = True) -> dict[str, Any]:
     """Every variant of ours at every thread count, svmocas -m 1 / -m 0, LIBLINEAR; one row."""
     ok, why = available()
     desc = row.describe()
@@ -834,7 +835,7 @@ def _med(s: dict[str, Any] | None, g: float) -> float | None:
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else float(v)
 
 
-def compare(rec: dict[str, Any], ctx: Ctx, opts: Opts) -> dict[str, Any]:
+def compare(rec: dict[str, Any], ctx: Runs, opts: Opts) -> dict[str, Any]:
     """The issue's bars: ours / svmocas per gap; best of ours / min(svmocas, LIBLINEAR); active-set
     OCAS against OCAS (evaluation + line search time, total time, final accuracy)."""
     res = rec["results"]
@@ -890,7 +891,7 @@ def compare(rec: dict[str, Any], ctx: Ctx, opts: Opts) -> dict[str, Any]:
 # The crossover table: sparse text, rows × C
 # ---------------------------------------------------------------------------------------------
 
-def bench_crossover(X: Any, y: np.ndarray, spec: Any, sz: Sizes, ctx: Ctx, opts: Opts) -> dict[str, Any]:
+def bench_crossover(X: Any, y: np.ndarray, spec: Any, sz: Sizes, ctx: Runs, opts: Opts) -> dict[str, Any]:
     """Time to 1e-3 for our OCAS (1 thread), svmocas -m 1 -p 1 and LIBLINEAR, on prefixes of the
     generated text at each C, plus peak memory: ours (above the data, which it uses in place),
     svmocas (its whole RSS: it holds its own copy of the data), LIBLINEAR (above the data: its copy in
@@ -1361,7 +1362,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cross_C:
         sz = dataclasses.replace(sz, cross_C=tuple(float(v) for v in args.cross_C.split(",")))
     mode = "quick" if args.quick else "full"
-    ctx = Ctx(time_limit=args.time_limit, anchor_timeout=args.anchor_timeout, repeat=args.repeat, long=args.long,
+    ctx = Runs(time_limit=args.time_limit, anchor_timeout=args.anchor_timeout, repeat=args.repeat, long=args.long,
               threads=args.threads, pair_below=args.pair_below)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     opts = Opts(tol=args.tol, ref_tol=args.ref_tol, cross_ref_tol=args.cross_ref_tol, ref_time_limit=args.ref_time_limit,
@@ -1413,7 +1414,7 @@ def main(argv: list[str] | None = None) -> int:
             rec = bench_crossover(X, y, spec, sz, ctx, opts)
         run_meta["seconds"] = round(time.perf_counter() - t1, 1)
         rec["_run"] = run_meta
-        save_row(store_path, store, name, _clean(rec), {"machine": machine, "updated": now_iso(),
+        save_row(store_path, store, name, clean(rec, drop=("x", "alpha", "result", "decision", "per_add")), {"machine": machine, "updated": now_iso(),
                                                         "svmocas": svmocas_version()})
         if name != "crossover":
             plot_row(name, store[name], args.out_dir / f"ocas_{name}.png")

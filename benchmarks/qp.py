@@ -18,7 +18,7 @@ nnls and lsq_linear(method="bvls") on least squares; on least squares the QP sol
 normal equations, and forming AᵀA and Aᵀd is inside their timer (it is part of what they solve,
 as it is in ours when our dense backend is picked).
 
-Protocol (docs/BENCHMARKS.md, issue 14), with the helpers of ``benchmarks.incas``:
+Protocol (docs/BENCHMARKS.md, issue 14), with the harness of every study, ``benchmarks.harness``:
 
 1. screening: every peer once and GPCG once, in one process on the same arrays; the load
    average is read before every run and other processes' CPU measured during it (``timed``);
