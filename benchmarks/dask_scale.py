@@ -91,10 +91,12 @@ from numpy.typing import NDArray  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     LoadMeter,
     Runs,
+    add_run_arguments,
     blas_threads,
     clean,
     load_store,
     log,
+    resolve_run_arguments,
     save_row,
     settle,
     thread_limit,
@@ -1088,7 +1090,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.dask_scale", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", default=None, help="comma-separated: 7m, 30m, or sizes like 200k[:scale] (default 7m,30m)")
-    p.add_argument("--repeat", type=int, default=None, help="passes, median reported (default 3; small 1)")
+    add_run_arguments(p, small="small", interleaved=False)
     p.add_argument("--chunk-rows", type=int, default=None,
                    help="rows per chunk (default: about 1,000,000, the chunk count a multiple of --workers; small: 4 chunks)")
     p.add_argument("--strategies", default=",".join(STRATEGIES), help="of asvm,ocas,ocas-active (default all)")
@@ -1105,7 +1107,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--scheduler", default=None, help="use a running cluster at this address instead")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--worker-memory", type=float, default=None, help="GiB per worker (default min(10, 42%% of RAM))")
-    p.add_argument("--settle", type=float, default=None, help="wait up to this many s for a quiet machine (120; small 0)")
     p.add_argument("--small", action="store_true", help=f"{SMALL_ROWS} in {SMALL_CHUNKS} chunks, repeat 1 (plumbing)")
     p.add_argument("--out-dir", type=Path, default=None,
                    help="where the JSON and the page go (default benchmarks/results + docs/benchmarks; "
@@ -1122,12 +1123,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                             chunks=SMALL_CHUNKS if a.small and not a.chunk_rows else None, workers=a.workers)
     except ValueError as e:
         p.error(str(e))
-    if a.repeat is None:
-        a.repeat = 1 if a.small else 3
-    if a.repeat < 1:
-        p.error("--repeat must be ≥ 1")
-    if a.settle is None:
-        a.settle = 0.0 if a.small else 120.0
+    resolve_run_arguments(p, a, small=a.small)
     if a.time_limit is None:
         a.time_limit = 120.0 if a.small else 3600.0
     return a

@@ -35,11 +35,12 @@ from typing import Any, Protocol
 from benchmarks.measure import REPO, PeakMemory, machine_info, median, now_iso
 
 __all__ = ["LOAD_MARGIN", "LOAD_TAU", "LoadMeter", "OTHERS_MARGIN", "PeakMemory", "REPO", "Runs", "Timing",
-           "append_jsonl", "blas_threads", "blas_threads_under", "busy_seconds", "clean", "default_blas_threads",
-           "fmt_exp", "fmt_flag", "fmt_loads", "fmt_ratio", "fmt_seconds", "fmt_summary_seconds", "in_child",
-           "interleave", "load_store", "log", "machine_info", "markdown_table", "median", "now_iso",
-           "pin_blas_threads", "process_cpu", "ratio_stats", "read_jsonl", "save_row", "settle", "thread_limit",
-           "thread_list_from_argv", "threads_from_argv", "timed"]
+           "add_run_arguments", "append_jsonl", "blas_threads", "blas_threads_under", "busy_seconds", "clean",
+           "default_blas_threads", "fmt_exp", "fmt_flag", "fmt_loads", "fmt_ratio", "fmt_seconds",
+           "fmt_summary_seconds", "in_child", "interleave", "load_store", "log", "machine_info", "markdown_table",
+           "median", "now_iso", "pin_blas_threads", "process_cpu", "ratio_stats", "read_jsonl",
+           "resolve_run_arguments", "save_row", "settle", "thread_limit", "thread_list_from_argv", "threads_from_argv",
+           "timed"]
 
 LOAD_MARGIN = 0.3              # foreign load tolerated above our own contribution
 OTHERS_MARGIN = 0.1            # cores other processes may use during a run before it is flagged
@@ -259,6 +260,54 @@ def timed(ctx: Timing, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         load = dict(load, others=round(others, 3), loaded=bool(others > OTHERS_MARGIN))
     out["load"] = load
     return out
+
+
+def add_run_arguments(p: Any, *, small: str = "quick", interleaved: bool = True) -> None:
+    """The flags of the harness's settings on a study's parser: ``--repeat``, ``--settle`` and,
+    for a study that interleaves with an anchor, ``--long`` and ``--pair-below``.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The study's parser.
+    small : str
+        The study's name for its small mode (``quick``, ``small``), for the help texts.
+    interleaved : bool
+        Whether the anchor and ours run interleaved (:func:`interleave`).
+
+    See Also
+    --------
+    resolve_run_arguments : the defaults that depend on the mode.
+    """
+    p.add_argument("--repeat", type=int, default=None, help=f"runs of each, median reported (default 3; {small} 1)")
+    if interleaved:
+        p.add_argument("--long", type=float, default=300.0, help="a first run longer than this (s) is not repeated")
+        p.add_argument("--pair-below", type=float, default=60.0,
+                       help="an anchor faster than this (s) runs again before each of our runs (anchor, ours, "
+                            "anchor, ours); a slower one once per pass (default 60)")
+    p.add_argument("--settle", type=float, default=None,
+                   help="before the first timed run wait up to this many seconds for other processes' CPU to fall "
+                        f"below {OTHERS_MARGIN} core (default 120, {small} 0)")
+
+
+def resolve_run_arguments(p: Any, a: Any, small: bool) -> None:
+    """The defaults of :func:`add_run_arguments` that depend on the mode, and their checks.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The study's parser (for ``p.error``).
+    a : argparse.Namespace
+        Its parsed arguments, completed in place.
+    small : bool
+        A small (quick, tiny) run: one repeat, no wait for a quiet machine.
+    """
+    if a.repeat is None:
+        a.repeat = 1 if small else 3
+    if a.repeat < 1:
+        p.error("--repeat must be ≥ 1")
+    if a.settle is None:
+        a.settle = 0.0 if small else 120.0
 
 
 def _idle() -> dict[str, Any]:

@@ -60,6 +60,7 @@ from benchmarks.harness import (  # noqa: E402
     LoadMeter,
     PeakMemory,
     Runs,
+    add_run_arguments,
     blas_threads,
     blas_threads_under,
     clean,
@@ -77,6 +78,7 @@ from benchmarks.harness import (  # noqa: E402
     median,
     now_iso,
     ratio_stats,
+    resolve_run_arguments,
     save_row,
     settle,
     thread_limit,
@@ -1003,11 +1005,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--rows", default="hard_small,weak,incremental,loo,window",
                    help=f"comma-separated, of {','.join(ROW_NAMES)}; 'hard' = hard_small,hard_large; 'all'")
     p.add_argument("--solvers", default="incas,smo,decomp:512", help="ours in the batch rows (default %(default)s)")
-    p.add_argument("--repeat", type=int, default=None, help="runs of each side, median reported (default 3; quick 1)")
-    p.add_argument("--long", type=float, default=300.0, help="a first run longer than this (s) is not repeated")
-    p.add_argument("--pair-below", type=float, default=60.0,
-                   help="batch rows: an anchor faster than this (s) runs again before each of our runs "
-                        "(anchor, ours, anchor, ours); a slower one once per pass (default 60)")
+    add_run_arguments(p, small="quick/tiny")
     p.add_argument("--threads", default="1,2", help="our BLAS thread counts (default 1,2)")
     p.add_argument("--quick", action="store_true", help="small subsets (plumbing; < 1 min), repeat 1")
     p.add_argument("--tiny", action="store_true", help="the tests' sizes (a few seconds)")
@@ -1021,10 +1019,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--anchor-timeout", type=float, default=600.0, help="LIBSVM runs longer are stopped (s)")
     p.add_argument("--anchor-input", default="auto", choices=("auto", "dense", "sparse"),
                    help="LIBSVM's input; auto: time both once on the first problem, use the faster (ours gets the same)")
-    p.add_argument("--settle", type=float, default=None,
-                   help="before the first timed run wait up to this many seconds for the load rule to pass "
-                        "(load1 ≤ 0.3 + own share; the 1-minute average remembers a minute of earlier work); "
-                        "default 120, quick/tiny 0")
     p.add_argument("--out-dir", type=Path, default=None,
                    help="where incas.json / incas.md go (default docs/benchmarks; quick/tiny benchmarks/results/quick)")
     a = p.parse_args(argv)
@@ -1036,12 +1030,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a.rows = rows
     a.solvers = [s for s in a.solvers.split(",") if s]
     a.threads = [int(t) for t in a.threads.split(",") if t]
-    if a.repeat is None:
-        a.repeat = 1 if (a.quick or a.tiny) else 3
-    if a.repeat < 1:
-        p.error("--repeat must be ≥ 1")
-    if a.settle is None:
-        a.settle = 0.0 if (a.tiny or a.quick) else 120.0
+    resolve_run_arguments(p, a, small=a.quick or a.tiny)
     if a.time_limit is None:
         a.time_limit = 1.0 if (a.tiny or a.quick) else 600.0
     if a.out_dir is None:

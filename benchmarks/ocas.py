@@ -70,6 +70,7 @@ from benchmarks.harness import (  # noqa: E402
     REPO,
     PeakMemory,
     Runs,
+    add_run_arguments,
     clean,
     blas_threads,
     blas_threads_under,
@@ -86,6 +87,7 @@ from benchmarks.harness import (  # noqa: E402
     median,
     now_iso,
     ratio_stats,
+    resolve_run_arguments,
     save_row,
     settle,
     thread_limit,
@@ -1278,7 +1280,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--threads", default=None, help="our BLAS thread counts (default 1,2; quick 1)")
     p.add_argument("--ocas-threads", default="1", choices=("1", "match"),
                    help="svmocas -p: 1 (default) or the thread count of the run of ours it is paired with")
-    p.add_argument("--repeat", type=int, default=None, help="runs of each, median reported (default 3; quick 1)")
+    add_run_arguments(p)
     p.add_argument("--tol", type=float, default=None,
                    help="TolRel of the timed runs, ours and svmocas -r (default 1e-5; quick 1e-4)")
     p.add_argument("--ref-tol", type=float, default=None, help="TolRel of the reference solves (1e-8; quick 1e-6)")
@@ -1288,9 +1290,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="time limit of a reference solve (s; default 3600, quick 3)")
     p.add_argument("--time-limit", type=float, default=None, help="each timed solve (ours, svmocas -t); default 900, quick 3")
     p.add_argument("--anchor-timeout", type=float, default=None, help="svmocas / LIBLINEAR runs are killed after (s)")
-    p.add_argument("--long", type=float, default=300.0, help="a first run longer than this (s) is not repeated")
-    p.add_argument("--pair-below", type=float, default=60.0,
-                   help="svmocas faster than this (s) runs again before each run of ours (default 60)")
     p.add_argument("--svm-dir", type=Path, default=DEFAULT_SVM_DIR,
                    help=f"where the SVMlight files for svmocas are written and reused (default {DEFAULT_SVM_DIR})")
     p.add_argument("--ocas-cache", type=int, default=2000, help="svmocas -s, its cut buffer (its default 2000)")
@@ -1299,9 +1298,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=13, help="generator seed of dense2m, text1m, crossover (13)")
     p.add_argument("--quick", action="store_true", help="small subsets (plumbing; < 1 min), repeat 1")
     p.add_argument("--no-liblinear", action="store_true", help="skip the LIBLINEAR anchor")
-    p.add_argument("--settle", type=float, default=None,
-                   help="before the first timed run wait up to this many seconds for other processes' CPU to fall "
-                        "below 0.1 core (default 120, quick 0)")
     p.add_argument("--out-dir", type=Path, default=None,
                    help="ocas.json / ocas.md / plots (default docs/benchmarks; quick benchmarks/results/quick)")
     a = p.parse_args(argv)
@@ -1316,10 +1312,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error(f"variants: {', '.join(VARIANTS)}")
     small = a.quick
     a.threads = [int(t) for t in (a.threads or ("1" if small else "1,2")).split(",") if t]
-    if a.repeat is None:
-        a.repeat = 1 if small else 3
-    if a.settle is None:
-        a.settle = 0.0 if small else 120.0
+    resolve_run_arguments(p, a, small)
     if a.time_limit is None:
         a.time_limit = 3.0 if small else 900.0
     if a.ref_time_limit is None:
