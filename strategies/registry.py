@@ -30,8 +30,8 @@ from strategies.gradient_projection import GPCG
 from strategies.incas import INCAS
 from strategies.smo import SMO
 
-__all__ = ["ALIASES", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "REGISTRY", "Entry", "Family", "Option", "accepts",
-           "entry", "make", "parse_spec", "settings"]
+__all__ = ["ALIASES", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "PAIR_RULES", "REGISTRY", "SET_RULES", "Entry", "Family",
+           "Option", "accepts", "entry", "make", "parse_spec", "settings"]
 
 Family = Literal["kernel", "linear"]
 OptionType = type[int] | type[float] | type[bool] | type[str]
@@ -169,6 +169,16 @@ class Entry:
         except (TypeError, ValueError) as exc:
             raise ProblemError(f"strategy {self.name!r}: {exc}") from None
 
+    def accepts(self, qp: QP, options: Mapping[str, Any] | None = None) -> str | None:
+        """Whether the strategy, configured with ``options``, takes ``qp`` (:func:`accepts`).
+
+        Returns
+        -------
+        str or None
+            None when it does, else its reason (naming a strategy that can).
+        """
+        return accepts(self.make(options), qp)
+
 
 # --------------------------------------------------------------------------------------------
 # The entries
@@ -217,11 +227,11 @@ _CUT_OPTIONS = (Option("inner", str, "active-set", "strategy for the reduced pro
 #: Name → entry, in the order help texts list them.
 REGISTRY: dict[str, Entry] = {e.name: e for e in (
     Entry("smo", "sequential minimal optimization (Platt; LIBSVM's second-order rule by default): finite box, "
-                 "≤ 1 equality row with ±1 entries (the C-SVC dual)", "kernel",
+                 "no equality or disjoint ±1 equality groups (C-SVC, ν-SVC duals)", "kernel",
           (Option("rule", str, "wss2", "pair rule: LIBSVM's second order (wss2), maximal violating pair (mvp), "
                                        "Platt's heuristics (platt)", PAIR_RULES), _SHRINKING), _smo, main="rule"),
     Entry("decomposition", "Osuna decomposition: working sets of q variables, each subproblem solved by an inner "
-                           "strategy (finite box, ≤ 1 equality row)", "kernel",
+                           "strategy (finite box, no equality or disjoint equality groups)", "kernel",
           (Option("rule", str, "svmlight", "working-set rule: SVMlight's q/2 top and bottom (svmlight), chunking, "
                                            "Osuna's swap (osuna), or a pair rule (wss2, mvp, platt)",
                   SET_RULES + PAIR_RULES),
@@ -234,7 +244,7 @@ REGISTRY: dict[str, Entry] = {e.name: e for e in (
     Entry("gpcg", "Moré–Toraldo gradient projection + conjugate gradients (box, ≤ 1 equality row)", "kernel",
           (Option("face_solver", str, "auto", "solver on the free face", ("auto", "cg", "cholesky")),),
           lambda face_solver: GPCG(face_solver=face_solver)),
-    Entry("active-set", "dense primal active-set method (box, ≤ 1 equality row; n ≤ max_n, Q held dense)", "kernel",
+    Entry("active-set", "dense primal active-set method (box, any equality rows; n ≤ max_n, Q held dense)", "kernel",
           (Option("max_n", int, 4000, "largest problem it takes (Q is held as a dense n×n matrix)"),),
           lambda max_n: DenseActiveSet(max_n=max_n), main="max_n"),
     Entry("asvm", "Mangasarian–Musicant's active-set SVM: Q = diag(d) + HHᵀ with d > 0 over u ≥ 0 (the L2-loss "

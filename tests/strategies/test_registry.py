@@ -92,6 +92,8 @@ def test_accepts_gives_the_strategy_reason() -> None:
     for name in LINEAR_STRATEGIES:
         reason = accepts(make(name), qp)
         assert reason is not None and len(reason) > 20, name
+        assert REGISTRY[name].accepts(qp) == reason
+    assert REGISTRY["smo"].accepts(box, {"rule": "mvp"}) is not None and REGISTRY["gpcg"].accepts(box) is None
 
 
 # --- composition: names mean the same thing, defaults accept what the composite accepts ---------
