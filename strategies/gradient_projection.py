@@ -63,8 +63,9 @@ from qpcore.optimality import maximal_violating_pair, measure, projected_gradien
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State, Status, Work, bound_status
 from qpcore.strategy import Strategy
-from strategies.projected_search import (SearchResult, _CGRun, _Deadline, _eq_point, _FaceFactor, _hit_times,
-                                         _product, _snap, projected_search)
+from strategies.projected_search import (SearchResult, _CGRun, _Deadline, _eq_point, _FaceFactor, _groups,
+                                         _hit_times, _product, _row_sums, _snap, null_project_groups,
+                                         projected_search)
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -208,13 +209,21 @@ class GPCG(Strategy):
     newton_settle: float = 0.01
     newton_eta2: float = 0.001
 
+    def accepts(self, qp: QP) -> str | None:
+        """None for box constraints, one equality row or disjoint groups (the projection separates
+        into one-row projections); for general rows a reason naming DenseActiveSet."""
+        if qp.equality.kind == "general":
+            return (f"A: GPCG projects onto box constraints, one equality row or disjoint groups, not onto "
+                    f"{qp.equality.describe()}; use DenseActiveSet")
+        return None
+
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the problem shape and start from the projection of x0 (or 0) onto the feasible set.
 
         Parameters
         ----------
         qp : QP
-            The problem (box constraints, at most one equality row).
+            The problem (box constraints, one equality row or disjoint groups).
         x0 : ndarray, optional
             A start (``qpcore.solve`` hands over a feasible one); 0 when None.
         tol : float
@@ -225,8 +234,6 @@ class GPCG(Strategy):
         State
         """
         self.check(qp)
-        if qp.m > 1:
-            raise ProblemError(f"A: GPCG handles box constraints and at most one equality row, got {qp.m} rows")
         if self.cg_per_step < 1 or self.max_cg < 1 or self.max_gp < 1:
             raise ProblemError("GPCG: cg_per_step, max_cg and max_gp must be ≥ 1")
         if self.face_solver not in ("auto", "cg", "cholesky"):
@@ -291,8 +298,7 @@ class GPCG(Strategy):
             work.cycle_x, work.cycle_decrease, work.cg_phases, work.spent = state.x, 0.0, 0, 0
         x, g = state.x, state.g
         free = (x > qp.lb) & (x < qp.ub)
-        lam = self._face_multiplier(qp, free, g)
-        pg = projected_gradient(x, g - lam * qp.A[0] if qp.m else g, qp.lb, qp.ub)
+        pg = projected_gradient(x, self._reduced(qp, free, g), qp.lb, qp.ub)
         if not pg.any():
             self._end_gp(work)
             return
@@ -441,13 +447,16 @@ class GPCG(Strategy):
     # -- pieces ---------------------------------------------------------------------------------
 
     @staticmethod
-    def _face_multiplier(qp: QP, free: BoolArray, g: FloatArray) -> float:
-        """λ making g − λa orthogonal to a on the free set (0 without an equality)."""
+    def _reduced(qp: QP, free: BoolArray, g: FloatArray) -> FloatArray:
+        """g − Aᵀλ, λ making it orthogonal to each row (group) on the free set; g without rows."""
         if qp.m == 0:
-            return 0.0
-        af = qp.A[0][free]
-        aa = float(af @ af)
-        return float(af @ g[free]) / aa if aa > 0 else 0.0
+            return g
+        bins, a, m = _groups(qp)
+        af = a * free
+        nrm = _row_sums(bins, m, af * af)
+        lam = np.divide(_row_sums(bins, m, af * g), nrm, out=np.zeros(m), where=nrm > 0)
+        out: FloatArray = g - np.append(lam, 0.0)[bins] * a
+        return out
 
     def _binding_is_active(self, qp: QP, state: State) -> bool:
         """Whether every variable at a bound is held there by the reduced gradient (Moré–Toraldo's
@@ -455,8 +464,7 @@ class GPCG(Strategy):
         x, g = state.x, state.g
         movable = qp.lb < qp.ub
         at_lb, at_ub = x <= qp.lb, x >= qp.ub
-        lam = self._face_multiplier(qp, ~(at_lb | at_ub), g)
-        r = g - lam * qp.A[0] if qp.m else g
+        r = self._reduced(qp, ~(at_lb | at_ub), g)
         return bool(np.all(r[at_lb & movable] >= 0) and np.all(r[at_ub & movable] <= 0))
 
     @staticmethod
@@ -484,17 +492,21 @@ class GPCG(Strategy):
         af: FloatArray | None = None
         unit: FloatArray | None = None
         if qp.m:
-            a = qp.A[0] * free
-            aa = float(a @ a)
-            af = a / np.sqrt(aa) if aa > 0 else None
+            # the rows (groups) on the free set: disjoint supports, so normalizing each makes
+            # them orthonormal
+            coef = qp.equality.coef
+            rows = qp.A * free
+            norms = np.sqrt((rows * rows).sum(axis=1))
+            touched = norms > 0
+            af = rows[touched] / norms[touched, None] if touched.any() else None
             # face optimality in the units of the measure: with an equality row it is in g/a, so
             # a residual r_i = a_i(g_i/a_i − λ) is read divided by |a_i|
-            unit = np.where(qp.A[0] != 0, np.abs(qp.A[0]), 1.0)
+            unit = np.where(coef != 0, np.abs(coef), 1.0)
         z = np.zeros(x.size)
         # in exact arithmetic CG ends within dim(face) iterations; running past that means
         # rounding on an ill-conditioned face, where a direct face solve is the better step
         run = _CGRun(x=x, free=free, af=af, unit=unit, d=z, r=z, p=z, rr=0.0,
-                     limit=min(self.max_cg, nfree - (af is not None) + 1))
+                     limit=min(self.max_cg, nfree - (0 if af is None else af.shape[0]) + 1))
         run.r = -run.proj(g)
         run.p = run.r.copy()
         run.rr = float(run.r @ run.r)
@@ -534,7 +546,7 @@ class GPCG(Strategy):
             run.p += run.r
             if run.af is not None:
                 # keep p on the face: rounding drift along a would corrupt pᵀQp (Q p is projected)
-                run.p -= float(run.af @ run.p) * run.af
+                run.p -= run.af.T @ (run.af @ run.p)
             run.rr = rr_new
             if dec <= self.eta1 * run.best:
                 return "done"
@@ -632,8 +644,7 @@ class GPCG(Strategy):
         if np.array_equal(xn, x):
             return False
         if qp.m:
-            a, b = qp.A[0], float(qp.b[0])
-            if abs(float(a @ xn) - b) > rel * (float(np.abs(a) @ np.abs(xn)) + abs(b)):
+            if np.any(np.abs(qp.A @ xn - qp.b) > rel * (np.abs(qp.A) @ np.abs(xn) + np.abs(qp.b))):
                 return False
         s = xn - x
         Qs = _product(qp, s, state.deadline)
@@ -658,12 +669,14 @@ class GPCG(Strategy):
         B = principal_block(qp.Q, F)
         rhs = -g[F]
         if qp.m:
-            aF = qp.A[0][F]
-            K = np.block([[B, aF[:, None]], [aF[None, :], np.zeros((1, 1))]])
-            sol = np.linalg.lstsq(K, np.concatenate([rhs, [0.0]]), rcond=None)[0][:-1]
-            aa = float(aF @ aF)
-            if aa > 0:                      # on the null space of a_F exactly, not to rounding
-                sol -= (float(aF @ sol) / aa) * aF
+            AF = qp.A[:, F]
+            m = qp.m
+            K = np.block([[B, AF.T], [AF, np.zeros((m, m))]])
+            sol = np.linalg.lstsq(K, np.concatenate([rhs, np.zeros(m)]), rcond=None)[0][:-m]
+            # on the null space of the rows on F exactly, not to rounding
+            full = np.zeros(x.size)
+            full[F] = sol
+            sol = null_project_groups(qp, full)[F]
         else:
             sol = np.linalg.lstsq(B, rhs, rcond=None)[0]
         state.counters["face_solves"] += 1
@@ -716,8 +729,8 @@ class GPCG(Strategy):
         rate = 0.0
         ij = maximal_violating_pair(s) if s.paired else None
         if ij is not None and ij[0] != ij[1] and s.v[ij[0]] > s.v[ij[1]]:
-            i, j = ij
-            a = qp.A[0]
+            i, j = ij                       # in one group (the one with the largest gap)
+            a = qp.equality.coef
             d[i] += 1.0 / a[i]
             d[j] -= 1.0 / a[j]
             rate = float(s.v[i] - s.v[j]) * min(abs(float(a[i])), abs(float(a[j])))

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from qpcore.blas import gemm, gemv
 from qpcore.operators import DenseQ, KernelQ, QOperator, cross_block, principal_block
 from qpcore.problem import QP, ProblemError
-from qpcore.projection import project_box_equality
+from qpcore.projection import project_box_equality, project_groups
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -252,12 +252,43 @@ def _snap(qp: QP, x: FloatArray, rel: float = 8.0 * np.finfo(np.float64).eps) ->
 
 
 def _eq_point(qp: QP, v: FloatArray) -> FloatArray:
-    return _snap(qp, project_box_equality(v, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0])
+    """P_Ω[v], snapped: one row, or disjoint groups (one one-row projection per group)."""
+    if qp.m == 1:
+        return _snap(qp, project_box_equality(v, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0])
+    eq = qp.equality
+    return _snap(qp, project_groups(v, qp.lb, qp.ub, eq.group, eq.coef, qp.b)[0])
+
+
+def _groups(qp: QP) -> tuple[NDArray[np.intp], FloatArray, int]:
+    """(each variable's group, m for a variable in no row; its coefficient; m) of a problem whose
+    rows are disjoint groups (one row included): sums per row are then ``bincount``s."""
+    eq = qp.equality
+    return np.where(eq.group >= 0, eq.group, qp.m), eq.coef, qp.m
+
+
+def _row_sums(bins: NDArray[np.intp], m: int, w: FloatArray) -> FloatArray:
+    """Σ_{i in row k} w_i for each row k (the disjoint groups' Aᵀ-free products)."""
+    out = np.bincount(bins, weights=w, minlength=m + 1)[:m]
+    return np.asarray(out, dtype=np.float64)
+
+
+def null_project_groups(qp: QP, d: FloatArray, free: BoolArray | None = None) -> FloatArray:
+    """d (zero off ``free``) with its component along each group's row on ``free`` removed: the
+    projection onto the null space of the rows there (the rows restricted to any set stay
+    orthogonal: their supports are disjoint). A new array."""
+    bins, a, m = _groups(qp)
+    w: FloatArray = np.where(free, d, 0.0) if free is not None else d.copy()
+    af: FloatArray = np.where(free, a, 0.0) if free is not None else a
+    nrm = _row_sums(bins, m, af * af)
+    corr = np.divide(_row_sums(bins, m, af * w), nrm, out=np.zeros(m), where=nrm > 0)
+    w -= np.append(corr, 0.0)[bins] * af
+    return w
 
 
 def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha: float, mu: float,
                      max_backtracks: int, deadline: float) -> SearchResult:
-    """Projected search along P_Ω[x + αd], Ω = {box, aᵀx = b}.
+    """Projected search along P_Ω[x + αd], Ω = {box, aᵀx = b} (or the box with disjoint groups, each
+    group's row met: "aᵀx = b" below stands for every row).
 
     When d keeps aᵀx fixed and x + αd stays in the box for small α (a CG step on the face, a
     pair direction), the path is the ray x + αd up to its first breakpoint: its minimum there is
@@ -266,17 +297,16 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
     cycle's gradient projection handles the rest). Other directions, and a ray blocked at once by
     a bound: safeguarded backtracking from α with the test q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x).
     """
-    a = qp.A[0]
+    bins, a, m = _groups(qp)
+    b = qp.b
     best: SearchResult | None = None
-    ad = float(a @ d)
-    ray = abs(ad) <= 1e-8 * float(np.abs(a) @ np.abs(d))
+    ad = _row_sums(bins, m, a * d)
+    ray = bool(np.all(np.abs(ad) <= 1e-8 * _row_sums(bins, m, np.abs(a * d))))
     try:
         if ray:
-            if ad != 0.0:
+            if ad.any():
                 # a face step off the null space by rounding only: put it back there exactly, on its support
-                on = (d != 0) & (a != 0)
-                d = d.copy()
-                d[on] -= ad / float(a[on] @ a[on]) * a[on]
+                d = null_project_groups(qp, d, d != 0)
             t = _hit_times(qp, x, d)
             t0 = float(t.min(initial=np.inf))
             # a ray that a bound blocks at once (a coordinate at its bound pointing out, e.g. −g
@@ -319,7 +349,8 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
                 continue
             xa = _eq_point(qp, v)
             # a trial point far outside the box loses aᵀx = b to cancellation (|v| ≫ |x|): reject it
-            if abs(float(a @ xa) - float(qp.b[0])) > 1e-10 * (float(np.abs(a) @ np.abs(xa)) + abs(float(qp.b[0])) + 1e-300):
+            if np.any(np.abs(_row_sums(bins, m, a * xa) - b)
+                      > 1e-10 * (_row_sums(bins, m, np.abs(a * xa)) + np.abs(b) + 1e-300)):
                 alpha *= 0.1
                 continue
             s = xa - x
@@ -349,7 +380,8 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
     Box constraints: the first local minimizer of the piecewise quadratic along the path (the
     path objective need not be unimodal), found exactly segment by segment (``segments``
     breakpoints per round, one product with Q and one principal block per round, at most
-    ``rounds`` rounds; each round's point is a decrease). With one equality row: the ray up to
+    ``rounds`` rounds; each round's point is a decrease). With one equality row (or disjoint
+    groups, projected group by group): the ray up to
     the first breakpoint is minimized exactly when d keeps aᵀx fixed, and otherwise safeguarded
     backtracking from ``alpha`` with the Moré–Toraldo sufficient-decrease test
     ``q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x)``.
@@ -357,7 +389,7 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
     Parameters
     ----------
     qp : QP
-        The problem: box constraints and at most one equality row.
+        The problem: box constraints and at most one equality row, or disjoint groups.
     x : ndarray
         A feasible point.
     g : ndarray
@@ -384,8 +416,9 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
         The accepted point, its step, the decrease and Q(x_new − x); ``decrease == inf`` marks a
         path along which the quadratic is unbounded below.
     """
-    if qp.m > 1:
-        raise ProblemError("A: the projected search handles at most one equality row")
+    if qp.m > 1 and qp.equality.kind != "groups":
+        raise ProblemError("A: the projected search handles box constraints, one equality row or disjoint groups; "
+                           "for general rows use DenseActiveSet")
     if not d.any():
         return _no_move(x)
     if qp.m == 0:
@@ -399,7 +432,7 @@ class _CGRun:
 
     x: FloatArray                 # the point whose face this is (the state's x when the run began)
     free: BoolArray               # the face's free variables
-    af: FloatArray | None         # a on the free set, normalized (None: no equality or a_F = 0)
+    af: FloatArray | None         # the rows on the free set, orthonormal (k × n; None: no row touches it)
     unit: FloatArray | None       # |a_i| (1 where a_i = 0): residuals in the units of the measure
     d: FloatArray                 # the CG step so far
     r: FloatArray                 # the face residual −P_F(g + Q d)
@@ -413,7 +446,7 @@ class _CGRun:
         """v onto the face: zero off the free set, and orthogonal to a there."""
         w: FloatArray = v * self.free
         if self.af is not None:
-            w -= float(self.af @ w) * self.af
+            w -= self.af.T @ (self.af @ w)
         return w
 
 

@@ -118,6 +118,22 @@ def test_dense_active_set_disjoint_groups(case: tuple[qpcore.QP, FloatArray, Any
     _check(qp, xs, x0, DenseActiveSet())
 
 
+@given(rows_problems(kind="groups"))
+def test_gpcg_disjoint_groups(case: tuple[qpcore.QP, FloatArray, Any]) -> None:
+    # the projection separates into one-row projections per group: GPCG's searches, CG on the
+    # face (each group's row projected out) and the pair fallback (within a group) all apply
+    qp, xs, x0 = case
+    _check(qp, xs, x0, GPCG())
+
+
+def test_gpcg_refuses_general_rows_naming_the_dense_active_set() -> None:
+    qp = _issue_example()
+    assert GPCG().accepts(qp) is not None
+    with pytest.raises(qpcore.ProblemError, match="general equality rows.*DenseActiveSet"):
+        qpcore.solve(qp, GPCG())
+    assert DenseActiveSet().accepts(qp) is None
+
+
 def _issue_example() -> qpcore.QP:
     # issue 24's two-row QP: 30 variables, dense PSD Q, a budget row and a partial-sum row, 0 ≤ x ≤ 1
     rng = np.random.default_rng(24)
