@@ -232,10 +232,29 @@ def test_psd_singular_bounded_converges() -> None:
     assert res.stats["boundary_moves"] + res.stats["gp_steps"] >= 1
 
 
-def test_two_equality_rows_rejected() -> None:
+def test_general_rows_rejected_naming_the_dense_active_set() -> None:
     qp = qpcore.QP(np.eye(3), np.zeros(3), 0.0, 1.0, np.ones((2, 3)), np.ones(2))
-    with pytest.raises(qpcore.ProblemError, match="one equality"):
+    with pytest.raises(qpcore.ProblemError, match="disjoint groups.*DenseActiveSet"):
         qpcore.solve(qp, GPCG())
+    with pytest.raises(qpcore.ProblemError, match="DenseActiveSet"):
+        projected_search(qp, np.full(3, 1 / 3), np.zeros(3), -np.ones(3))
+
+
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(4, 16), m=st.integers(2, 3))
+def test_group_search_keeps_every_row_and_descends(seed: int, n: int, m: int) -> None:
+    # disjoint groups: the search projects group by group; every trial point meets every row
+    from qpcore.generators import planted_rows_qp
+    from qpcore.projection import project
+
+    qp, _ = planted_rows_qp(max(n, m + 2), m, seed=seed, kind="groups", infinite=0.0)
+    rng = np.random.default_rng(seed)
+    x = project(qp, rng.normal(size=qp.n))
+    g = qp.gradient(x)
+    for d in (-g, -projected_gradient(x, g, qp.lb, qp.ub)):
+        res = projected_search(qp, x, g, d, 1.0)
+        assert res.decrease >= 0.0
+        assert qpcore.kkt(qp, res.x).feasible()
+        assert qp.objective(res.x) <= qp.objective(x) + 1e-12 * max(1.0, abs(qp.objective(x)))
 
 
 def test_iteration_limit_is_honest() -> None:
