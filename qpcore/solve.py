@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol, TypeVar
 
 import attrs
 import numpy as np
@@ -13,28 +13,75 @@ from qpcore.kkt import KKT, kkt
 from qpcore.optimality import DEFAULT_FEAS_TOL, lagrangian_bound
 from qpcore.projection import feasible_start
 from qpcore.problem import QP, ProblemError
-from qpcore.state import Result, State, Status
+from qpcore.state import Result, State, Status, Work
 from qpcore.strategy import Strategy
 from qpcore.vectors import all_finite, is_distributed, max_abs_diff, same_point
 
 FloatArray = NDArray[np.float64]
+W = TypeVar("W", bound=Work)
 
 __all__ = ["PrintReporter", "Progress", "Reporter", "Strategy", "iterate", "solve"]
 
 
 class Progress:
-    """A snapshot handed to reporters and callbacks; objective and gap computed on demand (O(n))."""
+    """A snapshot handed to reporters and callbacks; the strategy's sync, the objective and the gap
+    are computed on demand.
 
-    __slots__ = ("qp", "state", "elapsed", "_kkt")
+    Parameters
+    ----------
+    qp : QP
+        The problem.
+    state : State
+        The run's state, as the last step left it.
+    elapsed : float
+        Seconds since the solve started.
+    sync : callable, optional
+        Brings the state's x and g up to date (the strategy's ``sync_gradient``); called once, on
+        the first read of :attr:`state` (or of the objective or gap, which read it).
 
-    def __init__(self, qp: QP, state: State, elapsed: float) -> None:
-        self.qp, self.state, self.elapsed = qp, state, elapsed
+    Notes
+    -----
+    A per-iteration recorder reads the strategy's own work state through :meth:`work`, which does
+    not sync: for some strategies the sync is costly (the cutting planes accumulate their dual point
+    over the data), and a snapshot that only reads the work state leaves the run as it would be
+    without a callback.
+    """
+
+    __slots__ = ("qp", "elapsed", "_state", "_sync", "_kkt")
+
+    def __init__(self, qp: QP, state: State, elapsed: float, sync: Callable[[], None] | None = None) -> None:
+        self.qp, self.elapsed = qp, elapsed
+        self._state, self._sync = state, sync
         self._kkt: KKT | None = None
+
+    @property
+    def state(self) -> State:
+        """The run's state with x and g current (the first read calls the strategy's sync)."""
+        if self._sync is not None:
+            sync, self._sync = self._sync, None
+            sync()
+        return self._state
+
+    def work(self, kind: type[W]) -> W:
+        """The strategy's work state as the last step left it, checked to be a ``kind``, without the
+        sync (:meth:`qpcore.state.State.work`).
+
+        Parameters
+        ----------
+        kind : type
+            The strategy's :class:`qpcore.state.Work` subclass (e.g. ``CutState``).
+
+        Returns
+        -------
+        Work
+            The live work state (read it; copy what you keep, the next step mutates it).
+        """
+        return self._state.work(kind)
 
     @property
     def iteration(self) -> int:
         """Steps taken so far."""
-        return self.state.iteration
+        return self._state.iteration
 
     @property
     def objective(self) -> float:
@@ -46,7 +93,8 @@ class Progress:
     def gap(self) -> float:
         """The KKT measure at the strategy's gradient (not a certificate)."""
         if self._kkt is None:
-            self._kkt = kkt(self.qp, self.state.x, self.state.g)
+            s = self.state
+            self._kkt = kkt(self.qp, s.x, s.g)
         return self._kkt.measure
 
 
@@ -199,7 +247,9 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         inside their inner loops.
     callback : callable, optional
         Called with a ``Progress`` every ``callback_every`` iterations; returning True stops the
-        run with status ``stopped``.
+        run with status ``stopped``. This is how a per-iteration trace is kept: the callback
+        records what it wants (``progress.elapsed``, values of ``progress.work(Kind)``), e.g.
+        ``callback=lambda p: trace.append(p.work(CutState).F_b)``.
     reporter : Reporter, optional
         Receives progress every ``reporter.interval`` seconds.
     certify : bool
@@ -270,16 +320,17 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     def observe(st: State) -> bool:
         nonlocal next_report
         now = perf()
+        # a strategy that keeps only part of g current between steps (INCAS: g_S only, until its
+        # next pricing) brings it up to date when a snapshot's state is first read
+        def sync() -> None:
+            strategy.sync_gradient(qp, st)
+
         if now >= next_report:
             assert reporter is not None
-            # a strategy that keeps only part of g current between steps (INCAS: g_S only, until
-            # its next pricing) brings it up to date before anyone reads a progress snapshot
-            strategy.sync_gradient(qp, st)
-            reporter.update(Progress(qp, st, now - t0))
+            reporter.update(Progress(qp, st, now - t0, sync))
             next_report = now + reporter.interval
         if callback is not None and st.iteration % callback_every == 0:
-            strategy.sync_gradient(qp, st)
-            return bool(callback(Progress(qp, st, perf() - t0)))
+            return bool(callback(Progress(qp, st, perf() - t0, sync)))
         return False
 
     watch = observe if reporter is not None or callback is not None else None

@@ -155,15 +155,6 @@ class State:
         if self._work is not None:
             self._work = self._work.release()
 
-    @property
-    def extra(self) -> Work | None:
-        """The work state untyped (transitional: use :meth:`work`)."""
-        return self._work
-
-    @extra.setter
-    def extra(self, value: Work | None) -> None:
-        self._work = value
-
     def out_of_time(self) -> bool:
         """Whether the run's deadline has passed (cheap: one clock read)."""
         return time.perf_counter() >= self.deadline

@@ -109,8 +109,16 @@ class CutState(Work):
         ρ = −c and the weights (scalars for constant vectors on a cluster).
     rows : Rows
         The rows and the passes over them (``rows.counters`` record the round trips).
-    trace : list of dict
-        One entry per iteration: seconds, primal, dual, cuts, touched_eval, touched_search.
+    eval_seconds, search_seconds : float
+        Seconds spent so far in the evaluations and in the line searches (the strategy's own clocks).
+
+    Notes
+    -----
+    The run keeps no per-iteration trace: a callback of ``qpcore.solve`` reads what it wants after
+    each step, without the progress snapshot's sync (a pass over the data),
+    e.g. ``callback=lambda p: trace.append((p.elapsed, p.work(CutState).F_b))``; besides the fields
+    above, :attr:`touched_eval`, :attr:`touched_search` and :attr:`primal_exact` describe the last
+    iteration.
     """
 
     cuts: Cuts
@@ -123,18 +131,34 @@ class CutState(Work):
     rho: Any
     u: Any
     tol: float
-    t0: float
     rows: Rows
-    trace: list[dict[str, Any]] = attrs.Factory(list)
     eval_seconds: float = 0.0
     search_seconds: float = 0.0
     reach: float = 0.0
     stale: int = 0
     active: Any = None
+    #: examples the last iteration's evaluation and line search touched
+    _touched: tuple[int, int] = (0, 0)
+
+    @property
+    def touched_eval(self) -> int:
+        """Examples the last iteration's evaluation touched (all m for BMRM and OCAS; the active
+        set's size between the active-set OCAS's refreshes)."""
+        return self._touched[0]
+
+    @property
+    def touched_search(self) -> int:
+        """Examples the last iteration's line search touched (0 for BMRM, which has none)."""
+        return self._touched[1]
+
+    @property
+    def primal_exact(self) -> bool:
+        """Whether ``F_b`` is F(w_b) from all examples; False for the active-set OCAS's lower
+        estimate between its exact evaluations."""
+        return self.active is None or bool(self.active.exact)
 
     def release(self) -> CutState:
-        """Give back the passes' work arrays (in process as long as the data); the model and the
-        trace stay (the result's ``state.work(CutState).trace``)."""
+        """Give back the passes' work arrays (in process as long as the data); the model stays."""
         release_work()
         return self
 
@@ -224,7 +248,6 @@ class _CuttingPlane(Strategy):
     drop_after: int | None = None
     tol_abs: float = 0.0
     target: float | None = None
-    record_iterates: bool = False
 
     #: ``qpcore.solve`` judges ``tol`` on the certificate's relative duality gap (TolRel)
     criterion = "relative_gap"
@@ -316,8 +339,7 @@ class _CuttingPlane(Strategy):
                 kept = rows.kept(pairs, 0)
                 cs = CutState(cuts=Cuts.empty(k, functools.partial(_mix, rows)), w_b=w,
                               m_b=_Margins(kept, 0.0, float(mx)), F_b=0.5 * float(w @ w) + float(risk),
-                              w_t=w.copy(), m_t=None, dual=0.0, rho=rho, u=u, tol=tol, t0=time.perf_counter(),
-                              rows=rows)
+                              w_t=w.copy(), m_t=None, dual=0.0, rho=rho, u=u, tol=tol, rows=rows)
                 # the per-variable bound status would be m long: the cuts' members stay with the rows
                 state = State(x=rows.full(0.0), g=qp.c, status=np.zeros(0, dtype=np.int8), work=cs)
                 state.primal = w.copy()
@@ -352,8 +374,6 @@ class _CuttingPlane(Strategy):
         self._advance(qp, state)
         self._manage_cuts(state)
         state.counters["cuts"] = cs.cuts.n
-        if cs.trace:
-            cs.trace[-1]["cuts"] = cs.cuts.n
         state.primal = cs.w_b
         # neither bound moving for many iterations (an inner solver that fails, or rounding at
         # the accuracy limit) ends the run honestly instead of spinning to max_iter
@@ -403,16 +423,12 @@ class _CuttingPlane(Strategy):
         """Hook for variants that keep more state (the active set)."""
 
     def _record(self, state: State, touched_eval: int, touched_search: int) -> None:
+        """The counters after an iteration, and what its evaluation and search touched."""
         cs = state.work(CutState)
         state.counters["touched_eval"] += touched_eval
         state.counters["touched_search"] += touched_search
         state.counters["cuts"] = cs.cuts.n
-        cs.trace.append({"iteration": state.iteration, "seconds": time.perf_counter() - cs.t0,
-                         "primal": cs.F_b, "dual": cs.dual, "cuts": cs.cuts.n,
-                         "touched_eval": touched_eval, "touched_search": touched_search,
-                         "eval_seconds": cs.eval_seconds, "search_seconds": cs.search_seconds})
-        if self.record_iterates:
-            cs.trace[-1]["w"] = cs.w_b.copy()
+        cs._touched = (touched_eval, touched_search)
 
     def _solve_reduced(self, state: State) -> None:
         cs = state.work(CutState)
@@ -481,9 +497,6 @@ class BMRM(_CuttingPlane):
         Stop when F(w_b) − D ≤ tol_abs (libocas's TolAbs).
     target : float, optional
         Stop with status ``target`` once F(w_b) ≤ target (libocas's QPValue).
-    record_iterates : bool
-        Keep a copy of w_b in every trace entry (``trace[k]["w"]``), to judge each iterate
-        afterwards (benchmarks); off by default (dim floats per iteration).
     """
 
     def _advance(self, qp: QP, state: State) -> None:
@@ -518,7 +531,7 @@ class OCAS(_CuttingPlane):
     ----------
     mu : float
         In (0, 1]: where between w_b and w_t the cut is made (libocas: 0.1; the seed paper 0.05).
-    inner, inner_tol, max_cuts, drop_after, tol_abs, target, record_iterates
+    inner, inner_tol, max_cuts, drop_after, tol_abs, target
         As for :class:`BMRM`.
     """
 
@@ -610,7 +623,7 @@ class ActiveSetOCAS(OCAS):
     max_fraction : float
         Iterate over all examples (plain OCAS) while the active set would hold more than this
         fraction of them (the first iterations, when the margins move a lot).
-    mu, inner, inner_tol, max_cuts, drop_after, tol_abs, target, record_iterates
+    mu, inner, inner_tol, max_cuts, drop_after, tol_abs, target
         As for :class:`OCAS`.
     """
 
@@ -783,11 +796,6 @@ class ActiveSetOCAS(OCAS):
         state.counters["cuts_added"] += 1
         self._record(state, act.size, act.size)
         return True
-
-    def _record(self, state: State, touched_eval: int, touched_search: int) -> None:
-        super()._record(state, touched_eval, touched_search)
-        cs = state.work(CutState)
-        cs.trace[-1]["primal_exact"] = bool(cs.active.exact)
 
     def _rebuild(self, qp: QP, state: State) -> None:
         """The active set around w_b: its size from the pass that made the margins (or one count),

@@ -212,6 +212,35 @@ def test_callback_every_and_none_continues(hard: QP) -> None:
     assert res.status is Status.MAX_ITER and seen == [3, 6, 9]
 
 
+@attrs.frozen
+class LazyGradient(ProjectedGradient):
+    """Counts its ``sync_gradient`` calls in its work state (a strategy whose sync is costly)."""
+
+    def sync_gradient(self, qp: QP, state: State) -> None:
+        state.counters["syncs"] = state.counters.get("syncs", 0) + 1
+
+
+def test_progress_syncs_only_when_its_state_is_read(hard: QP) -> None:
+    """A recorder that reads the work state (``progress.work``) costs no sync; reading the state,
+    the objective or the gap syncs once per snapshot."""
+    steps: list[float] = []
+    res = solve(hard, LazyGradient(), tol=1e-12, max_iter=6,
+                callback=lambda p: steps.append(p.work(StepWork).step))
+    assert len(steps) == 6 and "syncs" not in res.stats
+
+    def reads_all(p: Progress) -> None:
+        assert p.state.x is p.state.x and np.isfinite(p.objective) and p.gap >= 0
+
+    res = solve(hard, LazyGradient(), tol=1e-12, max_iter=6, callback=reads_all)
+    assert res.stats["syncs"] == 6
+
+    class OtherWork(Work):
+        pass
+
+    with pytest.raises(TypeError, match="holds a StepWork, not a OtherWork"):
+        solve(hard, LazyGradient(), tol=1e-12, max_iter=1, callback=lambda p: p.work(OtherWork) is None)
+
+
 def test_progress_objective_matches_problem(hard: QP) -> None:
     objs: list[float] = []
 

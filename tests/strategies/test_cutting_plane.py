@@ -20,7 +20,7 @@ from problems.asvm import asvm_dual
 from problems.risk import HingeProblem, hinge_svm
 from problems.svm import csvc
 from strategies import GPCG, SMO, DenseActiveSet
-from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS, line_search
+from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS, CutState, line_search
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 VARIANTS = {"BMRM": BMRM, "OCAS": OCAS, "ActiveSetOCAS": ActiveSetOCAS}
@@ -105,13 +105,27 @@ def _check_certified(prob: HingeProblem, res: qpcore.Result, tol: float) -> None
     assert cert.primal - F_star <= tol * abs(cert.primal) + rounding
 
 
+def _traced(qp: qpcore.QP, strategy: Any, **kw: Any) -> tuple[qpcore.Result, list[dict[str, Any]]]:
+    """A run and its per-iteration trace, kept by a callback (the strategy keeps none): what the
+    work state holds after each step, read without the snapshot's sync."""
+    trace: list[dict[str, Any]] = []
+
+    def record(p: qpcore.Progress) -> None:
+        cs = p.work(CutState)
+        trace.append({"iteration": p.iteration, "primal": cs.F_b, "dual": cs.dual, "cuts": cs.cuts.n,
+                      "touched_eval": cs.touched_eval, "touched_search": cs.touched_search,
+                      "primal_exact": cs.primal_exact})
+
+    return qpcore.solve(qp, strategy, callback=record, **kw), trace
+
+
 # --- every variant reaches TolRel ----------------------------------------------------------------
 
 @given(prob=problems(), variant=st.sampled_from(list(VARIANTS)), tol=st.sampled_from([1e-2, 1e-4, 1e-6]))
 def test_variants_reach_tolrel(prob: HingeProblem, variant: str, tol: float) -> None:
-    res = qpcore.solve(prob.qp, VARIANTS[variant](), tol=tol, max_iter=2000)
+    res, trace = _traced(prob.qp, VARIANTS[variant](), tol=tol, max_iter=2000)
     _check_certified(prob, res, tol)
-    trace = res.state.extra.trace
+    assert len(trace) == res.iterations and trace[-1]["primal_exact"]
     assert trace[-1]["primal"] == pytest.approx(prob.certificate(res).primal, rel=1e-9)
     # F(w_b) ≥ min F ≥ D at every iteration: a value below the bound is a wrong estimate
     assert all(e["primal"] >= e["dual"] - 1e-12 * abs(e["primal"]) for e in trace)
@@ -137,11 +151,11 @@ def test_cut_management_keeps_convergence(prob: HingeProblem, variant: str, mana
     # 5 cuts and C = 1000 needs more than 5000 iterations for 1e-3 on 20 points), so the seed
     # paper's N = 20 and 10 here, 5 in test_cut_management_fires
     tol = 1e-4
-    res = qpcore.solve(prob.qp, VARIANTS[variant](**manage), tol=tol, max_iter=5000)
+    res, trace = _traced(prob.qp, VARIANTS[variant](**manage), tol=tol, max_iter=5000)
     _check_certified(prob, res, tol)
     if "max_cuts" in manage:
         assert res.stats["cuts"] <= manage["max_cuts"]
-        assert max(e["cuts"] for e in res.state.extra.trace) <= manage["max_cuts"]
+        assert max(e["cuts"] for e in trace) <= manage["max_cuts"]
 
 
 def test_cut_management_fires() -> None:
@@ -206,8 +220,8 @@ def _iterates(prob: HingeProblem, strategy: Any, tol: float,
     """The (w_b, w_t) of every iteration and the final F (None for a run cut at ``max_iter``)."""
     seen: list[tuple[np.ndarray, np.ndarray]] = []
 
-    def record(progress: Any) -> None:
-        cs = progress.state.extra
+    def record(progress: qpcore.Progress) -> None:
+        cs = progress.work(CutState)
         seen.append((cs.w_b.copy(), cs.w_t.copy()))
 
     res = qpcore.solve(prob.qp, strategy, tol=tol, max_iter=2000 if max_iter is None else max_iter, callback=record)
@@ -269,18 +283,18 @@ def test_active_set_matches_ocas_and_touches_fewer_examples() -> None:
     X += np.outer(1.0 * np.sign(X @ w), w)
     prob = hinge_svm(X, y, 1.0)
     tol = 1e-6
-    ocas = qpcore.solve(prob.qp, OCAS(), tol=tol)
-    act = qpcore.solve(prob.qp, ActiveSetOCAS(refresh_every=5), tol=tol)
+    ocas, ocas_trace = _traced(prob.qp, OCAS(), tol=tol)
+    act, act_trace = _traced(prob.qp, ActiveSetOCAS(refresh_every=5), tol=tol)
     _check_certified(prob, ocas, tol)
     _check_certified(prob, act, tol)
     F_o, F_a = prob.certificate(ocas).primal, prob.certificate(act).primal
     assert abs(F_o - F_a) <= tol * max(F_o, F_a)
     assert act.stats["refreshes"] >= 2                     # the first iteration and a periodic one
-    touched = [e["touched_eval"] for e in act.state.extra.trace[1:]]
+    touched = [e["touched_eval"] for e in act_trace]
     assert min(touched) < m // 4
     assert act.stats["touched_eval"] < 0.6 * ocas.stats["touched_eval"]
     assert act.stats["touched_search"] < 0.6 * ocas.stats["touched_search"]
-    assert all(e["touched_eval"] == m for e in ocas.state.extra.trace[1:])
+    assert all(e["touched_eval"] == e["touched_search"] == m and e["primal_exact"] for e in ocas_trace)
 
 
 @pytest.mark.parametrize("options", [{}, {"radius": 1.0}, {"radius": 1.0, "refresh_every": 1},
@@ -289,9 +303,9 @@ def test_active_set_tiny_overlapping_set(options: dict[str, Any]) -> None:
     """Four points on a line, overlapping classes, C = 1000 (found by the property test above)."""
     X = np.array([[0.12573022], [-0.13210486], [0.64042265], [0.10490012]])
     prob = hinge_svm(X, np.array([-1.0, 1.0, 1.0, -1.0]), 1000.0)
-    res = qpcore.solve(prob.qp, ActiveSetOCAS(**options), tol=1e-3, max_iter=300)
+    res, trace = _traced(prob.qp, ActiveSetOCAS(**options), tol=1e-3, max_iter=300)
     _check_certified(prob, res, 1e-3)
-    assert all(e["primal"] >= 0 for e in res.state.extra.trace)     # F ≥ 0: an estimate below is wrong
+    assert trace and all(e["primal"] >= 0 for e in trace)     # F ≥ 0: an estimate below is wrong
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -303,9 +317,8 @@ def test_no_long_step_along_a_rounding_direction(variant: str) -> None:
     X = np.array([[-0.7833613839769571], [1.3514348972028039], [-1.2428656831043927], [-0.6014007233178897]])
     prob = hinge_svm(X, np.array([-1.0, 1.0, -1.0, -1.0]), 1000.0, bias=0.0)
     for tol in (1e-2, 1e-6):
-        res = qpcore.solve(prob.qp, VARIANTS[variant](), tol=tol)
+        res, trace = _traced(prob.qp, VARIANTS[variant](), tol=tol)
         _check_certified(prob, res, tol)
-        trace = res.state.extra.trace
         assert all(e["primal"] >= e["dual"] - 1e-12 * abs(e["primal"]) for e in trace)
         assert trace[-1]["primal"] == pytest.approx(0.5 / 0.6014007233178897 ** 2, rel=tol)
 

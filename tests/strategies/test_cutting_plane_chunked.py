@@ -26,8 +26,15 @@ import qpcore
 from problems.risk import HingeProblem, hinge_svm
 from qpcore.chunked import ChunkedRows, ChunkedVector, ClusterError, RowSpace
 from qpcore.problem import QP
-from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS, line_search
+from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS, CutState, line_search
 from strategies.line_search import rows_line_search
+
+
+def _touched(qp: QP, strategy: Any, **kw: Any) -> tuple[qpcore.Result, list[int]]:
+    """A run and the examples each iteration's evaluation touched, kept by a callback."""
+    touched: list[int] = []
+    res = qpcore.solve(qp, strategy, callback=lambda p: touched.append(p.work(CutState).touched_eval), **kw)
+    return res, touched
 
 
 def chunked_line_search(space: RowSpace, r: Any, delta: Any, u: Any, wd: float, dd: float,
@@ -153,15 +160,14 @@ def test_active_set_iterations(dask_client: Any) -> None:
     verification run on the workers and give the in-process result."""
     X, y = _data(11, 6000, 5, noise=0.3)
     p_in, p_ch = _pair(X, y, (2500, 2000, 1500), client=dask_client)
-    r_in = qpcore.solve(p_in.qp, ActiveSetOCAS(refresh_every=5), tol=TOL)
-    r_ch = qpcore.solve(p_ch.qp, ActiveSetOCAS(refresh_every=5), tol=TOL)
+    r_in, touched_in = _touched(p_in.qp, ActiveSetOCAS(refresh_every=5), tol=TOL)
+    r_ch, touched = _touched(p_ch.qp, ActiveSetOCAS(refresh_every=5), tol=TOL)
     _same(p_in, r_in, r_ch)
-    touched = [t["touched_eval"] for t in r_ch.state.extra.trace]
     assert min(touched) < 0.5 * X.shape[0], touched          # iterations over the active rows only
     assert r_ch.stats["refreshes"] >= 1
     # the same sets as in process while the runs agree to rounding (a set is a threshold on margins,
     # so a last-bit difference may eventually move one example across and the paths part)
-    assert [t["touched_eval"] for t in r_in.state.extra.trace][:20] == touched[:20]
+    assert touched_in[:20] == touched[:20]
 
 
 @pytest.mark.parametrize("variant", [OCAS, ActiveSetOCAS])
@@ -179,14 +185,14 @@ def test_per_example_weights_and_offsets(dask_client: Any, variant: Any) -> None
     qp_ch = QP.trusted(p_ch.qp.Q, _chunked(dask_client, space, -rho), space.full(0.0),  # type: ignore[arg-type]
                        _chunked(dask_client, space, C), np.zeros((0, X.shape[0])), np.zeros(0))
     r_in = qpcore.solve(qp_in, variant(), tol=TOL)
-    r_ch = qpcore.solve(qp_ch, variant(), tol=TOL)
+    r_ch, touched = _touched(qp_ch, variant(), tol=TOL)
     assert r_ch.status is r_in.status is qpcore.Status.CONVERGED
     assert _close(r_ch.objective, r_in.objective)
     assert _close(r_ch.kkt.lower_bound, r_in.kkt.lower_bound)
     alpha = r_ch.x.to_numpy()
     assert np.all(alpha >= 0) and np.all(alpha <= C)
     if variant is ActiveSetOCAS:        # the active rows' own ρ and u were used
-        assert min(t["touched_eval"] for t in r_ch.state.extra.trace) < X.shape[0] / 2
+        assert min(touched) < X.shape[0] / 2
 
 
 def test_cut_management(dask_client: Any) -> None:
