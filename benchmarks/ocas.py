@@ -445,38 +445,40 @@ def choose_liblinear_input(row: Row, ctx: Runs, rows: int = 50_000) -> dict[str,
 # Ours
 # ---------------------------------------------------------------------------------------------
 
-def _extra(res: Any, name: str) -> Any:
-    ex = getattr(res.state, "extra", None)
-    if isinstance(ex, dict):
-        return ex.get(name)
-    return getattr(ex, name, None)
+def _trace_entry(p: Any) -> dict[str, Any]:
+    """One entry of our trace, read by the solve's callback after each step: seconds since
+    ``qpcore.solve`` started, F(w_b), the dual value D and the active cuts (the work state's values,
+    read without the snapshot's sync, which would add a pass over the data)."""
+    from strategies.cutting_plane import CutState
+
+    cs = p.work(CutState)
+    return {"iteration": p.iteration, "seconds": p.elapsed, "primal": cs.F_b, "dual": cs.dual, "cuts": cs.cuts.n}
 
 
 def run_ours(prob: Any, variant: str, threads: int, tol: float, time_limit: float) -> dict[str, Any]:
     """qpcore.solve(prob.qp, variant) at ``threads`` BLAS threads; the problem is built beforehand
-    (not timed). The trace's primal values (the strategy's F(w_b)) give the time to each gap; the
-    final point is judged by the problem afterwards (not timed)."""
+    (not timed). The trace's primal values (the strategy's F(w_b), recorded by a callback after each
+    step) give the time to each gap; the final point is judged by the problem afterwards (not timed)."""
     from qpcore import solve
+    from strategies.cutting_plane import CutState
 
     strategy = make_strategy(variant)
+    trace: list[dict[str, Any]] = []
     with thread_limit(threads):
         eff = blas_threads()
         with PeakMemory() as mem:
             t0 = time.perf_counter()
-            res = solve(prob.qp, strategy, tol=tol, time_limit=time_limit)
+            res = solve(prob.qp, strategy, tol=tol, time_limit=time_limit,
+                        callback=lambda p: trace.append(_trace_entry(p)))
             seconds = time.perf_counter() - t0
-    trace = list(_extra(res, "trace") or [])
-    # the strategy's clock starts in its init: shift it to the start of qpcore.solve
-    t_init = _extra(res, "t0")
-    shift = max(0.0, float(t_init) - t0) if isinstance(t_init, (int, float)) else 0.0
-    trace = [dict(p, seconds=float(p["seconds"]) + shift) for p in trace]
     stats = {k: v for k, v in dict(res.stats).items() if isinstance(v, (int, float, str, bool)) or v is None}
-    for k in ("eval_seconds", "search_seconds"):        # the strategy's own clocks (its CutState)
-        if k not in stats and isinstance(_extra(res, k), (int, float)):
-            stats[k] = float(_extra(res, k))
+    cs = res.state.work_or_none(CutState)
+    if cs is not None:                                  # the strategy's own clocks
+        stats.setdefault("eval_seconds", cs.eval_seconds)
+        stats.setdefault("search_seconds", cs.search_seconds)
     w = np.asarray(prob.weights(res), dtype=np.float64)
     return {"seconds": seconds, "trace": [{k: (float(v) if isinstance(v, (int, float, np.number)) else v)
-                                            for k, v in p.items()} for p in trace], "trace_shift": shift,
+                                            for k, v in p.items()} for p in trace],
             "w": w, "status": res.status.code, "iterations": int(res.iterations),
             "cuts_active": stats.get("cuts"), "cuts_added": stats.get("cuts_added"), "stats": stats,
             "peak_mb": mem.peak_mb, "blas_threads": eff, "threads": threads,
@@ -1241,9 +1243,9 @@ def render(store: dict[str, Any], page: Path) -> None:
     L.append("## Reading the tables\n")
     L.append(
         "- **to 1e-k s**: seconds until the relative primal gap (F − F*)/F* first reaches 1e-k: median over the runs "
-        "(min–max). Ours: from the strategy's trace (`res.state.extra.trace`: seconds since the solve started, "
-        "F(w_b)); svmocas: its per-iteration `tim` and `Q_P` (`-v 1`; solver time since the optimization started, "
-        "the file's loading excluded); LIBLINEAR: the fit time at the loosest eps of the ladder whose solution "
+        "(min–max). Ours: from a trace kept by a `qpcore.solve` callback (after each step: seconds since the "
+        "solve started, F(w_b) read from the strategy's `CutState`); svmocas: its per-iteration `tim` and `Q_P` "
+        "(`-v 1`; solver time since the optimization started, the file's loading excluded); LIBLINEAR: the fit time at the loosest eps of the ladder whose solution "
         "reaches the gap (judged by our problem), so each gap has its own fit. The problem building "
         "(`hinge_svm`) is not timed, like svmocas's loading.\n"
         "- **total s**: our `qpcore.solve` wall time to TolRel (its final certificate included); svmocas's "
