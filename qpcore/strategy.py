@@ -14,8 +14,8 @@ The contract, as :func:`qpcore.solve.solve` and :func:`qpcore.solve.iterate` use
   once it has verified optimality to ``tol`` (``init`` may set it already), ``state.stop`` to end
   with another status (stalled, unbounded, target ...). There is no ``converged`` method: a test
   with side effects (a refresh of the gradient, a verification pass) belongs in ``step``.
-- The hooks ``resume``, ``sync_gradient`` and ``finish`` are always called (their defaults do
-  nothing), and ``criterion`` / ``tol_abs`` say how the certificate judges convergence.
+- The hooks ``resume`` and ``finish`` are always called, ``sync_gradient`` whenever a progress
+  snapshot's state is read (their defaults do nothing), and ``criterion`` / ``tol_abs`` say how the certificate judges convergence.
 """
 
 from __future__ import annotations
@@ -176,8 +176,9 @@ class Strategy(abc.ABC):
         return None
 
     def sync_gradient(self, qp: QP, state: State) -> None:
-        """Bring ``state.g`` (and anything a progress snapshot reads) up to date; called before
-        each snapshot, for strategies that update the gradient lazily. The default does nothing.
+        """Bring ``state.g`` (and anything a progress snapshot reads) up to date; called once per
+        snapshot, when its state is first read (``Progress.state``, its objective or gap), for
+        strategies that update the gradient lazily. The default does nothing.
 
         Parameters
         ----------
