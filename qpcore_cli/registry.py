@@ -174,12 +174,13 @@ def entry_options(entry: Entry, args: argparse.Namespace) -> dict[str, Any]:
     Returns
     -------
     dict
-        Option name → value as given (converted by the entry).
+        Option name → value, converted to the option's type.
 
     Raises
     ------
     CLIError
-        When a flag of another strategy was given, one that ``entry`` does not take.
+        When a flag of another strategy was given, one that ``entry`` does not take, or a value
+        does not convert.
     """
     stray = _others_given(entry, args)
     if stray:
@@ -189,7 +190,10 @@ def entry_options(entry: Entry, args: argparse.Namespace) -> dict[str, Any]:
     for o in entry.options:
         value = vars(args).get(_dest(o))
         if value is not None:
-            out[o.name] = value
+            try:
+                out[o.name] = o.convert(value)
+            except ProblemError as exc:
+                raise CLIError(f"--strategy {entry.name}: {exc}") from None
     return out
 
 

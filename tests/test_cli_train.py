@@ -564,3 +564,18 @@ def test_train_json_stdout(capsys: pytest.CaptureFixture[str], multi: tuple[Path
     r = json.loads(out)
     assert r["command"] == "train" and r["loss"] == "squared_hinge" and r["bias"] == 1.0
     assert r["classes"] == ["2", "5", "7", "9"] and r["class_counts"] and sum(r["class_counts"]) == 300
+
+
+def test_strategy_options_from_the_registry(capsys: pytest.CaptureFixture[str], multi: tuple[Path, Path],
+                                            tmp_path: Path) -> None:
+    """train takes each strategy's registry options, records them typed, refuses another strategy's."""
+    trn, _ = multi
+    out = tmp_path / "r.json"
+    code, _, err = run(capsys, "train", trn, tmp_path / "m", "--strategy", "decomposition", "--q", "16", "--rule", "mvp",
+                       "--json", out, "-q")
+    assert code == 0, err
+    r = read_json(out)
+    assert (r["strategy"], r["q"], r["rule"], r["status"]) == ("decomposition", 16, "mvp", "converged")
+    for argv in (["--strategy", "ocas", "--rule", "mvp"], ["--strategy", "decomposition", "--q", "x"],
+                 ["--strategy", "smo", "--inner", "gpcg"]):
+        assert_one_line_error(*run(capsys, "train", trn, tmp_path / "m2", *argv, "-q"))
