@@ -9,11 +9,16 @@ identifies the face, then conjugate-gradient phases on that face, each followed 
 search along its step, repeated while the binding set equals the active set.
 
 The feasible set is the box ``lb ≤ x ≤ ub`` (any mix of finite and infinite bounds, fixed
-variables ``lb_i = ub_i`` included), optionally with **one** equality row ``aᵀx = b`` (the
-SVM-dual shape; zero coefficients ``a_i = 0`` are variables that move alone): projections then
-go through :func:`qpcore.projection.project_box_equality`, and CG runs on the face restricted to
-the null space of the free part of ``a``. Only ``matvec``, ``diag`` and small principal blocks of
-the operator are used, so it runs on ``DenseQ``, ``KernelQ`` and ``GramQ`` alike.
+variables ``lb_i = ub_i`` included), optionally with equality rows ``A x = b``: one row (the
+SVM-dual shape; zero coefficients ``a_i = 0`` are variables that move alone), projected by
+:func:`qpcore.projection.project_box_equality`; disjoint groups (ν-SVC's two rows), projected
+group by group (:func:`qpcore.projection.project_groups`), with one multiplier per group and
+the pair fallback within a group; or general rows, projected by the exact dual Newton method
+(:func:`qpcore.projection.project_rows`), measured like the certificate (best multipliers) and
+with the steepest feasible descent direction of a small LP as the fallback of a stuck cycle. CG
+runs on the face restricted to the null space of the rows there. Only ``matvec``, ``diag`` and
+small principal blocks of the operator are used, so it runs on ``DenseQ``, ``KernelQ`` and
+``GramQ`` alike.
 
 **Bounded steps.** One cycle can cost hundreds of products with Q, so one ``step`` is a bounded
 piece of it, and the cycle resumes in the next step:
@@ -58,7 +63,9 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.operators import DenseQ, principal_block
+from qpcore.capabilities import principal_block
+from qpcore.operators import DenseQ
+from qpcore.kkt import kkt
 from qpcore.optimality import maximal_violating_pair, measure, projected_gradient, scores_of
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State, Status, Work, bound_status
@@ -133,16 +140,36 @@ class GPCGWork(Work):
 
 
 def _measure(qp: QP, x: FloatArray, g: FloatArray) -> float:
-    """The stopping measure at (x, g): :func:`qpcore.optimality.measure`, what the certificate reports."""
+    """The stopping measure at (x, g), what the certificate reports: :func:`qpcore.optimality.measure`,
+    or for general rows the certificate's own (the projected reduced gradient with the best λ)."""
+    if qp.equality.kind == "general":
+        return kkt(qp, x, g).measure
     return measure(scores_of(qp, x, g))
+
+
+def _steepest_feasible(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray | None:
+    """argmin gᵀd subject to A d = 0, d ≥ 0 at lb, d ≤ 0 at ub, |d| ≤ 1 (a small LP, scipy's
+    HiGHS), put exactly on the null space of the rows; None when it does not descend."""
+    from scipy.optimize import linprog
+
+    movable = qp.lb < qp.ub
+    lo = np.where(movable & (x > qp.lb), -1.0, 0.0)
+    hi = np.where(movable & (x < qp.ub), 1.0, 0.0)
+    res = linprog(g, A_eq=qp.A, b_eq=np.zeros(qp.m), bounds=np.column_stack([lo, hi]), method="highs")
+    if res.status != 0 or res.x is None:
+        return None
+    d = np.clip(np.asarray(res.x, dtype=np.float64), lo, hi)
+    d = null_project_groups(qp, d, d != 0)
+    d = np.clip(d, lo, hi)
+    return d if float(g @ d) < 0.0 else None
 
 
 @attrs.frozen
 class GPCG(Strategy):
     """Gradient projection + conjugate gradients (Moré–Toraldo 1991), in bounded steps.
 
-    For box constraints (fixed variables included) and at most one equality row (zero
-    coefficients included). One ``step`` is one gradient-projection search or at most
+    For box constraints (fixed variables included), with or without equality rows (one row with
+    zero coefficients included, disjoint groups, general rows). One ``step`` is one gradient-projection search or at most
     ``cg_per_step`` CG iterations (see the module docstring). Counters in ``Result.stats``:
     ``gp_steps`` (projected-gradient searches), ``cg_steps`` (CG iterations), ``cg_searches``
     (projected searches along CG steps), ``boundary_moves`` (moves along a direction of zero or
@@ -209,21 +236,13 @@ class GPCG(Strategy):
     newton_settle: float = 0.01
     newton_eta2: float = 0.001
 
-    def accepts(self, qp: QP) -> str | None:
-        """None for box constraints, one equality row or disjoint groups (the projection separates
-        into one-row projections); for general rows a reason naming DenseActiveSet."""
-        if qp.equality.kind == "general":
-            return (f"A: GPCG projects onto box constraints, one equality row or disjoint groups, not onto "
-                    f"{qp.equality.describe()}; use DenseActiveSet")
-        return None
-
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the problem shape and start from the projection of x0 (or 0) onto the feasible set.
 
         Parameters
         ----------
         qp : QP
-            The problem (box constraints, one equality row or disjoint groups).
+            The problem (box constraints, with or without equality rows).
         x0 : ndarray, optional
             A start (``qpcore.solve`` hands over a feasible one); 0 when None.
         tol : float
@@ -451,6 +470,10 @@ class GPCG(Strategy):
         """g − Aᵀλ, λ making it orthogonal to each row (group) on the free set; g without rows."""
         if qp.m == 0:
             return g
+        if qp.equality.kind == "general":
+            lam = np.linalg.lstsq(qp.A[:, free].T, g[free], rcond=None)[0] if free.any() else np.zeros(qp.m)
+            res: FloatArray = g - qp.A.T @ lam
+            return res
         bins, a, m = _groups(qp)
         af = a * free
         nrm = _row_sums(bins, m, af * af)
@@ -496,9 +519,16 @@ class GPCG(Strategy):
             # them orthonormal
             coef = qp.equality.coef
             rows = qp.A * free
-            norms = np.sqrt((rows * rows).sum(axis=1))
-            touched = norms > 0
-            af = rows[touched] / norms[touched, None] if touched.any() else None
+            if qp.equality.kind == "general":
+                # an orthonormal basis of the rows on the free set (dependent ones dropped)
+                Qr, Rr = np.linalg.qr(rows.T)
+                d = np.abs(np.diag(Rr))
+                keep = d > 1e-12 * max(float(d.max(initial=0.0)), 1e-300)
+                af = Qr[:, keep].T if keep.any() else None
+            else:
+                norms = np.sqrt((rows * rows).sum(axis=1))
+                touched = norms > 0
+                af = rows[touched] / norms[touched, None] if touched.any() else None
             # face optimality in the units of the measure: with an equality row it is in g/a, so
             # a residual r_i = a_i(g_i/a_i − λ) is read divided by |a_i|
             unit = np.where(coef != 0, np.abs(coef), 1.0)
@@ -722,8 +752,14 @@ class GPCG(Strategy):
 
     def _pair_step(self, qp: QP, state: State) -> bool:
         """A search along the maximal violating pair ``e_i/a_i − e_j/a_j`` or along the most
-        violating single variable, whichever descends faster per unit step; True if x moved."""
+        violating single variable, whichever descends faster per unit step; True if x moved. General
+        rows have no pairs: the steepest feasible descent direction of the linearization instead."""
         x, g = state.x, state.g
+        if qp.equality.kind == "general":
+            d = _steepest_feasible(qp, x, g)
+            moved = d is not None and self._search_apply(qp, state, d)
+            state.counters["pair_steps"] += int(moved)
+            return moved
         s = scores_of(qp, x, g)
         d = np.zeros(qp.n)
         rate = 0.0

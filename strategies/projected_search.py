@@ -6,9 +6,10 @@ cycles and phases:
 
 - :func:`projected_search` along the projected path ``P[x + αd]`` onto the feasible set: exact
   over the breakpoints of a box (a piecewise quadratic, segment by segment, one product per
-  round), or, with equality rows (one row, or disjoint groups, whose projection separates into
-  one-row projections), the exact minimum of the ray up to its first breakpoint and safeguarded
-  backtracking beyond (:class:`SearchResult`);
+  round), or, with equality rows (one row; disjoint groups, whose projection separates into
+  one-row projections; general rows, projected by the exact dual Newton method of
+  :func:`qpcore.projection.project_rows`), the exact minimum of the ray up to its first
+  breakpoint and safeguarded backtracking beyond (:class:`SearchResult`);
 - ``_product``: Q v checking the run's deadline, in slices for a kernel operator;
 - ``_CGRun``: a conjugate-gradient run on one face, restricted to the null space of the rows
   there, resumable across steps;
@@ -27,9 +28,10 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from qpcore.blas import gemm, gemv
-from qpcore.operators import DenseQ, KernelQ, QOperator, cross_block, principal_block
-from qpcore.problem import QP, ProblemError
-from qpcore.projection import project_box_equality, project_groups
+from qpcore.capabilities import QOperator, cross_block, principal_block
+from qpcore.operators import DenseQ, KernelQ
+from qpcore.problem import QP
+from qpcore.projection import project_box_equality, project_groups, project_rows
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -252,10 +254,13 @@ def _snap(qp: QP, x: FloatArray, rel: float = 8.0 * np.finfo(np.float64).eps) ->
 
 
 def _eq_point(qp: QP, v: FloatArray) -> FloatArray:
-    """P_Ω[v], snapped: one row, or disjoint groups (one one-row projection per group)."""
+    """P_Ω[v], snapped: one row, disjoint groups (one one-row projection per group), or general
+    rows (the dual Newton projection, :func:`qpcore.projection.project_rows`)."""
     if qp.m == 1:
         return _snap(qp, project_box_equality(v, qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0])
     eq = qp.equality
+    if eq.kind == "general":
+        return _snap(qp, project_rows(v, qp.lb, qp.ub, qp.A, qp.b)[0])
     return _snap(qp, project_groups(v, qp.lb, qp.ub, eq.group, eq.coef, qp.b)[0])
 
 
@@ -273,9 +278,17 @@ def _row_sums(bins: NDArray[np.intp], m: int, w: FloatArray) -> FloatArray:
 
 
 def null_project_groups(qp: QP, d: FloatArray, free: BoolArray | None = None) -> FloatArray:
-    """d (zero off ``free``) with its component along each group's row on ``free`` removed: the
-    projection onto the null space of the rows there (the rows restricted to any set stay
-    orthogonal: their supports are disjoint). A new array."""
+    """d (zero off ``free``) projected onto the null space of the rows there. Disjoint groups: each
+    group's row removed in closed form (restricted to any set they stay orthogonal: their supports
+    are disjoint); general rows: by least squares. A new array."""
+    if qp.equality.kind == "general":
+        on = np.flatnonzero(free) if free is not None else np.arange(qp.n)
+        out = np.zeros(qp.n)
+        dS = d[on]
+        AS = qp.A[:, on]
+        res = AS @ dS
+        out[on] = dS - np.linalg.lstsq(AS, res, rcond=1e-12)[0] if res.any() else dS
+        return out
     bins, a, m = _groups(qp)
     w: FloatArray = np.where(free, d, 0.0) if free is not None else d.copy()
     af: FloatArray = np.where(free, a, 0.0) if free is not None else a
@@ -287,8 +300,8 @@ def null_project_groups(qp: QP, d: FloatArray, free: BoolArray | None = None) ->
 
 def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha: float, mu: float,
                      max_backtracks: int, deadline: float) -> SearchResult:
-    """Projected search along P_Ω[x + αd], Ω = {box, aᵀx = b} (or the box with disjoint groups, each
-    group's row met: "aᵀx = b" below stands for every row).
+    """Projected search along P_Ω[x + αd], Ω = {box, A x = b} (one row, disjoint groups or general
+    rows: "aᵀx = b" below stands for every row).
 
     When d keeps aᵀx fixed and x + αd stays in the box for small α (a CG step on the face, a
     pair direction), the path is the ray x + αd up to its first breakpoint: its minimum there is
@@ -297,11 +310,11 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
     cycle's gradient projection handles the rest). Other directions, and a ray blocked at once by
     a bound: safeguarded backtracking from α with the test q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x).
     """
-    bins, a, m = _groups(qp)
-    b = qp.b
+    A, b = qp.A, qp.b
+    absA = np.abs(A)
     best: SearchResult | None = None
-    ad = _row_sums(bins, m, a * d)
-    ray = bool(np.all(np.abs(ad) <= 1e-8 * _row_sums(bins, m, np.abs(a * d))))
+    ad = A @ d
+    ray = bool(np.all(np.abs(ad) <= 1e-8 * (absA @ np.abs(d))))
     try:
         if ray:
             if ad.any():
@@ -349,8 +362,7 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
                 continue
             xa = _eq_point(qp, v)
             # a trial point far outside the box loses aᵀx = b to cancellation (|v| ≫ |x|): reject it
-            if np.any(np.abs(_row_sums(bins, m, a * xa) - b)
-                      > 1e-10 * (_row_sums(bins, m, np.abs(a * xa)) + np.abs(b) + 1e-300)):
+            if np.any(np.abs(A @ xa - b) > 1e-10 * (absA @ np.abs(xa) + np.abs(b) + 1e-300)):
                 alpha *= 0.1
                 continue
             s = xa - x
@@ -380,8 +392,8 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
     Box constraints: the first local minimizer of the piecewise quadratic along the path (the
     path objective need not be unimodal), found exactly segment by segment (``segments``
     breakpoints per round, one product with Q and one principal block per round, at most
-    ``rounds`` rounds; each round's point is a decrease). With one equality row (or disjoint
-    groups, projected group by group): the ray up to
+    ``rounds`` rounds; each round's point is a decrease). With equality rows (one row, disjoint
+    groups projected group by group, general rows by the dual Newton projection): the ray up to
     the first breakpoint is minimized exactly when d keeps aᵀx fixed, and otherwise safeguarded
     backtracking from ``alpha`` with the Moré–Toraldo sufficient-decrease test
     ``q(x(α)) ≤ q(x) + μ gᵀ(x(α) − x)``.
@@ -389,7 +401,7 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
     Parameters
     ----------
     qp : QP
-        The problem: box constraints and at most one equality row, or disjoint groups.
+        The problem: box constraints, with or without equality rows (one, disjoint groups or general).
     x : ndarray
         A feasible point.
     g : ndarray
@@ -416,9 +428,6 @@ def projected_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
         The accepted point, its step, the decrease and Q(x_new − x); ``decrease == inf`` marks a
         path along which the quadratic is unbounded below.
     """
-    if qp.m > 1 and qp.equality.kind != "groups":
-        raise ProblemError("A: the projected search handles box constraints, one equality row or disjoint groups; "
-                           "for general rows use DenseActiveSet")
     if not d.any():
         return _no_move(x)
     if qp.m == 0:

@@ -7,7 +7,7 @@ rows, a row whose variables are all fixed, duplicated variables, fixed variables
 ill-conditioned and singular (PSD) Q, no strict complementarity, infeasible warm starts. Each run
 must end ``converged`` with the certificate (``qpcore.kkt``, computed from the problem alone) met
 to tol, and its objective must match the planted optimum and an interior-point solve by Clarabel
-(an independent solver, when installed).
+(an independent solver, when installed). Both DenseActiveSet and GPCG take either kind of rows.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import qpcore
 from qpcore.generators import planted_rows_qp
-from qpcore.operators import Operator, OperatorStats
+from qpcore.capabilities import Operator, OperatorStats
 from qpcore.reference import dense_reference
 from strategies.active_set import DenseActiveSet
 from strategies.gradient_projection import GPCG
@@ -126,12 +126,20 @@ def test_gpcg_disjoint_groups(case: tuple[qpcore.QP, FloatArray, Any]) -> None:
     _check(qp, xs, x0, GPCG())
 
 
-def test_gpcg_refuses_general_rows_naming_the_dense_active_set() -> None:
+@given(rows_problems(kind="general", max_n=24))
+def test_gpcg_general_rows(case: tuple[qpcore.QP, FloatArray, Any]) -> None:
+    # general rows: the projection is the exact dual Newton method (qpcore.projection.project_rows),
+    # CG runs on an orthonormal basis of the rows' null space on the face, the stuck-cycle fallback
+    # is the steepest feasible descent direction of a small LP
+    qp, xs, x0 = case
+    _check(qp, xs, x0, GPCG())
+
+
+def test_gpcg_issue_example() -> None:
     qp = _issue_example()
-    assert GPCG().accepts(qp) is not None
-    with pytest.raises(qpcore.ProblemError, match="general equality rows.*DenseActiveSet"):
-        qpcore.solve(qp, GPCG())
-    assert DenseActiveSet().accepts(qp) is None
+    res = qpcore.solve(qp, GPCG(), tol=1e-9)
+    assert res.status is qpcore.Status.CONVERGED and res.kkt.ok(1e-9)
+    assert res.objective == pytest.approx(dense_reference(qp)[1], abs=1e-8)
 
 
 def _issue_example() -> qpcore.QP:

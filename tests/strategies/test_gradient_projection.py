@@ -232,21 +232,23 @@ def test_psd_singular_bounded_converges() -> None:
     assert res.stats["boundary_moves"] + res.stats["gp_steps"] >= 1
 
 
-def test_general_rows_rejected_naming_the_dense_active_set() -> None:
+def test_two_identical_general_rows() -> None:
+    # dependent rows: the projection and the face's basis drop the copy
     qp = qpcore.QP(np.eye(3), np.zeros(3), 0.0, 1.0, np.ones((2, 3)), np.ones(2))
-    with pytest.raises(qpcore.ProblemError, match="disjoint groups.*DenseActiveSet"):
-        qpcore.solve(qp, GPCG())
-    with pytest.raises(qpcore.ProblemError, match="DenseActiveSet"):
-        projected_search(qp, np.full(3, 1 / 3), np.zeros(3), -np.ones(3))
+    res = qpcore.solve(qp, GPCG(), tol=1e-10)
+    assert res.status is qpcore.Status.CONVERGED
+    np.testing.assert_allclose(res.x, [1 / 3, 1 / 3, 1 / 3], atol=1e-10)
 
 
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(4, 16), m=st.integers(2, 3))
-def test_group_search_keeps_every_row_and_descends(seed: int, n: int, m: int) -> None:
-    # disjoint groups: the search projects group by group; every trial point meets every row
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(4, 16), m=st.integers(2, 3),
+       kind=st.sampled_from(["groups", "general"]))
+def test_rows_search_keeps_every_row_and_descends(seed: int, n: int, m: int, kind: str) -> None:
+    # several rows: the search projects group by group, or by the dual Newton method for general
+    # rows; every accepted point meets every row
     from qpcore.generators import planted_rows_qp
     from qpcore.projection import project
 
-    qp, _ = planted_rows_qp(max(n, m + 2), m, seed=seed, kind="groups", infinite=0.0)
+    qp, _ = planted_rows_qp(max(n, m + 2), m, seed=seed, kind=kind, infinite=0.0)  # type: ignore[arg-type]
     rng = np.random.default_rng(seed)
     x = project(qp, rng.normal(size=qp.n))
     g = qp.gradient(x)
