@@ -241,7 +241,7 @@ REGISTRY: dict[str, Entry] = {e.name: e for e in (
     Entry("incas", "Scheinberg's active set, one variable at a time over a bordered Cholesky factor (finite box, "
                    "≤ 1 equality row); at its best at tight tolerances and large C", "kernel",
           (_SHRINKING,), lambda shrinking: INCAS(shrinking=shrinking)),
-    Entry("gpcg", "Moré–Toraldo gradient projection + conjugate gradients (box, ≤ 1 equality row)", "kernel",
+    Entry("gpcg", "Moré–Toraldo gradient projection + conjugate gradients (box, any equality rows)", "kernel",
           (Option("face_solver", str, "auto", "solver on the free face", ("auto", "cg", "cholesky")),),
           lambda face_solver: GPCG(face_solver=face_solver)),
     Entry("active-set", "dense primal active-set method (box, any equality rows; n ≤ max_n, Q held dense)", "kernel",
