@@ -109,8 +109,19 @@ class RowsFactor:
         return out
 
     def add(self, j: int) -> FloatArray | None:
-        """Append variable j in O(|F|²); or, when it makes M singular, leave F unchanged and return
-        the null direction v over ``members`` followed by j (v[-1] = 1; Q v ≈ 0, A v ≈ 0)."""
+        """Append variable j in O(|F|²) (one triangular solve, and the new row of U).
+
+        Parameters
+        ----------
+        j : int
+            A variable not in F.
+
+        Returns
+        -------
+        ndarray or None
+            None once added; when j makes M singular, F is left unchanged and the null direction
+            v over ``members`` followed by j is returned (v[-1] = 1; Q v ≈ 0 and A v ≈ 0 there).
+        """
         k = self._k
         F = self._idx[:k]
         Aj = self.A[:, j]
@@ -138,7 +149,14 @@ class RowsFactor:
         return None
 
     def remove(self, j: int) -> None:
-        """Delete variable j from F in O(|F|²) (Givens rotations of the trailing block)."""
+        """Delete variable j from F in O(|F|²) (Givens rotations of the trailing block; U again
+        by m triangular solves).
+
+        Parameters
+        ----------
+        j : int
+            A member of F.
+        """
         k = self._k
         p = int(np.flatnonzero(self._idx[:k] == j)[0])
         if p < k - 1:
@@ -158,8 +176,22 @@ class RowsFactor:
             self._U[:self._k] = self._tri(np.ascontiguousarray(self.A[:, self._idx[:self._k]].T), True)
 
     def solve(self, r: FloatArray) -> tuple[FloatArray, FloatArray, int]:
-        """Minimize ½pᵀQ_FF p − rᵀp subject to A_F p = 0: (p, μ, rank of A_F), with
-        Q_FF p + A_Fᵀμ = r (μ of minimum norm when A_F lacks full row rank)."""
+        """Minimize ½pᵀQ_FF p − rᵀp subject to A_F p = 0, in O(|F|² + |F|m²).
+
+        Parameters
+        ----------
+        r : ndarray
+            The right-hand side over F, in factor order.
+
+        Returns
+        -------
+        p : ndarray
+            The minimizer (over F, factor order).
+        mu : ndarray
+            Multipliers with Q_FF p + A_Fᵀμ = r (of minimum norm when A_F lacks full row rank).
+        rank : int
+            The numerical rank of A_F (m: the multipliers are unique).
+        """
         k = self._k
         if k == 0:
             return np.zeros(0), np.zeros(self.m), 0

@@ -71,7 +71,7 @@ from qpcore.problem import QP, ProblemError
 from qpcore.state import State, Status, Work, bound_status
 from qpcore.strategy import Strategy
 from strategies.projected_search import (SearchResult, _CGRun, _Deadline, _eq_point, _FaceFactor, _groups,
-                                         _hit_times, _product, _row_sums, _snap, null_project_groups,
+                                         _hit_times, _null_project, _product, _row_sums, _snap,
                                          projected_search)
 
 FloatArray = NDArray[np.float64]
@@ -159,7 +159,7 @@ def _steepest_feasible(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray | Non
     if res.status != 0 or res.x is None:
         return None
     d = np.clip(np.asarray(res.x, dtype=np.float64), lo, hi)
-    d = null_project_groups(qp, d, d != 0)
+    d = _null_project(qp, d, d != 0)
     d = np.clip(d, lo, hi)
     return d if float(g @ d) < 0.0 else None
 
@@ -706,7 +706,7 @@ class GPCG(Strategy):
             # on the null space of the rows on F exactly, not to rounding
             full = np.zeros(x.size)
             full[F] = sol
-            sol = null_project_groups(qp, full)[F]
+            sol = _null_project(qp, full)[F]
         else:
             sol = np.linalg.lstsq(B, rhs, rcond=None)[0]
         state.counters["face_solves"] += 1

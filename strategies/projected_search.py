@@ -277,7 +277,7 @@ def _row_sums(bins: NDArray[np.intp], m: int, w: FloatArray) -> FloatArray:
     return np.asarray(out, dtype=np.float64)
 
 
-def null_project_groups(qp: QP, d: FloatArray, free: BoolArray | None = None) -> FloatArray:
+def _null_project(qp: QP, d: FloatArray, free: BoolArray | None = None) -> FloatArray:
     """d (zero off ``free``) projected onto the null space of the rows there. Disjoint groups: each
     group's row removed in closed form (restricted to any set they stay orthogonal: their supports
     are disjoint); general rows: by least squares. A new array."""
@@ -319,7 +319,7 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
         if ray:
             if ad.any():
                 # a face step off the null space by rounding only: put it back there exactly, on its support
-                d = null_project_groups(qp, d, d != 0)
+                d = _null_project(qp, d, d != 0)
             t = _hit_times(qp, x, d)
             t0 = float(t.min(initial=np.inf))
             # a ray that a bound blocks at once (a coordinate at its bound pointing out, e.g. −g
