@@ -1,4 +1,8 @@
-"""A dense primal active-set method for small QPs: box bounds and at most one equality row.
+"""A dense primal active-set method for small QPs: box bounds and any equality rows.
+
+With m ≥ 2 rows (general, or disjoint groups) the work goes to the engine of
+:mod:`strategies.active_set_rows`, whose face solves go through a factor updated one variable at
+a time; what follows describes the path for at most one row.
 
 The direct method among the strategies: each step solves the equality-constrained QP on the
 free variables exactly (one dense KKT system, least squares when Q_FF is singular), then walks
@@ -96,7 +100,7 @@ def _face_negative_direction(Q: FloatArray, a: FloatArray | None, F: IndexArray)
 
 @attrs.frozen
 class DenseActiveSet(Strategy):
-    """Primal active-set method on a dense Q (box bounds, at most one equality row).
+    """Primal active-set method on a dense Q (box bounds, any equality rows).
 
     Parameters
     ----------
@@ -111,17 +115,17 @@ class DenseActiveSet(Strategy):
         general rows); else a reason naming the strategy that takes larger problems."""
         if qp.n > self.max_n:
             return (f"Q: n = {qp.n} exceeds max_n = {self.max_n} of the dense active-set method (Q is formed "
-                    "densely); raise max_n, or use GPCG (box, one row or disjoint groups) or Decomposition")
+                    "densely); raise max_n, or use GPCG (matrix-free) or Decomposition")
         return None
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Form Q densely, check it once for negative curvature, and start from x0 made feasible
-        (or from the projection of 0).
+        (or from the projection of 0; with several rows from a basic feasible point).
 
         Parameters
         ----------
         qp : QP
-            Box bounds and at most one equality row, n ≤ ``max_n``.
+            Box bounds and any equality rows, n ≤ ``max_n``.
         x0 : ndarray, optional
             A start (``qpcore.solve`` hands over a feasible one).
         tol : float
@@ -134,7 +138,7 @@ class DenseActiveSet(Strategy):
         Raises
         ------
         ProblemError
-            For several equality rows, or n > max_n.
+            For n > max_n.
         """
         self.check(qp)
         Q = np.array(principal_block(qp.Q, np.arange(qp.n)), dtype=np.float64)
