@@ -34,7 +34,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.operators import DenseQ, cross_block, principal_block, row_budget
+from qpcore.capabilities import cross_block, principal_block, row_budget
+from qpcore.operators import DenseQ
 from qpcore.problem import QP, ProblemError
 from qpcore.optimality import Scores, maximal_violating_pair, measure, scores, scores_of
 from qpcore.projection import feasible_start
@@ -164,6 +165,46 @@ def _row_sum(W: NDArray[Any], slots: IndexArray, w: FloatArray) -> FloatArray:
     return delta
 
 
+def _whole_groups(B: IndexArray, group: IndexArray) -> IndexArray:
+    """B without the members of groups it holds only one of (its row would pin that variable).
+
+    B itself when nothing else would be left (the round then moves nothing and counts as a stall).
+    """
+    gB = group[B]
+    inside = gB >= 0
+    counts = np.bincount(gB[inside])
+    lone = np.zeros(B.size, dtype=bool)
+    lone[inside] = counts[gB[inside]] < 2
+    if not lone.any() or lone.all():
+        return B
+    out: IndexArray = B[~lone]
+    return out
+
+
+def _subproblem_rows(qp: QP, B: IndexArray, xB: FloatArray
+                     ) -> tuple[FloatArray | None, FloatArray | None, FloatArray | None]:
+    """The subproblem's equality over B: the rows of the groups B touches, and each member's coefficient.
+
+    Returns ``(A_B, b_B, a_B)``: A_B has one row per group present in B (None when B holds only
+    variables in no row, or there is no equality); the right-hand side is ``A_B x_B`` as it
+    stands, so the rows hold exactly; ``a_B`` is the coefficient of each member (None without
+    an equality), for the subproblem's scores.
+    """
+    if not qp.m:
+        return None, None, None
+    eq = qp.equality
+    aB = eq.coef[B]
+    gB = eq.group[B]
+    inside = np.flatnonzero(gB >= 0)
+    rows = np.unique(gB[inside])
+    if rows.size == 0:
+        return None, None, aB
+    A = np.zeros((rows.size, B.size))
+    A[np.searchsorted(rows, gB[inside]), inside] = aB[inside]
+    b = np.array([float(A[r] @ xB) for r in range(rows.size)])
+    return A, b, aB
+
+
 def _work(state: State) -> DecompositionWork:
     return state.work(DecompositionWork)
 
@@ -180,36 +221,64 @@ def _top_k(scores: FloatArray, mask: BoolArray, k: int, exclude: BoolArray) -> I
     return cand[np.argsort(-s, kind="stable")]
 
 
+def group_ends(v: FloatArray, up: BoolArray, low: BoolArray, group: IndexArray) -> tuple[FloatArray, FloatArray]:
+    """Per variable, ``max v`` over ``up`` and ``min v`` over ``low`` within its own group.
+
+    −inf / +inf where the group has no such variable, and for variables in no group (−1).
+    """
+    k_n = int(group.max(initial=-1)) + 1
+    hi, lo = np.full(k_n + 1, -np.inf), np.full(k_n + 1, np.inf)   # the last entry stands for −1
+    for k in range(k_n):
+        inside = group == k
+        hi[k] = np.max(v, where=up & inside, initial=-np.inf)
+        lo[k] = np.min(v, where=low & inside, initial=np.inf)
+    return hi[group], lo[group]
+
+
 def violators(s: Scores, k: int, exclude: BoolArray) -> IndexArray:
     """Up to k variables by SVMlight's rule: k/2 largest v among ``up``, k/2 smallest among ``low``.
 
     Variables outside the equality (single ones; all of them without an equality) compete by
     their violation ``|P(g)_i|``: the violating ones, most violating first, take up to half the
     set (all of it without an equality). A side that runs short is refilled from the other.
+    With several disjoint groups, v is compared within a group only: an ``up`` variable ranks by
+    ``v_i − min_{low ∩ k} v`` and a ``low`` one by ``max_{up ∩ k} v − v_j`` (k its group), how
+    far each violates against its own group's best partner, so the group with the largest gap
+    brings both ends of its maximal violating pair.
     """
     n_single = 0
     picked: list[IndexArray] = []
     ex = exclude.copy()
+    pu, pl = s.pair_masks()
+    if s.group is None:
+        key_up, key_low = s.v, -s.v
+    else:
+        m_up, m_low = group_ends(s.v, pu, pl, s.group)
+        key_up, key_low = s.v - m_low, m_up - s.v
     if s.single is not None:
         su, sl = s.single_masks()
         viol = np.maximum(np.where(su, s.v, 0.0), np.where(sl, -s.v, 0.0))
-        singles = _top_k(viol, viol > 0, k if not s.paired else k // 2, ex)
+        cap = k if not s.paired else k // 2
+        if s.paired and not float(viol.max(initial=0.0)) > float(np.max(key_up, where=pu, initial=-np.inf)):
+            # a pair violates more than any single (its gap is the largest up key): keep two
+            # places, so that both its ends get in (whichever of them a reused set holds already)
+            cap = min(cap, max(0, k - 2))
+        singles = _top_k(viol, viol > 0, cap, ex)
         ex[singles] = True
         picked.append(singles)
         n_single = singles.size
     if s.paired:
-        pu, pl = s.pair_masks()
         rest = k - n_single
-        hi = _top_k(s.v, pu, rest // 2 + rest % 2, ex)
+        hi = _top_k(key_up, pu, rest // 2 + rest % 2, ex)
         ex[hi] = True
-        lo = _top_k(-s.v, pl, rest // 2, ex)
+        lo = _top_k(key_low, pl, rest // 2, ex)
         ex[lo] = True
         picked += [hi, lo]
         short = rest - hi.size - lo.size
         if short > 0:   # one side ran short: take more from the other
-            more = _top_k(s.v, pu, short, ex)
+            more = _top_k(key_up, pu, short, ex)
             ex[more] = True
-            more2 = _top_k(-s.v, pl, short - more.size, ex)
+            more2 = _top_k(key_low, pl, short - more.size, ex)
             picked += [more, more2]
     return np.concatenate(picked).astype(np.intp) if picked else np.zeros(0, dtype=np.intp)
 
@@ -389,8 +458,13 @@ class Decomposition(Strategy):
     """Decomposition over working sets chosen by a rule, subproblems solved by any strategy.
 
     Each step: B = rule.select(...); the subproblem over B with the rest fixed (Q_BB from one
-    block of rows, c_B = g_B − Q_BB x_B, the equality's right-hand side a_Bᵀx_B) is solved by
-    ``inner`` to a local tolerance tied to the global gap; then ``g += Q[B, :]ᵀ Δx_B``.
+    block of rows, c_B = g_B − Q_BB x_B, the rows of the equality groups B touches with
+    right-hand sides A_B x_B as they stand) is solved by ``inner`` to a local tolerance tied to
+    the global gap; then ``g += Q[B, :]ᵀ Δx_B``. Equality groups (disjoint rows, any nonzero
+    coefficients; ν-SVC has two) are handled group by group: the rules rank each variable
+    against its own group, a group with a single member in B is dropped from B (its row would
+    pin it), and shrinking tests each variable against its group's extremes. General rows (a
+    variable in several) are refused: DenseActiveSet takes them.
 
     Rows of the previous working set are kept and reused for the part of B that stays
     (ThunderSVM); only the new part is fetched, as one block.
@@ -445,13 +519,26 @@ class Decomposition(Strategy):
     def __attrs_post_init__(self) -> None:
         check_rule(self.rule, ("set", "pair"), "Decomposition")
 
+    def accepts(self, qp: QP) -> str | None:
+        """None for decomposition's shape, else the reason and the strategy that takes the problem.
+
+        Its shape: finite bounds, and no equality or disjoint equality groups (each variable in at
+        most one row, any nonzero coefficients; variables in no row move alone). General rows
+        are refused: a working set would need at least m + 1 free variables whose reduced
+        gradient (with multipliers of all m rows) drives the choice, and the working-set rules
+        score pairs within a group instead.
+        """
+        if not (np.isfinite(qp.lb).all() and np.isfinite(qp.ub).all()):
+            return "lb/ub: decomposition needs finite bounds; GPCG or DenseActiveSet take infinite ones"
+        eq = qp.equality
+        if eq.kind == "general":
+            return (f"A: decomposition picks working sets within disjoint equality groups, but this problem has "
+                    f"{eq.describe()}; use DenseActiveSet")
+        return None
+
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the problem shape; start at x0 (or 0, which is feasible for the SVM dual)."""
         self.check(qp)
-        if qp.m > 1:
-            raise ProblemError(f"A: decomposition handles at most one equality row, got {qp.m}")
-        if not (np.isfinite(qp.lb).all() and np.isfinite(qp.ub).all()):
-            raise ProblemError("lb/ub: decomposition needs finite bounds")
         # from 0 (feasible for the SVM dual) or x0, made feasible by the one shared projection
         start = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=np.float64)
         x = feasible_start(qp, start)[0]
@@ -512,7 +599,12 @@ class Decomposition(Strategy):
             pu, pl = up & ~single, low & ~single
             if not pu.any() or not pl.any():
                 return
-            m_up, m_low = float(v[pu].max()), float(v[pl].min())
+            m_up: float | FloatArray
+            m_low: float | FloatArray
+            if s.group is None:
+                m_up, m_low = float(v[pu].max()), float(v[pl].min())
+            else:   # LIBSVM's Solver_NU: each variable against its own group's extremes
+                m_up, m_low = group_ends(v, pu, pl, s.group)
             # an up-only variable is useful only as the pair's upper end (needs v > m_low), and
             # the other way round; a variable that can move neither way is never useful
             out |= ~single & ((pu & ~pl & (v < m_low)) | (pl & ~pu & (v > m_up)) | (~pu & ~pl))
@@ -641,6 +733,9 @@ class Decomposition(Strategy):
             state.done = True
             return
         B = np.unique(view.to_global(sel))     # the rule saw only the unshrunk variables
+        eq = qp.equality
+        if qp.m:
+            B = _whole_groups(B, eq.group)
         x, g = state.x, state.g
         slots = self._fetch(qp, work, B, state.counters)
         W = work.W
@@ -653,17 +748,13 @@ class Decomposition(Strategy):
         xB = x[B].copy()
         gB = g[B]
         cB = gB - QBB @ xB
-        A = b = None
-        if qp.m:
-            aB = qp.A[0, B]
-            # keep aᵀx = b exactly as it stands: the subproblem's right-hand side is aᵀ_B x_B now
-            A, b = aB[None, :], np.array([float(aB @ xB)])
+        A, b, aB = _subproblem_rows(qp, B, xB)
         sub = QP(DenseQ.trusted(QBB), cB, qp.lb[B], qp.ub[B], A, b)
         # the subproblem's tolerance from its own gap: with the maximal violating pair inside B
         # that is the global gap; a set that violates by less than tol (a pair rule's choice) is
         # still solved to half its own gap, so it moves
-        aB = qp.A[0, B] if qp.m else None
-        gap_B = measure(scores(xB, gB, qp.lb[B], qp.ub[B], aB))
+        gB_ids = eq.group[B] if eq.group_ids is not None else None
+        gap_B = measure(scores(xB, gB, qp.lb[B], qp.ub[B], aB, group=gB_ids))
         inner_tol = max(self.inner_fraction * gap_B, min(0.5 * work.tol, 0.5 * gap_B), 1e-300)
         # the inner run shares the outer deadline, so a time limit holds inside long subproblems
         if state.out_of_time():

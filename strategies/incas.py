@@ -63,7 +63,8 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from qpcore.factor import BorderedCholesky, Dependence
-from qpcore.operators import KernelQ, cross_block
+from qpcore.capabilities import cross_block
+from qpcore.operators import KernelQ
 from qpcore.optimality import maximal_violating_pair, measure, pair_gap, projected_gradient, scores, single_violation
 from qpcore.problem import QP, ProblemError
 from qpcore.projection import bound_start, bound_steps
@@ -199,7 +200,13 @@ class INCAS(Strategy):
         if not (np.isfinite(qp.lb).all() and np.isfinite(qp.ub).all()):
             raise ProblemError("lb/ub: INCAS needs finite bounds on every variable (the SVM box)")
         if qp.m > 1:
-            raise ProblemError(f"A: INCAS handles at most one equality row, got {qp.m}; use decomposition")
+            # its bordered factor carries one row: the method adds and drops one variable at a time
+            # against a single multiplier
+            eq = qp.equality
+            other = ("SMO or Decomposition" if eq.kind == "groups" and eq.unit and not eq.singles.size
+                     else "Decomposition" if eq.kind == "groups" else "DenseActiveSet")
+            raise ProblemError(f"A: INCAS handles at most one equality row; this problem has {eq.describe()}; "
+                               f"use {other}")
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the shape, start from x0 (or SMO's start), enter its interior variables into S.

@@ -1,9 +1,12 @@
 """Sequential minimal optimization (Platt 1998) with modern working-set rules and shrinking.
 
-SMO works on the SVM-shaped QP: finite bounds lb ≤ x ≤ ub and either one equality row with
-entries ±1 (yᵀx = b, the C-SVC dual) or none (the fixed-threshold SVM of Platt §2.6, updated one
-variable at a time, Platt eq. 23). Each step moves two variables along d = y_i e_i − y_j e_j,
-which keeps yᵀx fixed, by the analytic minimizer clipped to [L, H]; when the curvature
+SMO works on the SVM-shaped QP: finite bounds lb ≤ x ≤ ub and either disjoint equality groups
+with entries ±1 (each variable in exactly one row: yᵀx = b, the C-SVC dual, is one group; ν-SVC
+and ν-SVR have two, LIBSVM's Solver_NU) or no equality (the fixed-threshold SVM of Platt §2.6,
+updated one variable at a time, Platt eq. 23). Each step moves two variables of one group along
+d = y_i e_i − y_j e_j, which keeps every row fixed, by the analytic minimizer clipped to [L, H];
+the rules pick the pair within a group and stop when every group's gap is within tol, and
+shrinking judges each variable against its own group. When the curvature
 eta = Q_ii + Q_jj − 2 y_i y_j Q_ij is not positive the objective is compared at both ends
 (Platt eq. 19).
 
@@ -54,6 +57,10 @@ class SMOWork(Work):
     fallback: bool = False
     tol: float = 1e-3
     x_fresh: FloatArray = attrs.Factory(lambda: np.zeros(0))  # point where g was last computed exactly
+    # each variable's equality group when there are several (ν-SVC: two); None for one group or
+    # none, which keeps the one-group path free of per-group work
+    group: IndexArray | None = None
+    n_groups: int = 1
     row_eps: float = 0.0      # relative rounding of a stored row entry
     qmax: float = 0.0         # bound on |Q_ij| (max diagonal for a PSD Q)
     buf: FloatArray = attrs.Factory(lambda: np.zeros(0))
@@ -81,7 +88,8 @@ class SMOWork(Work):
 class MaximalViolatingPair:
     """First-order rule (Keerthi et al. 2001): i = argmax_{up} v, j = argmin_{low} v, v = −g/a.
 
-    With no equality row: the variable of largest projected-gradient magnitude.
+    With several equality groups: that pair in the group with the largest gap. With no equality
+    row: the variable of largest projected-gradient magnitude.
     """
 
     kind: ClassVar[Literal["pair"]] = "pair"
@@ -102,7 +110,9 @@ class SecondOrderRule:
     """LIBSVM's rule (Fan, Chen, Lin 2005): i as in MVP, j maximizing the second-order decrease b²/a.
 
     ``a = Q_ii + Q_tt − 2 y_i y_t Q_it`` is replaced by ``tau`` where it is not positive (non-PSD
-    kernels). With no equality row: the variable whose exact clipped Newton step decreases most.
+    kernels). With several equality groups, per group as LIBSVM's Solver_NU: each group's i, and
+    j scored against its own group's i. With no equality row: the variable whose exact clipped
+    Newton step decreases most.
     """
 
     kind: ClassVar[Literal["pair"]] = "pair"
@@ -119,6 +129,8 @@ class SecondOrderRule:
         if y is None:
             return _single_select(view, tol, second_order=True, tau=self.tau)
         s = view.scores()
+        if s.group is not None:
+            return self._select_groups(view, s, y, tol)
         vu = np.where(s.up, s.v, -np.inf)
         i = int(vu.argmax())
         gmax = float(vu[i])
@@ -141,6 +153,61 @@ class SecondOrderRule:
         if self.prefetch > 1 and not view.cached(j):
             view.prefetch(_top(score, j, self.prefetch))
         return np.array([i, j], dtype=np.intp)
+
+    def _select_groups(self, view: RuleView, s: Scores, y: FloatArray, tol: float) -> IndexArray | None:
+        """Several disjoint groups (LIBSVM's Solver_NU, for any number of groups).
+
+        i_k = argmax of v over up ∩ group k for every group k; j maximizes b²/a over low, with
+        b = gmax_{k(j)} − v_j and a from row i_{k(j)}, so a pair never leaves its group; the rows
+        of every group's i are fetched (LIBSVM fetches both). None when every group's gap is
+        ≤ tol. A variable in no group (a decomposition subproblem's) that violates by more than
+        every group's gap is returned alone.
+        """
+        grp = s.group
+        assert grp is not None
+        v = s.v
+        vu = np.where(s.up, v, -np.inf)
+        vl = np.where(s.low, v, np.inf)
+        k_n = int(grp.max(initial=-1)) + 1
+        # index −1 (a variable in no group) reads the appended last entry: −inf / no row
+        gmax = np.full(k_n + 1, -np.inf)
+        i_of = np.full(k_n + 1, -1, dtype=np.intp)
+        best = -np.inf
+        for k in range(k_n):
+            inside = grp == k
+            vk = np.where(inside, vu, -np.inf)
+            i = int(vk.argmax())
+            gmin = float(np.min(vl, where=inside, initial=np.inf))
+            if np.isfinite(vk[i]) and np.isfinite(gmin):
+                gmax[k], i_of[k] = vk[i], i
+                best = max(best, float(vk[i]) - gmin)
+        single = grp < 0
+        if single.any():
+            pg = np.maximum(np.where(s.up & single, v, 0.0), np.where(s.low & single, -v, 0.0))
+            t = int(pg.argmax())
+            if pg[t] > tol and pg[t] > best:
+                return np.array([t], dtype=np.intp)
+        if not best > tol:
+            return None
+        QD = view.diag
+        qi = np.zeros(v.size)                  # Q_{i_k(t), t}: row i of t's own group
+        for k in range(k_n):
+            if i_of[k] >= 0:
+                inside = grp == k
+                qi[inside] = view.row(int(i_of[k]))[inside]
+        ii = i_of[grp]
+        a = np.multiply(y, qi)
+        a *= -2.0 * y[ii]
+        a += QD
+        a += QD[ii]                            # a_t = Q_ii + Q_tt − 2 y_i y_t Q_it, i = i_{k(t)}
+        np.maximum(a, self.tau, out=a)
+        score = np.subtract(gmax[grp], vl)     # b_t = gmax_{k(t)} − v_t; −inf outside low
+        np.maximum(score, 0.0, out=score)
+        score *= score
+        score /= a
+        score[single | (ii < 0)] = 0.0
+        j = int(score.argmax())
+        return np.array([int(ii[j]), j], dtype=np.intp)
 
 
 def _top(values: FloatArray, first: int, k: int) -> IndexArray:
@@ -174,7 +241,8 @@ class PlattHeuristic:
     by more than tol/2 against the threshold b (so that no violation means a gap ≤ tol). Second
     choice for an examined i2: the non-bound i1 maximizing |E1 − E2|; failing positive progress,
     the non-bound ones from a random start; then all from a random start. The candidate steps of
-    each tier are computed at once from row i2. The threshold b follows Platt eqs. 20–21.
+    each tier are computed at once from row i2. The threshold b follows Platt eqs. 20–21. With
+    several equality groups, each group keeps its own threshold and i1 comes from i2's group.
 
     Parameters
     ----------
@@ -188,18 +256,27 @@ class PlattHeuristic:
     def select(self, view: RuleView, tol: float) -> IndexArray | None:
         """Next (i1, i2) with positive progress, or None after a clean pass over all examples."""
         rs = view.memo
+        grp = view.group
         if "examine_all" not in rs:
-            rs.update(examine_all=True, pos=0, changed=0, b=0.0, pending=None)
+            # one threshold per equality group (the last entry stands for variables in none)
+            rs.update(examine_all=True, pos=0, changed=0, pending=None,
+                      b=0.0 if grp is None else np.zeros(view.qp.m + 1))
         x, G, lb, ub = view.x, view.g, view.lb, view.ub
         y = view.a
         if rs["pending"] is not None:
             # the pair returned last time has been stepped on: Platt eqs. 20–21 from its ends
-            rs["b"] = self._threshold(view, rs["pending"]) if y is not None else 0.0
+            if grp is not None:
+                rs["b"][grp[rs["pending"][1]]] = self._threshold(view, rs["pending"])
+            else:
+                rs["b"] = self._threshold(view, rs["pending"]) if y is not None else 0.0
             rs["pending"] = None
-        b = float(rs["b"])
         n = x.size
         free = (x > lb) & (x < ub)
-        r = G - y * b if y is not None else G
+        if grp is not None:
+            assert y is not None
+            r = G - y * rs["b"][grp]
+        else:
+            r = G - y * float(rs["b"]) if y is not None else G
         viol = ((r < -0.5 * tol) & (x < ub)) | ((r > 0.5 * tol) & (x > lb))
         while True:
             cand = viol if rs["examine_all"] else viol & free
@@ -231,7 +308,9 @@ class PlattHeuristic:
         assert y is not None
         row = view.row(i2)
         e = y * G                       # E_t + b: differences of e are differences of errors
-        nb = np.flatnonzero(free)
+        grp = view.group
+        same = None if grp is None else grp == grp[i2]   # the partner comes from i2's own group
+        nb = np.flatnonzero(free if same is None else free & same)
         nb = nb[nb != i2]
         tiers: list[IndexArray] = []
         rng = view.rng
@@ -240,7 +319,7 @@ class PlattHeuristic:
             tiers.append(np.array([k], dtype=np.intp))
             s = int(rng.integers(nb.size))
             tiers.append(np.roll(nb, -s))
-        alln = np.arange(x.size, dtype=np.intp)
+        alln = np.arange(x.size, dtype=np.intp) if same is None else np.flatnonzero(same)
         alln = alln[alln != i2]
         s = int(rng.integers(max(1, alln.size)))
         tiers.append(np.roll(alln, -s))
@@ -359,27 +438,41 @@ class SMO(Strategy):
         check_rule(self.rule, ("pair",), "SMO")
 
     # -- set-up ---------------------------------------------------------------------------------
+    def accepts(self, qp: QP) -> str | None:
+        """None for SMO's shape, else the reason and the strategy that takes the problem.
+
+        SMO's shape: finite bounds, and no equality or disjoint equality groups (each variable in
+        exactly one row, coefficient ±1: C-SVC has one group, ν-SVC two).
+        """
+        if not (np.isfinite(qp.lb).all() and np.isfinite(qp.ub).all()):
+            return ("lb/ub: SMO needs finite bounds on every variable (the SVM box); GPCG or DenseActiveSet "
+                    "take infinite ones")
+        eq = qp.equality
+        if eq.kind == "general":
+            return (f"A: SMO moves pairs within disjoint equality groups, but this problem has {eq.describe()}; "
+                    "use DenseActiveSet")
+        if eq.kind == "groups" and (not eq.unit or eq.singles.size):
+            what = ("coefficients other than ±1" if not eq.unit
+                    else f"variable {int(eq.singles[0])} in no equality row")
+            return (f"A: SMO needs every variable in one equality group with coefficient ±1 (yᵀx = b, the SVM "
+                    f"form); this problem has {what}; use Decomposition with an active-set inner "
+                    "(Decomposition(inner=DenseActiveSet()))")
+        return None
+
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the problem has SMO's shape, find a feasible start, compute the gradient."""
         self.check(qp)
-        if not (np.isfinite(qp.lb).all() and np.isfinite(qp.ub).all()):
-            raise ProblemError("lb/ub: SMO needs finite bounds on every variable (the SVM box)")
-        if qp.m > 1:
-            raise ProblemError(f"A: SMO handles at most one equality row, got {qp.m}; use decomposition")
-        if qp.m == 1:
-            y = qp.A[0]
-            if not np.all(np.abs(y) == 1.0):
-                raise ProblemError("A: SMO needs the equality row to have entries ±1 (yᵀx = b, the SVM form)")
-            y = y.copy()
-        else:
-            y = np.ones(qp.n)
+        eq = qp.equality
+        # the labels y: each variable's ±1 coefficient in its group (all 1 without an equality)
+        y = eq.coef.copy() if qp.m else np.ones(qp.n)
         x = self._start(qp, x0)
         g = qp.gradient(x) if x.any() else qp.c.copy()
         QD = np.asarray(qp.Q.diag(), dtype=np.float64)
         up, low = direction_masks(x, qp.lb, qp.ub, y)
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub))
         view = RuleView(qp, state, seed=self.seed, up=up if qp.m else None, low=low if qp.m else None, diag=QD)
-        work = SMOWork(y=y, QD=QD, up=up, low=low, view=view, tol=tol, buf=np.empty(qp.n))
+        work = SMOWork(y=y, QD=QD, up=up, low=low, view=view, tol=tol, buf=np.empty(qp.n),
+                       group=eq.group_ids, n_groups=max(1, qp.m))
         state.set_work(work)
         work.row_eps = qp.Q.row_eps
         work.qmax = float(np.abs(QD).max(initial=0.0))
@@ -400,7 +493,7 @@ class SMO(Strategy):
     def _start(qp: QP, x0: FloatArray | None) -> FloatArray:
         if x0 is not None:
             return np.clip(x0, qp.lb, qp.ub)   # qpcore.solve made it feasible (feasible_start)
-        return bound_start(qp)
+        return bound_start(qp)      # group by group for several groups
 
     # -- iteration ------------------------------------------------------------------------------
     def step(self, qp: QP, state: State) -> None:
@@ -442,10 +535,14 @@ class SMO(Strategy):
         if work.fallback:
             state.counters["fallback_steps"] += 1
         view.previous_global = sel
-        if sel.size == 1:
+        if sel.size == 1 and not qp.m:
             moved = self._single_step(qp, state, work, int(sel[0]))
         elif sel.size == 2:
-            moved = self._pair_step(qp, state, work, int(sel[0]), int(sel[1]))
+            i, j = int(sel[0]), int(sel[1])
+            if work.group is not None and work.group[i] != work.group[j]:
+                raise ProblemError(f"rule: {type(rule).__name__} returned the pair ({i}, {j}) from two equality "
+                                   "groups; a pair must be drawn within one group (view.group)")
+            moved = self._pair_step(qp, state, work, i, j)
         else:
             raise ProblemError(f"rule: {type(rule).__name__} returned {sel.size} indices; an SMO rule returns "
                                "two (one for a problem without an equality row)")
@@ -459,14 +556,29 @@ class SMO(Strategy):
 
     @staticmethod
     def _gap(qp: QP, state: State, work: SMOWork) -> float:
-        return measure(Scores(v=-work.y * state.g, up=work.up, low=work.low, single=None))
+        return measure(Scores(v=-work.y * state.g, up=work.up, low=work.low, single=None, group=work.group))
 
     def _shrink(self, qp: QP, state: State, work: SMOWork, tol: float) -> None:
         y, G = work.y, state.g
         F = -y * G                                                  # the scores v of qpcore.optimality
-        gmax1 = float(np.max(F, where=work.up, initial=-np.inf))   # max_{up} v
-        gmax2 = float(np.max(-F, where=work.low, initial=-np.inf))  # −min_{low} v
-        if not work.unshrunk and gmax1 + gmax2 <= 10.0 * tol:
+        gmax1: float | FloatArray
+        gmax2: float | FloatArray
+        if work.group is None:
+            gmax1 = float(np.max(F, where=work.up, initial=-np.inf))   # max_{up} v
+            gmax2 = float(np.max(-F, where=work.low, initial=-np.inf))  # −min_{low} v
+            gap = gmax1 + gmax2
+        else:
+            # LIBSVM's Solver_NU test, for any number of groups: each variable against its own
+            # group's extremes (per-variable arrays below)
+            grp = work.group
+            g1, g2 = np.full(work.n_groups, -np.inf), np.full(work.n_groups, -np.inf)
+            for k in range(work.n_groups):
+                inside = grp == k
+                g1[k] = np.max(F, where=work.up & inside, initial=-np.inf)
+                g2[k] = np.max(-F, where=work.low & inside, initial=-np.inf)
+            gap = float((g1 + g2).max())
+            gmax1, gmax2 = g1[grp], g2[grp]
+        if not work.unshrunk and gap <= 10.0 * tol:
             work.unshrunk = True
             work.set_active(None)
             state.counters["unshrink_events"] += 1
