@@ -55,7 +55,7 @@ BoolArray = NDArray[np.bool_]
 #: with 128 MB Adult's 1-thread run still peaked 28 MB above LIBSVM's at the same cache budget
 _WORKING_BYTES = 160 << 20
 
-__all__ = ["Chunking", "Decomposition", "DecompositionWork", "OsunaSwap", "SteepestFeasible", "violators"]
+__all__ = ["Chunking", "Decomposition", "DecompositionWork", "OsunaSwap", "SteepestFeasible", "group_ends", "violators"]
 
 
 @attrs.define(slots=True, eq=False)
@@ -795,7 +795,9 @@ class Decomposition(Strategy):
         state.counters["rounds"] += 1
         state.counters["working_set_total"] += int(B.size)
         work.f -= decrease
-        if decrease > noise and np.any(dx):
+        # a step of a few ulps of x (an inner solver's rounding jitter) is no progress however its
+        # rounded decrease comes out: without this, such rounds can repeat forever
+        if decrease > noise and bool(np.any(adx > 4.0 * float(np.finfo(np.float64).eps) * np.abs(xB))):
             work.since_best = 0
         else:
             work.since_best += 1
