@@ -16,19 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.capabilities import Capability
+from qpcore.capabilities import Capability, OperatorStats
 from qpcore.rowcache import RowCache
-
-# Names that moved to qpcore.capabilities and that strategies.decomposition, .gradient_projection,
-# .projected_search, .incas and tests/strategies/test_equality_rows.py still import from here;
-# kept out of __all__ (documented where they are defined), to be dropped once those imports name
-# qpcore.capabilities.
-from qpcore.capabilities import Operator as Operator
-from qpcore.capabilities import OperatorStats as OperatorStats
-from qpcore.capabilities import QOperator as QOperator
-from qpcore.capabilities import cross_block as cross_block
-from qpcore.capabilities import principal_block as principal_block
-from qpcore.capabilities import row_budget as row_budget
 
 FloatArray = NDArray[np.float64]
 
