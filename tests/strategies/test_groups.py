@@ -189,6 +189,31 @@ def test_nu_svc_matches_sklearn(strategy: Any) -> None:
     assert np.array_equal(np.sign(ours), np.sign(theirs))
 
 
+@pytest.mark.parametrize("strategy", [SMO(), Decomposition(rule=SteepestFeasible(q=8))], ids=["smo", "decomposition"])
+def test_nu_svr_matches_sklearn(strategy: Any) -> None:
+    """ν-SVR's dual (LIBSVM's Solver_NU): α and α* in two groups, Σα = Σα* = Cνl/2, 0 ≤ α, α* ≤ C,
+    Q = [[K, −K], [−K, K]], c = [−y; y]; the objective and K(α − α*) depend on α − α* only."""
+    from sklearn.svm import NuSVR
+
+    rng = np.random.default_rng(5)
+    l, nu, C, gamma = 50, 0.4, 2.0, 0.7
+    X = rng.normal(size=(l, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=l)
+    K = np.exp(-gamma * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    A = np.zeros((2, 2 * l))
+    A[0, :l], A[1, l:] = 1.0, 1.0
+    qp = qpcore.QP(np.block([[K, -K], [-K, K]]), np.r_[-y, y], np.zeros(2 * l), np.full(2 * l, C), A,
+                   np.full(2, C * nu * l / 2))
+    res = qpcore.solve(qp, strategy, tol=1e-9, max_iter=200_000)
+    assert_kkt(qp, res, 1e-9)
+    model = NuSVR(nu=nu, C=C, gamma=gamma, tol=1e-12, shrinking=False).fit(X, y)
+    ref = np.zeros(l)
+    ref[model.support_] = model.dual_coef_[0]
+    beta = res.x[:l] - res.x[l:]
+    assert res.objective == pytest.approx(0.5 * ref @ K @ ref - y @ ref, rel=1e-7)
+    np.testing.assert_allclose(K @ beta, model.predict(X) - model.intercept_, atol=1e-5)
+
+
 # ---------------------------------------------------------------------------------------------
 # what each strategy refuses, in one clear error naming the one that can
 # ---------------------------------------------------------------------------------------------
