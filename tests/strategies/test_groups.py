@@ -1,8 +1,8 @@
 """Disjoint equality groups (the SVM family's structure: ν-SVC and ν-SVR have two): SMO with each
 rule, with and without shrinking, and decomposition, on generated problems with 2–3 groups of ±1
 coefficients (degenerate, duplicated and fixed variables, infeasible warm starts, ill-conditioned
-Q), certified and against the dense reference; a ν-SVC dual against scikit-learn's NuSVC; and one
-clear error from each strategy that cannot take a problem's rows."""
+Q), certified and against the dense reference; ν-SVC and ν-SVR duals against scikit-learn's NuSVC
+and NuSVR; and one clear error from each strategy that cannot take a problem's rows."""
 
 from __future__ import annotations
 
