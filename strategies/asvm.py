@@ -216,6 +216,13 @@ class ASVM(Strategy):
         if k > self.max_rank:
             return (f"ASVM: H has k = {k} columns, above max_rank = {self.max_rank}; "
                     "the k×k system would not fit (use SMO or decomposition)")
+        # bounds and d held in this process are checked here; on a cluster, by init's one reduction
+        if isinstance(qp.lb, np.ndarray) and isinstance(qp.ub, np.ndarray):
+            if not (np.all(qp.lb == 0.0) and np.all(qp.ub == np.inf)):
+                return "ASVM: the feasible set must be u ≥ 0 (lb = 0, ub = inf); for other bounds use GPCG"
+        d = cast(LowRankRows, Q).d
+        if isinstance(d, (float, int, np.ndarray)) and not bool(np.all(np.asarray(d) > 0)):
+            return "ASVM: the diagonal d must be > 0 (SMW inverts D_B); for d = 0 (the hinge loss) use OCAS"
         return None
 
     def init(self, qp: QP, x0: Any, tol: float) -> State:

@@ -282,6 +282,14 @@ class _CuttingPlane(Strategy):
         if qp.m:
             return (f"cutting planes solve the fixed-threshold dual (no equality rows), got {qp.m}; "
                     "put the bias in as a constant feature (hinge_svm(bias=1))")
+        # d and bounds held in this process are checked here; on a cluster, by init's one reduction
+        d = cast(LowRankRows, qp.Q).d
+        if isinstance(d, (float, int, np.ndarray)) and bool(np.any(np.asarray(d) != 0)):
+            return ("cutting planes need Q = HHᵀ with no diagonal part (d = 0): the hinge loss; "
+                    "for the squared hinge (d > 0) use ASVM")
+        if isinstance(qp.lb, np.ndarray) and isinstance(qp.ub, np.ndarray):
+            if not (np.all(qp.lb == 0.0) and np.all(np.isfinite(qp.ub)) and np.all(qp.ub >= 0.0)):
+                return "cutting planes need 0 ≤ α ≤ C with finite C ≥ 0 (the hinge risk's weights); use GPCG"
         return None
 
     # ------------------------------------------------------------------ Strategy

@@ -195,18 +195,29 @@ class INCAS(Strategy):
             raise ProblemError(f"max_zero_steps: must be ≥ 1, got {self.max_zero_steps}")
 
     # -- set-up ---------------------------------------------------------------------------------
-    @staticmethod
-    def _check(qp: QP) -> None:
+    def accepts(self, qp: QP) -> str | None:
+        """None for INCAS's shape (finite bounds, at most one equality row), else why not and
+        which strategy can.
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+
+        Returns
+        -------
+        str or None
+        """
         if not (np.isfinite(qp.lb).all() and np.isfinite(qp.ub).all()):
-            raise ProblemError("lb/ub: INCAS needs finite bounds on every variable (the SVM box)")
+            return "lb/ub: INCAS needs finite bounds on every variable (the SVM box); use GPCG or DenseActiveSet"
         if qp.m > 1:
             # its bordered factor carries one row: the method adds and drops one variable at a time
             # against a single multiplier
             eq = qp.equality
             other = ("SMO or Decomposition" if eq.kind == "groups" and eq.unit and not eq.singles.size
                      else "Decomposition" if eq.kind == "groups" else "DenseActiveSet")
-            raise ProblemError(f"A: INCAS handles at most one equality row; this problem has {eq.describe()}; "
-                               f"use {other}")
+            return f"A: INCAS handles at most one equality row; this problem has {eq.describe()}; use {other}"
+        return None
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
         """Check the shape, start from x0 (or SMO's start), enter its interior variables into S.
@@ -230,7 +241,6 @@ class INCAS(Strategy):
             Infinite bounds or several equality rows.
         """
         self.check(qp)
-        self._check(qp)
         a = qp.A[0].copy() if qp.m else None
         x = bound_start(qp) if x0 is None else np.clip(np.asarray(x0, dtype=np.float64), qp.lb, qp.ub)
         g = qp.gradient(x) if x.any() else qp.c.copy()
@@ -317,7 +327,7 @@ class INCAS(Strategy):
         old = state.work_or_none(INCASWork)
         if old is None:
             return None
-        self._check(qp)
+        self.check(qp)
         n0, n = old.lb.size, qp.n
         if n < n0 or (old.a is None) != (qp.m == 0):
             return None
