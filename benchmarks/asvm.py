@@ -12,16 +12,19 @@ machine precision; the lower of it and the solvers' own values is f_ref).
 
 LIBLINEAR's stopping rule is not ours, so it is run at eps = 1e-1, 1e-2, … and timed at the loosest
 eps whose primal objective is within ``--rel`` (1e-6) of f_ref: the same accuracy on both sides.
-Times are the median of ``--repeat`` runs; ours include building the QP (and densifying sparse data).
+LIBLINEAR at that eps and ASVM (2 threads, then 1) run interleaved with the load check of
+:mod:`benchmarks.harness`; times are the median of ``--repeat`` runs; ours include building the QP
+(and densifying sparse data).
 """
 
 from __future__ import annotations
 
-from benchmarks.harness import append_jsonl, default_blas_threads, read_jsonl
+from benchmarks.harness import default_blas_threads
 
 default_blas_threads(2)
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
 import time  # noqa: E402
@@ -33,7 +36,9 @@ from typing import Any, Callable  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-from benchmarks.measure import machine_info, median, now_iso  # noqa: E402
+from benchmarks.harness import (Runs, Study, fmt_flag, interleave, log, median, ratio_stats,  # noqa: E402
+                                resolve_run_arguments, run_study, study_parser,
+                                thread_limit)
 
 ROOT = Path(__file__).resolve().parent
 ROWS = ("adult", "ijcnn1", "synth2m")
@@ -85,7 +90,7 @@ def newton_reference(X: Any, y: np.ndarray, C: float, max_iter: int = 200) -> tu
     ysign = y
 
     def Xt(v: np.ndarray) -> np.ndarray:     # X̃ v, X̃ = [X, 1]
-        return np.asarray(X @ v[:n]).ravel() + v[n]
+        return np.asarray(np.asarray(X @ v[:n]).ravel() + v[n])
 
     def XtT(r: np.ndarray) -> np.ndarray:    # X̃ᵀ r
         return np.concatenate((np.asarray(X.T @ r).ravel(), [r.sum()]))
@@ -144,78 +149,81 @@ def run_asvm(X: Any, y: np.ndarray, C: float, tol: float) -> tuple[dict[str, Any
     return rec, fit
 
 
-def liblinear(X: Any, y: np.ndarray, C: float, eps: float, repeat: int) -> dict[str, Any]:
-    """scikit-learn's LinearSVC (LIBLINEAR -s 1 -B 1) at stopping tolerance eps, timed ``repeat`` times."""
+def liblinear(X: Any, y: np.ndarray, C: float, eps: float) -> dict[str, Any]:
+    """One fit of scikit-learn's LinearSVC (LIBLINEAR -s 1 -B 1) at stopping tolerance eps, timed."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
-    times, mdl, hit_limit = [], None, False
-    for _ in range(repeat):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
-            t = time.perf_counter()
-            mdl = LinearSVC(loss="squared_hinge", dual=True, C=C, fit_intercept=True, intercept_scaling=1.0,
-                            tol=eps, max_iter=1000, random_state=0).fit(X, y)
-            times.append(time.perf_counter() - t)
-        hit_limit = any(issubclass(w.category, ConvergenceWarning) for w in caught)
-    assert mdl is not None
-    return {"w": mdl.coef_.ravel().copy(), "b": float(mdl.intercept_[0]), "seconds": median(times),
-            "epochs": int(np.max(mdl.n_iter_)), "hit_max_iter": hit_limit}
-
-
-def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
-    """Wall times of ``repeat`` calls."""
-    out = []
-    for _ in range(repeat):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
         t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
+        mdl = LinearSVC(loss="squared_hinge", dual=True, C=C, fit_intercept=True, intercept_scaling=1.0,
+                        tol=eps, max_iter=1000, random_state=0).fit(X, y)
+        seconds = time.perf_counter() - t
+    return {"w": mdl.coef_.ravel().copy(), "b": float(mdl.intercept_[0]), "seconds": seconds,
+            "epochs": int(np.max(mdl.n_iter_)),
+            "hit_max_iter": any(issubclass(w.category, ConvergenceWarning) for w in caught)}
 
 
-def bench_row(name: str, C: float, args: argparse.Namespace) -> dict[str, Any]:
-    """One row: reference, ASVM, LIBLINEAR at the loosest eps meeting the accuracy bar."""
-    from threadpoolctl import threadpool_limits
+def clocked(fn: Callable[[], Any], threads: int | None = None) -> Callable[[], dict[str, Any]]:
+    """``fn`` as a run for :func:`benchmarks.harness.interleave`: its wall time (under ``threads``)."""
+    def run() -> dict[str, Any]:
+        with thread_limit(threads) if threads else contextlib.nullcontext():
+            t = time.perf_counter()
+            fn()
+            return {"seconds": time.perf_counter() - t}
+    return run
 
+
+def bench_row(name: str, C: float, args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
+    """One row: reference; LIBLINEAR's loosest eps meeting the accuracy bar (one fit each); then
+    LIBLINEAR at that eps and ASVM (2 threads, 1 thread) timed interleaved, with the load check."""
     X, y = load_row(name)
-    print(f"[{name}] m={X.shape[0]} n={X.shape[1]} C={C}", flush=True)
+    log(f"[{name}] m={X.shape[0]} n={X.shape[1]} C={C}")
     wt, f_newton = newton_reference(X, y, C)
     rec, fit = run_asvm(X, y, C, args.tol)
-    t_ours = timed(fit, args.repeat)
+    fit()
     f_ours = primal(X, y, C, rec["w"], rec["b"])
-    with threadpool_limits(1):
-        t_ours1 = timed(fit, args.repeat)
     f_ref = min(f_newton, f_ours)
     lib: list[dict[str, Any]] = []
     chosen = None
     for eps in (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8):
-        fit_l = liblinear(X, y, C, eps, args.repeat)
+        fit_l = liblinear(X, y, C, eps)
         f = primal(X, y, C, fit_l["w"], fit_l["b"])
         f_ref = min(f_ref, f)
         entry = {"eps": eps, "objective": f, "seconds": fit_l["seconds"], "epochs": fit_l["epochs"],
                  "hit_max_iter": fit_l["hit_max_iter"]}
         lib.append(entry)
-        print(f"  LIBLINEAR eps={eps:.0e}: {entry['seconds']:.3f} s  f={f:.12g} epochs={entry['epochs']}", flush=True)
+        log(f"  LIBLINEAR eps={eps:.0e}: {entry['seconds']:.3f} s  f={f:.12g} epochs={entry['epochs']}")
         if (f - f_ref) / abs(f_ref) <= args.rel:
             chosen = entry
             break
+    solvers = {"asvm": clocked(fit), "asvm_1thread": clocked(fit, 1)}
+    if chosen:
+        eps_c = chosen["eps"]
+        solvers = {"liblinear": clocked(lambda: liblinear(X, y, C, eps_c)), **solvers}
+    timing = interleave(runs, solvers, name, anchor="liblinear" if chosen else None)
+    loads = [r["load"] for rs in timing.values() for r in rs]
     out = {
         "row": name, "m": int(X.shape[0]), "n": int(X.shape[1]), "C": C, "nu": 2 * C, "tol": args.tol,
         "f_ref": f_ref, "f_newton": f_newton,
-        "ours_seconds": median(t_ours), "ours_seconds_1thread": median(t_ours1),
+        "ours_seconds": median([r["seconds"] for r in timing["asvm"]]),
+        "ours_seconds_1thread": median([r["seconds"] for r in timing["asvm_1thread"]]),
         "ours_objective": f_ours, "ours_rel": (f_ours - f_ref) / abs(f_ref),
         "ours_status": rec["status"], "ours_iterations": rec["iterations"], "ours_kkt": rec["kkt"],
         "ours_counters": rec["counters"],
         "liblinear": [{**e, "rel": (e["objective"] - f_ref) / abs(f_ref)} for e in lib],
         "liblinear_eps": chosen["eps"] if chosen else None,
-        "liblinear_seconds": chosen["seconds"] if chosen else None,
+        "liblinear_seconds": median([r["seconds"] for r in timing["liblinear"]]) if chosen else None,
         "liblinear_rel": (chosen["objective"] - f_ref) / abs(f_ref) if chosen else None,
+        "loads": loads, "loaded": any(ld.get("loaded") for ld in loads),
     }
     if chosen:
-        out["ratio"] = out["ours_seconds"] / chosen["seconds"]
-        out["ratio_1thread"] = out["ours_seconds_1thread"] / chosen["seconds"]
-    print(f"  ASVM {out['ours_seconds']:.3f} s (1 thread {out['ours_seconds_1thread']:.3f} s) rel {out['ours_rel']:+.1e} "
-          f"{rec['status']} it={rec['iterations']}; ratio {out.get('ratio', float('nan')):.3f}", flush=True)
+        out["ratio"] = ratio_stats(timing["asvm"], timing["liblinear"])["ratio"]
+        out["ratio_1thread"] = ratio_stats(timing["asvm_1thread"], timing["liblinear"])["ratio"]
+    log(f"  ASVM {out['ours_seconds']:.3f} s (1 thread {out['ours_seconds_1thread']:.3f} s) rel {out['ours_rel']:+.1e} "
+        f"{rec['status']} it={rec['iterations']}; ratio {out.get('ratio') or float('nan'):.3f}"
+        + ("  LOADED" if out["loaded"] else ""))
     return out
 
 
@@ -272,7 +280,7 @@ def cross_validation(name: str, C: float, C_hinge: float, folds: int = 10) -> di
         t_l += time.perf_counter() - t
         acc_l.append(float((svc.predict(X[te]) == y[te]).mean()))
         print(f"  [{name}] fold {k}: ASVM {acc_a[-1]:.4f}  LIBSVM {acc_l[-1]:.4f}", flush=True)
-    out = {"row": name, "C": C, "nu": 2 * C, "C_hinge": C_hinge, "folds": folds,
+    out: dict[str, Any] = {"row": name, "C": C, "nu": 2 * C, "C_hinge": C_hinge, "folds": folds,
            "asvm_accuracy": float(np.mean(acc_a)), "libsvm_accuracy": float(np.mean(acc_l)),
            "asvm_fold_accuracy": acc_a, "libsvm_fold_accuracy": acc_l,
            "asvm_seconds": t_a, "libsvm_seconds": t_l}
@@ -282,7 +290,7 @@ def cross_validation(name: str, C: float, C_hinge: float, folds: int = 10) -> di
 
 
 def _epochs(r: dict[str, Any]) -> str:
-    e = next((e for e in r["liblinear"] if e["eps"] == r["liblinear_eps"]), {})
+    e: dict[str, Any] = next((e for e in r["liblinear"] if e["eps"] == r["liblinear_eps"]), {})
     return f" ({e['epochs']} epochs)" if "epochs" in e else ""
 
 
@@ -303,6 +311,8 @@ def render(records: list[dict[str, Any]], docs: Path) -> None:
         if kind != "time":
             continue
         ratio = f"**{r['ratio']:.2g}** ({r['ratio_1thread']:.2g})" if r.get("ratio") is not None else "–"
+        if "loaded" in r:   # records before the load check carry no flag
+            ratio += f" {fmt_flag(r['loaded'])}"
         lines.append(f"| {row} | {r['m']} × {r['n']} | {r['C']} | {r['ours_seconds']:.3f} ({r['ours_seconds_1thread']:.3f}) "
                      f"| {r['ours_rel']:+.1e} / {r['ours_iterations']} | {r['liblinear_eps']}{_epochs(r)} | "
                      f"{(r['liblinear_seconds'] or float('nan')):.3f} | {(r['liblinear_rel'] or float('nan')):+.1e} | {ratio} |")
@@ -327,33 +337,28 @@ def render(records: list[dict[str, Any]], docs: Path) -> None:
     (docs / "asvm.md").write_text("\n".join(lines) + "\n")
 
 
+def run_row(name: str, args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
+    """One row of the command line: tenfold accuracy with --cv, ASVM alone on synth7m, else timed."""
+    if args.cv:
+        return {"kind": "cv", **cross_validation(name if name != "synth2m" else "adult", args.C,
+                                                 args.C_hinge or args.C)}
+    if name == "synth7m":
+        return {"kind": "big", **big_row(name, args.C, args.tol)}
+    return {"kind": "time", **bench_row(name, args.C, args, runs)}
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.asvm", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", default=",".join(ROWS))
+    p = study_parser("python -m benchmarks.asvm", __doc__, rows=ROWS, out=ROOT / "results" / "asvm.jsonl",
+                     docs=ROOT.parent / "docs" / "benchmarks")
     p.add_argument("--C", type=float, default=1.0, help="LIBLINEAR's C (ν = 2C)")
     p.add_argument("--C-hinge", type=float, default=None, help="LIBSVM's C in --cv (default: --C)")
     p.add_argument("--tol", type=float, default=1e-6, help="ASVM's KKT tolerance")
     p.add_argument("--rel", type=float, default=1e-6, help="the accuracy bar on the primal objective")
-    p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--cv", action="store_true", help="tenfold accuracy instead of timing")
     args = p.parse_args(argv)
-    out = ROOT / "results" / "asvm.jsonl"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    run_id, machine = now_iso(), machine_info(2)
-    for name in args.rows.split(","):
-        if args.cv:
-            rec = {"kind": "cv", **cross_validation(name if name != "synth2m" else "adult", args.C,
-                                                   args.C_hinge or args.C)}
-        elif name == "synth7m":
-            rec = {"kind": "big", **big_row(name, args.C, args.tol)}
-        else:
-            rec = {"kind": "time", **bench_row(name, args.C, args)}
-        rec.update(run_id=run_id, machine=machine.get("cpu"))
-        append_jsonl(out, rec)
-    records = read_jsonl(out)
-    render(records, ROOT.parent / "docs" / "benchmarks")
-    print(f"wrote {ROOT.parent / 'docs' / 'benchmarks' / 'asvm.md'}")
+    resolve_run_arguments(p, args, small=args.cv)
+    run_study(Study(run_row, lambda records, a: render(records, a.docs)), args, args.rows.split(","))
+    log(f"wrote {args.docs / 'asvm.md'}")
     return 0
 
 

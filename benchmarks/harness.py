@@ -39,7 +39,7 @@ __all__ = ["LOAD_MARGIN", "LOAD_TAU", "LoadMeter", "OTHERS_MARGIN", "PeakMemory"
            "default_blas_threads", "fmt_exp", "fmt_flag", "fmt_loads", "fmt_ratio", "fmt_seconds",
            "fmt_summary_seconds", "in_child", "interleave", "load_store", "log", "machine_info", "markdown_table",
            "median", "now_iso", "pin_blas_threads", "process_cpu", "ratio_stats", "read_jsonl",
-           "resolve_run_arguments", "save_row", "settle", "thread_limit", "thread_list_from_argv", "threads_from_argv",
+           "resolve_run_arguments", "run_study", "save_row", "settle", "Study", "study_parser", "thread_limit", "thread_list_from_argv", "threads_from_argv",
            "timed"]
 
 LOAD_MARGIN = 0.3              # foreign load tolerated above our own contribution
@@ -550,3 +550,83 @@ def markdown_table(head: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# The study skeleton: one command line, one main loop
+# ---------------------------------------------------------------------------------------------
+
+def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = None, small: str | None = None,
+                 interleaved: bool = True, out: Path | None = None, docs: Path | None = None) -> Any:
+    """The command line every study shares; the study adds its own flags to the parser returned.
+
+    Parameters
+    ----------
+    prog : str
+        ``python -m benchmarks.<study>``.
+    doc : str or None
+        The study's module docstring (the help text).
+    rows : iterable of str, optional
+        The default rows: adds ``--rows`` (comma-separated).
+    small : str, optional
+        The name of the study's small mode (``quick``, ``small``): adds ``--<small>``.
+    interleaved : bool
+        Whether the study interleaves ours with an anchor (adds ``--long`` and ``--pair-below``).
+    out, docs : Path, optional
+        The default results file and page folder: adds ``--out`` and ``--docs`` (so a check run can
+        write elsewhere than the committed results).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        Parse it with :meth:`parse_args`, then call :func:`resolve_run_arguments`.
+    """
+    import argparse
+
+    p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if rows is not None:
+        p.add_argument("--rows", default=",".join(rows), help="comma-separated rows (default: %(default)s)")
+    if small is not None:
+        p.add_argument(f"--{small}", action="store_true", help=f"the {small} rows only (a smoke run)")
+    add_run_arguments(p, small=small or "quick", interleaved=interleaved)
+    if out is not None:
+        p.add_argument("--out", type=Path, default=out, help="the JSON-lines results file (default: %(default)s)")
+    if docs is not None:
+        p.add_argument("--docs", type=Path, default=docs, help="the folder of the rendered page (default: %(default)s)")
+    return p
+
+
+@dataclass
+class Study:
+    """What a study says: its rows, how one row is measured, how its records render.
+
+    Attributes
+    ----------
+    run_row : callable
+        ``run_row(name, args, runs) -> record`` measures one row (with :func:`interleave` on ``runs``).
+    render : callable
+        ``render(records, args)`` writes the page from every record of the results file.
+    """
+
+    run_row: Callable[[str, Any, Runs], dict[str, Any]]
+    render: Callable[[list[dict[str, Any]], Any], None]
+
+
+def run_study(study: Study, args: Any, rows: Iterable[str]) -> list[dict[str, Any]]:
+    """The main loop every study shares: settle, measure each row, append its record, render.
+
+    ``args`` carries ``repeat``, ``settle``, ``out`` and optionally ``long`` / ``pair_below``;
+    each record gains ``run_id`` and ``machine`` and is appended to ``args.out`` as soon as it is
+    measured (an interrupted run keeps what it measured). Returns this run's records.
+    """
+    given = vars(args)   # a study without an anchor has no --long / --pair-below
+    runs = Runs(repeat=args.repeat, long=given.get("long", 300.0), pair_below=given.get("pair_below", 60.0))
+    run_id, machine = now_iso(), machine_info(2)
+    settle(runs, args.settle)
+    done = []
+    for name in rows:
+        rec = dict(study.run_row(name, args, runs), run_id=run_id, machine=machine.get("cpu"))
+        append_jsonl(args.out, rec)
+        done.append(rec)
+    study.render(read_jsonl(args.out), args)
+    return done

@@ -102,3 +102,25 @@ def test_records(tmp_path: Path) -> None:
 def test_in_child() -> None:
     assert harness.in_child(lambda: {"v": 1}, timeout=10) == {"v": 1}
     assert "ZeroDivisionError" in harness.in_child(lambda: {"v": 1 / 0}, timeout=10)["error"]
+
+
+def test_study_skeleton(tmp_path: Path) -> None:
+    """The shared command line and main loop: every row measured interleaved, appended, rendered once."""
+    p = harness.study_parser("prog", None, rows=("a", "b"), small="quick", out=tmp_path / "r.jsonl", docs=tmp_path)
+    p.add_argument("--own", type=int, default=7)
+    args = p.parse_args(["--quick", "--rows", "b,a", "--out", str(tmp_path / "o.jsonl")])
+    harness.resolve_run_arguments(p, args, small=args.quick)
+    assert (args.repeat, args.settle, args.own, args.rows, args.docs) == (1, 0.0, 7, "b,a", tmp_path)
+    args.repeat = 2
+    rendered: list[list[dict[str, Any]]] = []
+
+    def run_row(name: str, a: Any, runs: harness.Runs) -> dict[str, Any]:
+        timing = harness.interleave(runs, {"anchor": lambda: {"seconds": 2.0}, "ours": lambda: {"seconds": 1.0}},
+                                    name, anchor="anchor")
+        return {"row": name, **harness.ratio_stats(timing["ours"], timing["anchor"])}
+
+    done = harness.run_study(harness.Study(run_row, lambda recs, a: rendered.append(recs)), args, ["b", "a"])
+    assert [r["row"] for r in done] == ["b", "a"] and all(r["ratio"] == 0.5 for r in done)
+    assert [r["row"] for r in harness.read_jsonl(tmp_path / "o.jsonl")] == ["b", "a"]
+    assert rendered == [harness.read_jsonl(tmp_path / "o.jsonl")]
+    assert not (tmp_path / "r.jsonl").exists()
