@@ -533,7 +533,7 @@ class Decomposition(Strategy):
         eq = qp.equality
         if eq.kind == "general":
             return (f"A: decomposition picks working sets within disjoint equality groups, but this problem has "
-                    f"{eq.describe()}; use DenseActiveSet")
+                    f"{eq.describe()}; use DenseActiveSet or GPCG")
         return None
 
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:

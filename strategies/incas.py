@@ -215,7 +215,7 @@ class INCAS(Strategy):
             # against a single multiplier
             eq = qp.equality
             other = ("SMO or Decomposition" if eq.kind == "groups" and eq.unit and not eq.singles.size
-                     else "Decomposition" if eq.kind == "groups" else "DenseActiveSet")
+                     else "Decomposition" if eq.kind == "groups" else "DenseActiveSet or GPCG")
             return f"A: INCAS handles at most one equality row; this problem has {eq.describe()}; use {other}"
         return None
 

@@ -450,7 +450,7 @@ class SMO(Strategy):
         eq = qp.equality
         if eq.kind == "general":
             return (f"A: SMO moves pairs within disjoint equality groups, but this problem has {eq.describe()}; "
-                    "use DenseActiveSet")
+                    "use DenseActiveSet or GPCG")
         if eq.kind == "groups" and (not eq.unit or eq.singles.size):
             what = ("coefficients other than ±1" if not eq.unit
                     else f"variable {int(eq.singles[0])} in no equality row")
