@@ -603,12 +603,13 @@ class Study:
     Attributes
     ----------
     run_row : callable
-        ``run_row(name, args, runs) -> record`` measures one row (with :func:`interleave` on ``runs``).
+        ``run_row(name, args, runs) -> record`` measures one row (with :func:`interleave` on ``runs``);
+        a row of several records (one per solver) returns their list.
     render : callable
         ``render(records, args)`` writes the page from every record of the results file.
     """
 
-    run_row: Callable[[str, Any, Runs], dict[str, Any]]
+    run_row: Callable[[str, Any, Runs], dict[str, Any] | list[dict[str, Any]]]
     render: Callable[[list[dict[str, Any]], Any], None]
 
 
@@ -625,8 +626,10 @@ def run_study(study: Study, args: Any, rows: Iterable[str]) -> list[dict[str, An
     settle(runs, args.settle)
     done = []
     for name in rows:
-        rec = dict(study.run_row(name, args, runs), run_id=run_id, machine=machine.get("cpu"))
-        append_jsonl(args.out, rec)
-        done.append(rec)
+        got = study.run_row(name, args, runs)
+        for one in got if isinstance(got, list) else [got]:
+            rec = dict(one, run_id=run_id, machine=machine.get("cpu"))
+            append_jsonl(args.out, rec)
+            done.append(rec)
     study.render(read_jsonl(args.out), args)
     return done

@@ -6,30 +6,33 @@
 Nested random subsets (one seeded permutation, its first k rows) of Platt's sizes 1,605 …
 32,561; the linear kernel with C = 0.05 and the Gaussian kernel of variance 10 (γ = 1/(2·10) =
 0.05) with C = 1, as in the SMO paper; tol 1e-3 and a 1000 MB cache budget on every side. Each
-solver's time is one run; a solver that passes ``--limit`` seconds at one size is not run at the
-larger ones. The fitted slope is the least-squares slope of log time against log size. Writes
+solver's time is one run (the median of ``--repeat`` runs), the solvers of a size run interleaved with
+LIBSVM first and the load check of :mod:`benchmarks.harness`; a solver that passes ``--limit`` seconds
+at one size is not run at the larger ones. The fitted slope is the least-squares slope of log time against log size. Writes
 ``benchmarks/results/scaling.jsonl``, ``docs/benchmarks/scaling.md`` and ``scaling.png``.
 """
 
 from __future__ import annotations
 
-from benchmarks.harness import append_jsonl, default_blas_threads, read_jsonl
+from benchmarks.harness import default_blas_threads
 
 default_blas_threads(2)
 
 import argparse  # noqa: E402
+import math  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-from benchmarks.measure import machine_info, now_iso  # noqa: E402
+from benchmarks.harness import (Runs, Study, interleave, log, median, resolve_run_arguments,  # noqa: E402
+                                run_study, study_parser)
 from benchmarks.svm import make_strategy, warm_memory  # noqa: E402
 
 SIZES = [1605, 2265, 3185, 4781, 6414, 11221, 16101, 22697, 32561]
-KERNELS = {"linear": dict(C=0.05, gamma=None), "rbf": dict(C=1.0, gamma=0.05)}
+KERNELS: dict[str, dict[str, Any]] = {"linear": dict(C=0.05, gamma=None), "rbf": dict(C=1.0, gamma=0.05)}
 SOLVERS = ["libsvm", "wss2", "decomp:16", "decomp:64", "decomp:256", "decomp:1024", "chunk:256"]
 ROOT = Path(__file__).resolve().parent
 
@@ -50,8 +53,8 @@ def run_one(X: Any, y: np.ndarray, kernel: str, solver: str, limit: float, cache
     from qpcore import Kernel, solve
 
     kw = KERNELS[kernel]
-    C = float(kw["C"])  # type: ignore[arg-type]
-    k = Kernel("linear") if kernel == "linear" else Kernel("rbf", gamma=float(kw["gamma"]))  # type: ignore[arg-type]
+    C = float(kw["C"])
+    k = Kernel("linear") if kernel == "linear" else Kernel("rbf", gamma=float(kw["gamma"]))
     if solver == "libsvm":
         from sklearn.svm import SVC
 
@@ -90,7 +93,7 @@ def render(records: list[dict[str, Any]], docs: Path, command: str) -> None:
     """The page and the plot (one panel per kernel)."""
     lines = ["# Platt's scaling experiment on adult.trn", "",
              f"Reproduce: `{command}`. Nested random subsets (seed 0); tol 1e-3; cache 1000 MB on every side; "
-             "one run per point; times include building the QP and the final float64 certificate on our side, "
+             "one run per point (else the median of --repeat, solvers interleaved, LIBSVM first); times include building the QP and the final float64 certificate on our side, "
              "`fit()` for LIBSVM. Slopes: least squares of log time on log size over the sizes each solver "
              "finished within the limit.", ""]
     fig = None
@@ -120,10 +123,11 @@ def render(records: list[dict[str, Any]], docs: Path, command: str) -> None:
                     cells.append("–")
                     continue
                 rel = (r["objective"] - lib["objective"]) / abs(lib["objective"]) if lib else float("nan")
-                mark = "" if r["status"] == "converged" else f" ({r['status']})"
+                mark = ("" if r["status"] == "converged" else f" ({r['status']})") + (" L" if r.get("loaded") else "")
                 cells.append(f"{r['seconds']:.2f}{mark}" + (f" [{rel:+.0e}]" if s != "libsvm" else ""))
             lines.append(f"| {n} | " + " | ".join(cells) + " |")
-        lines += ["", "Seconds; in brackets the objective relative to LIBSVM's (negative: lower, better).", "",
+        lines += ["", "Seconds; in brackets the objective relative to LIBSVM's (negative: lower, better); "
+                  "L: other processes used more than a tenth of a core during the run (loaded).", "",
                   "| solver | fitted slope | ratio to LIBSVM at the largest common size |", "|---|---|---|"]
         for s in solvers:
             ok = [r for r in recs if r["solver"] == s and r["status"] == "converged"]
@@ -152,62 +156,91 @@ def render(records: list[dict[str, Any]], docs: Path, command: str) -> None:
     (docs / "scaling.md").write_text("\n".join(lines) + "\n")
 
 
+OUT = ROOT / "results" / "scaling.jsonl"
+DOCS = ROOT.parent / "docs" / "benchmarks"
+
+
+def scaling_rows(args: argparse.Namespace) -> tuple[list[str], Study]:
+    """The rows (``kernel:size``) of the command line and the study measuring them.
+
+    A row's record is one per solver; a solver past the limit (or not converged) at one size of a
+    kernel is not run at that kernel's larger sizes.
+    """
+    sizes = SIZES[:3] if args.quick else SIZES
+    if args.sizes:
+        sizes = [int(s) for s in args.sizes.split(",")]
+    rows = [f"{kernel}:{n}" for kernel in args.kernels.split(",") for n in sizes]
+    over: dict[str, set[str]] = {}
+    data: list[Any] = []
+
+    def run_row(row: str, a: argparse.Namespace, runs: Runs) -> list[dict[str, Any]]:
+        if not data:
+            from problems.datasets import load_dataset
+
+            X, y = load_dataset("adult")
+            data.extend([sp.csr_matrix(X, dtype=np.float64), y,
+                         np.random.default_rng(0).permutation(X.shape[0])])
+            if not a.quick:
+                warm_memory()
+        X, y, perm = data
+        kernel, n = row.split(":")[0], int(row.split(":")[1])
+        idx = np.sort(perm[:n])
+        Xn = X[idx]
+        Xn.sort_indices()
+        Xn = sp.csr_matrix((Xn.data, Xn.indices.astype(np.int32), Xn.indptr.astype(np.int32)), shape=Xn.shape)
+        yn = np.asarray(y[idx], dtype=np.float64)
+        gone = over.setdefault(kernel, set())
+        solvers = [s for s in a.solvers.split(",") if s not in gone]
+        def solver(s: str) -> Callable[[], dict[str, Any]]:
+            return lambda: run_one(Xn, yn, kernel, s, a.limit, a.cache_mb)
+
+        timing = interleave(runs, {s: solver(s) for s in solvers}, row, anchor="libsvm" if "libsvm" in solvers else None)
+        out = []
+        for s in solvers:
+            last = timing[s][-1]
+            loads = [r["load"] for r in timing[s]]
+            r = {"objective": math.nan, "kkt_gap": math.nan, "n_sv": 0, **last,
+                 "seconds": median([r["seconds"] for r in timing[s]]), "runs": len(timing[s]),
+                 "loaded": any(ld.get("loaded") for ld in loads)}
+            out.append({"kernel": kernel, "n": n, "solver": s, **r, "threads": 2})
+            log(f"{kernel:6s} n={n:6d} {_label(s):24s} {r['seconds']:8.2f} s  {r['status']:10s} "
+                f"f={r['objective']:.8f} gap={r['kkt_gap']:.1e} sv={r['n_sv']}" + ("  LOADED" if r["loaded"] else ""))
+            if not r["seconds"] <= a.limit or r["status"] != "converged":
+                gone.add(s)
+        return out
+
+    def render_run(records: list[dict[str, Any]], a: argparse.Namespace) -> None:
+        if a.merge:
+            newest: dict[tuple[str, int, str], dict[str, Any]] = {}
+            for r in records:
+                newest[(r["kernel"], r["n"], r["solver"])] = r
+            records = list(newest.values())
+        elif records:   # this run's records only
+            records = [r for r in records if r.get("run_id") == records[-1].get("run_id")]
+        render(records, a.docs, "python -m benchmarks.scaling" + (" --quick" if a.quick else ""))
+
+    return rows, Study(run_row, render_run)
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.scaling", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="the three smallest sizes only")
+    p = study_parser("python -m benchmarks.scaling", __doc__, small="quick", out=OUT, docs=DOCS)
+    p.set_defaults(repeat=1)    # one run per point: the full study takes half an hour as it is
     p.add_argument("--kernels", default="linear,rbf")
     p.add_argument("--solvers", default=",".join(SOLVERS))
     p.add_argument("--limit", type=float, default=120.0, help="seconds; a solver past it stops growing")
     p.add_argument("--cache-mb", type=int, default=1000)
-    p.add_argument("--docs", type=Path, default=None)
     p.add_argument("--sizes", default=None, help="comma-separated subset sizes (default: Platt's nine)")
     p.add_argument("--merge", action="store_true",
                    help="render the page from the newest record of every (kernel, size, solver) in the "
                         "results file instead of this run's records only (to complete an interrupted run)")
     args = p.parse_args(argv)
-    from problems.datasets import load_dataset
-
-    X, y = load_dataset("adult")
-    X = sp.csr_matrix(X, dtype=np.float64)
-    perm = np.random.default_rng(0).permutation(X.shape[0])
-    sizes = SIZES[:3] if args.quick else SIZES
-    if args.sizes:
-        sizes = [int(s) for s in args.sizes.split(",")]
-    out = ROOT / "results" / ("quick" if args.quick else "") / "scaling.jsonl"
-    docs = args.docs or (ROOT / "results" / "quick" if args.quick else ROOT.parent / "docs" / "benchmarks")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    run_id = now_iso()
-    machine = machine_info(2)
-    records: list[dict[str, Any]] = []
-    warm_memory()
-    for kernel in args.kernels.split(","):
-        over: set[str] = set()
-        for n in sizes:
-            idx = np.sort(perm[:n])
-            Xn = X[idx]
-            Xn.sort_indices()
-            Xn = sp.csr_matrix((Xn.data, Xn.indices.astype(np.int32), Xn.indptr.astype(np.int32)), shape=Xn.shape)
-            yn = np.asarray(y[idx], dtype=np.float64)
-            for s in args.solvers.split(","):
-                if s in over:
-                    continue
-                r = run_one(Xn, yn, kernel, s, args.limit, args.cache_mb)
-                rec = {"run_id": run_id, "kernel": kernel, "n": n, "solver": s, **r,
-                       "machine": machine.get("cpu"), "threads": 2}
-                records.append(rec)
-                append_jsonl(out, rec)
-                print(f"{kernel:6s} n={n:6d} {_label(s):24s} {r['seconds']:8.2f} s  {r['status']:10s} "
-                      f"f={r['objective']:.8f} gap={r['kkt_gap']:.1e} sv={r['n_sv']}", flush=True)
-                if r["seconds"] > args.limit or r["status"] != "converged":
-                    over.add(s)
-    if args.merge:
-        newest: dict[tuple[str, int, str], dict[str, Any]] = {}
-        for r in read_jsonl(out):
-            newest[(r["kernel"], r["n"], r["solver"])] = r
-        records = list(newest.values())
-    render(records, docs, "python -m benchmarks.scaling" + (" --quick" if args.quick else ""))
-    print(f"wrote {docs / 'scaling.md'}")
+    resolve_run_arguments(p, args, small=args.quick)
+    if args.quick:   # a smoke run never writes over the committed results
+        args.out = ROOT / "results" / "quick" / "scaling.jsonl" if args.out == OUT else args.out
+        args.docs = ROOT / "results" / "quick" if args.docs == DOCS else args.docs
+    rows, study = scaling_rows(args)
+    run_study(study, args, rows)
+    log(f"wrote {args.docs / 'scaling.md'}")
     return 0
 
 
