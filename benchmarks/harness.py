@@ -557,7 +557,8 @@ def markdown_table(head: list[str], body: list[list[str]]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = None, small: str | None = None,
-                 interleaved: bool = True, out: Path | None = None, docs: Path | None = None) -> Any:
+                 interleaved: bool = True, threads: int | None = None, out: Path | None = None,
+                 docs: Path | None = None) -> Any:
     """The command line every study shares; the study adds its own flags to the parser returned.
 
     Parameters
@@ -572,6 +573,9 @@ def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = Non
         The name of the study's small mode (``quick``, ``small``): adds ``--<small>``.
     interleaved : bool
         Whether the study interleaves ours with an anchor (adds ``--long`` and ``--pair-below``).
+    threads : int, optional
+        The default of ``--threads`` (one BLAS thread count; the study pins it before numpy is
+        imported with :func:`threads_from_argv`).
     out, docs : Path, optional
         The default results file and page folder: adds ``--out`` and ``--docs`` (so a check run can
         write elsewhere than the committed results).
@@ -589,6 +593,8 @@ def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = Non
     if small is not None:
         p.add_argument(f"--{small}", action="store_true", help=f"the {small} rows only (a smoke run)")
     add_run_arguments(p, small=small or "quick", interleaved=interleaved)
+    if threads is not None:
+        p.add_argument("--threads", type=int, default=threads, help="BLAS threads, both sides (default %(default)s)")
     if out is not None:
         p.add_argument("--out", type=Path, default=out, help="the JSON-lines results file (default: %(default)s)")
     if docs is not None:
@@ -607,29 +613,37 @@ class Study:
         a row of several records (one per solver) returns their list.
     render : callable
         ``render(records, args)`` writes the page from every record of the results file.
+    clean : callable
+        Applied to each record before it is written (:func:`clean` with the study's choices).
     """
 
     run_row: Callable[[str, Any, Runs], dict[str, Any] | list[dict[str, Any]]]
     render: Callable[[list[dict[str, Any]], Any], None]
+    clean: Callable[[dict[str, Any]], Any] = lambda r: r
 
 
-def run_study(study: Study, args: Any, rows: Iterable[str]) -> list[dict[str, Any]]:
+def run_study(study: Study, args: Any, rows: Iterable[str], *, stamp: dict[str, Any] | None = None,
+              head: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The main loop every study shares: settle, measure each row, append its record, render.
 
     ``args`` carries ``repeat``, ``settle``, ``out`` and optionally ``long`` / ``pair_below``;
-    each record gains ``run_id`` and ``machine`` and is appended to ``args.out`` as soon as it is
-    measured (an interrupted run keeps what it measured). Returns this run's records.
+    each record gains ``stamp`` (default: ``run_id`` and the ``machine``'s CPU) and is appended to
+    ``args.out`` as soon as it is measured (an interrupted run keeps what it measured), after
+    ``head`` (a record describing the run) when given. Returns this run's records.
     """
     given = vars(args)   # a study without an anchor has no --long / --pair-below
     runs = Runs(repeat=args.repeat, long=given.get("long", 300.0), pair_below=given.get("pair_below", 60.0))
-    run_id, machine = now_iso(), machine_info(2)
+    if stamp is None:
+        stamp = {"run_id": now_iso(), "machine": machine_info(2).get("cpu")}
+    if head is not None:
+        append_jsonl(args.out, study.clean(head))
     settle(runs, args.settle)
     done = []
     for name in rows:
         got = study.run_row(name, args, runs)
         for one in got if isinstance(got, list) else [got]:
-            rec = dict(one, run_id=run_id, machine=machine.get("cpu"))
-            append_jsonl(args.out, rec)
+            rec = dict(one, **stamp)
+            append_jsonl(args.out, study.clean(rec))
             done.append(rec)
     study.render(read_jsonl(args.out), args)
     return done

@@ -50,7 +50,6 @@ if __name__ == "__main__":
     pin_blas_threads(threads_from_argv(sys.argv[1:]))
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -64,7 +63,7 @@ from benchmarks.harness import (  # noqa: E402
     REPO,
     PeakMemory,
     Runs,
-    append_jsonl,
+    Study,
     blas_threads,
     clean,
     interleave,
@@ -72,6 +71,9 @@ from benchmarks.harness import (  # noqa: E402
     median,
     now_iso,
     ratio_stats,
+    resolve_run_arguments,
+    run_study,
+    study_parser,
     thread_limit,
     timed,
 )
@@ -512,21 +514,20 @@ def render(records: list[dict[str, Any]], machines: dict[int, dict[str, Any]], c
     return "\n".join(L)
 
 
-def _latest(path: Any, quick: bool) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]], list[str]]:
+def _latest(lines: list[dict[str, Any]], quick: bool) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]],
+                                                                list[str]]:
     """The latest record of every (row, threads) in the results file, the machines and commands."""
     recs: dict[tuple[str, int], dict[str, Any]] = {}
     machines: dict[int, dict[str, Any]] = {}
     commands: dict[int, str] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            d = json.loads(line)
-            if d.get("format") != "issue14" or bool(d.get("quick")) != quick:
-                continue
-            if "machine" in d:
-                machines[int(d["threads"])] = dict(d["machine"], run_id=d.get("run_id"))
-                commands[int(d["threads"])] = d.get("command", "")
-                continue
-            recs[(d["row"], int(d["threads"]))] = d
+    for d in lines:
+        if d.get("format") != "issue14" or bool(d.get("quick")) != quick:
+            continue
+        if "machine" in d:
+            machines[int(d["threads"])] = dict(d["machine"], run_id=d.get("run_id"))
+            commands[int(d["threads"])] = d.get("command", "")
+            continue
+        recs[(d["row"], int(d["threads"]))] = d
     order = list(ROWS)
     out = sorted(recs.values(), key=lambda d: (order.index(d["row"]) if d["row"] in order else 99, d["threads"]))
     return out, machines, [commands[t] for t in sorted(commands)]
@@ -537,41 +538,33 @@ def _clean(v: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.qp", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", default=",".join(ROWS), help="comma-separated rows (default: all)")
+    p = study_parser("python -m benchmarks.qp", __doc__, rows=ROWS, small="quick", threads=2)
     p.add_argument("--peers", default="", help="comma-separated peers (default: every peer that fits the row)")
-    p.add_argument("--repeat", type=int, default=3, help="interleaved runs of each contender and of ours (default 3)")
     p.add_argument("--tol", type=float, default=1e-9, help="GPCG tolerance relative to max(1, ‖c‖∞) (default 1e-9)")
-    p.add_argument("--quick", action="store_true", help="small sizes, repeat 1, results under benchmarks/results/quick")
-    p.add_argument("--threads", type=int, default=2, help="BLAS threads, both sides (default 2)")
     p.add_argument("--out-dir", default="", help="write qp.jsonl and qp.md here instead (tests)")
     args = p.parse_args(argv)
-    if args.quick:
-        args.repeat = 1
+    resolve_run_arguments(p, args, small=args.quick)
     bad = [k for k in args.rows.split(",") if k not in ROWS]
     if bad:
         p.error(f"unknown rows {bad}; choose from {list(ROWS)}")
     out_dir = RESULTS / "quick" if args.quick else RESULTS
-    docs = RESULTS / "quick" if args.quick else REPO / "docs" / "benchmarks"
+    args.docs = RESULTS / "quick" if args.quick else REPO / "docs" / "benchmarks"
     if args.out_dir:
-        out_dir = docs = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    docs.mkdir(parents=True, exist_ok=True)
+        out_dir = args.docs = Path(args.out_dir)
+    args.out = out_dir / "qp.jsonl"
     run_id = now_iso()
     command = ("python -m benchmarks.qp " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
-    ctx = Runs(repeat=args.repeat)
     head = {"format": "issue14", "run_id": run_id, "threads": args.threads, "quick": args.quick,
             "command": command, "machine": machine_info(args.threads)}
-    append_jsonl(out_dir / "qp.jsonl", _clean(head))
-    for key in args.rows.split(","):
-        rec = bench(key, args, ctx)
-        rec.update(format="issue14", run_id=run_id)
-        append_jsonl(out_dir / "qp.jsonl", _clean(rec))
-    records, machines, commands = _latest(out_dir / "qp.jsonl", args.quick)
-    page = render(records, machines, commands)
-    (docs / "qp.md").write_text(page, encoding="utf-8")
-    print(page)
+
+    def write_page(lines: list[dict[str, Any]], a: argparse.Namespace) -> None:
+        page = render(*_latest(lines, a.quick))
+        a.docs.mkdir(parents=True, exist_ok=True)
+        (a.docs / "qp.md").write_text(page, encoding="utf-8")
+        print(page)
+
+    run_study(Study(bench, write_page, _clean), args, args.rows.split(","),
+              stamp={"format": "issue14", "run_id": run_id}, head=head)
     return 0
 
 
