@@ -22,6 +22,7 @@ Nothing here imports numpy at module import time.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
@@ -558,7 +559,7 @@ def markdown_table(head: list[str], body: list[list[str]]) -> str:
 
 def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = None, small: str | None = None,
                  interleaved: bool = True, threads: int | None = None, out: Path | None = None,
-                 docs: Path | None = None) -> Any:
+                 docs: Path | None = None) -> argparse.ArgumentParser:
     """The command line every study shares; the study adds its own flags to the parser returned.
 
     Parameters
@@ -585,8 +586,6 @@ def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = Non
     argparse.ArgumentParser
         Parse it with :meth:`parse_args`, then call :func:`resolve_run_arguments`.
     """
-    import argparse
-
     p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     if rows is not None:
         p.add_argument("--rows", default=",".join(rows), help="comma-separated rows (default: %(default)s)")

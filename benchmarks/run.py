@@ -25,49 +25,38 @@ import argparse  # noqa: E402
 import shlex  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, Callable  # noqa: E402
 
 from benchmarks import report  # noqa: E402
-from benchmarks.harness import REPO, Runs, append_jsonl, clean, log, machine_info, median, now_iso, thread_limit, timed  # noqa: E402
+from benchmarks.harness import (REPO, Runs, Study, clean, interleave, log, machine_info, median, now_iso,  # noqa: E402
+                                resolve_run_arguments, run_study, study_parser, thread_limit)
 from benchmarks.svm import ROWS, eval_problem, judge, load_row, reference, run_libsvm, run_ours, warm_memory  # noqa: E402
-
-CTX = Runs()   # only its load meter is used here
 
 RESULTS = REPO / "benchmarks" / "results"
 LONG_RUN_S = 60.0   # a first run at least this long is not repeated (BENCHMARKS.md: median of 3 below a minute)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated rows (default: all: {','.join(ROWS)})")
+    p = study_parser("python -m benchmarks.run", __doc__, rows=ROWS, small="quick", threads=THREADS,
+                     out=RESULTS / "results.jsonl", docs=REPO / "docs" / "benchmarks")
+    # a first run of a minute or more is not repeated (BENCHMARKS.md: median of 3 below a minute)
+    p.set_defaults(long=LONG_RUN_S)
     p.add_argument("--rules", default="wss2,mvp",
                    help="SMO working-set rules to run, decomp:Q for decomposition with working sets "
                         "of Q, chunk:M for chunking with M new violators a round (default wss2,mvp)")
     p.add_argument("--with-platt", action="store_true", help="also run SMO with Platt's heuristics (slow)")
     p.add_argument("--anchor-inputs", default="sparse,dense",
                    help="LIBSVM input formats to time; the faster is the anchor (default sparse,dense)")
-    p.add_argument("--repeat", type=int, default=None,
-                   help="runs per solver, median reported (default: 3 if the first run takes < 60 s, else 1; "
-                        "--quick: 1)")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke test: 3,000 rows of adult, 5,000 of ijcnn1 (random, seed 0), repeat 1; "
-                        "writes under benchmarks/results/quick/ and leaves docs/ alone")
-    p.add_argument("--out", type=Path, default=None,
-                   help="JSON-lines results file (default benchmarks/results/results.jsonl; "
-                        "quick: benchmarks/results/quick/results.jsonl)")
-    p.add_argument("--docs", type=Path, default=None,
-                   help="folder for the markdown page and plots (default docs/benchmarks; quick: benchmarks/results/quick)")
     p.add_argument("--reference", type=Path, default=RESULTS / "reference.json",
                    help="cache of the high-precision reference objectives (default benchmarks/results/reference.json)")
     p.add_argument("--refresh-reference", action="store_true", help="recompute the reference objectives")
     p.add_argument("--cache-mb", type=int, default=1000, help="kernel cache budget in MB, both sides (default 1000)")
-    p.add_argument("--threads", type=int, default=THREADS, help="BLAS/OpenMP threads, both sides (default 2)")
     p.add_argument("--trace-interval", type=float, default=None,
                    help="seconds between convergence-trace points (default 0.5; quick: 0.05)")
     p.add_argument("--time-limit", type=float, default=None, help="time limit of each of our solves (seconds)")
     p.add_argument("--no-plot", action="store_true", help="skip the convergence plots")
     args = p.parse_args(argv)
+    resolve_run_arguments(p, args, small=args.quick)
     args.rows = [r for r in args.rows.split(",") if r]
     unknown = [r for r in args.rows if r not in ROWS]
     if unknown:
@@ -78,14 +67,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.anchor_inputs = [a for a in args.anchor_inputs.split(",") if a]
     if not set(args.anchor_inputs) <= {"sparse", "dense"} or not args.anchor_inputs:
         p.error("--anchor-inputs: sparse, dense or both")
-    if args.repeat is not None and args.repeat < 1:
-        p.error("--repeat must be ≥ 1")
-    if args.quick and args.repeat is None:
-        args.repeat = 1
-    if args.out is None:
-        args.out = RESULTS / ("quick/results.jsonl" if args.quick else "results.jsonl")
-    if args.docs is None:
-        args.docs = RESULTS / "quick" if args.quick else REPO / "docs" / "benchmarks"
+    if args.quick:   # a smoke run writes under benchmarks/results/quick/ and leaves docs/ alone
+        args.out = RESULTS / "quick" / "results.jsonl" if args.out == RESULTS / "results.jsonl" else args.out
+        args.docs = RESULTS / "quick" if args.docs == REPO / "docs" / "benchmarks" else args.docs
     if args.trace_interval is None:
         args.trace_interval = 0.05 if args.quick else 0.5
     return args
@@ -97,42 +81,25 @@ def _clean(v: Any) -> Any:
 
 
 def bench_row(data: Any, args: argparse.Namespace, ref: dict[str, Any] | None, run_id: str,
-              machine: dict[str, Any]) -> list[dict[str, Any]]:
+              machine: dict[str, Any], ctx: Runs) -> list[dict[str, Any]]:
     """Time every solver of one row (interleaved passes), judge the points, build the records."""
     row = data.row
     solvers: list[tuple[str, str]] = [("libsvm", a) for a in args.anchor_inputs] + [("qpcore", r) for r in args.rules]
-    runs: dict[tuple[str, str], list[dict[str, Any]]] = {s: [] for s in solvers}
-    want: dict[tuple[str, str], int] = {}
 
-    def once(s: tuple[str, str]) -> None:
+    def run(s: tuple[str, str]) -> Callable[[], dict[str, Any]]:
         if s[0] == "libsvm":
-            def fn() -> dict[str, Any]:
-                return run_libsvm(data, s[1], tol=row.tol, cache_mb=args.cache_mb)
-        else:
-            def fn() -> dict[str, Any]:
-                return run_ours(data, s[1], tol=row.tol, cache_mb=args.cache_mb, trace_interval=args.trace_interval,
+            return lambda: run_libsvm(data, s[1], tol=row.tol, cache_mb=args.cache_mb)
+        return lambda: run_ours(data, s[1], tol=row.tol, cache_mb=args.cache_mb, trace_interval=args.trace_interval,
                                 time_limit=args.time_limit)
-        # the load average right before the run, and the CPU other processes used during it
-        # (benchmarks.harness.timed): a run where others were busy is flagged, never claimed
-        r = timed(CTX, fn)
-        if r.get("error"):
-            raise RuntimeError(f"[{data.key}] {s[0]} {s[1]}: {r['status']}")
-        runs[s].append(r)
-        ld = r["load"]
-        extra = f", gap {r['kkt_gap']:.2e}, {r['status']}" if s[0] == "qpcore" else ""
-        log(f"[{data.key}] {s[0]} {s[1]:<6} run {len(runs[s])}: {r['seconds']:8.2f} s, "
-            f"{r['iterations']} iterations, {r['n_sv']} SVs{extra}, peak {r['peak_mb']:.0f} MB, "
-            f"load before {ld['load1']} (own {ld['own']}), others' CPU during {ld.get('others')}"
-            + ("  ** LOADED **" if ld.get("loaded") else ""))
 
-    for s in solvers:                       # pass 1 decides how many runs each solver gets
-        once(s)
-        first = runs[s][0]["seconds"]
-        want[s] = args.repeat if args.repeat is not None else (3 if first < LONG_RUN_S else 1)
-    for _ in range(1, max(want.values())):  # further passes interleaved, so drift hits every solver alike
-        for s in solvers:
-            if len(runs[s]) < want[s]:
-                once(s)
+    # passes over every solver (anchors first), so drift hits each alike; each run's load is read
+    # and a run where other processes were busy is flagged, never claimed
+    by_name = interleave(ctx, {f"{s[0]} {s[1]}": run(s) for s in solvers}, data.key)
+    runs = {s: by_name[f"{s[0]} {s[1]}"] for s in solvers}
+    for s, rs in runs.items():
+        for r in rs:
+            if r.get("error"):
+                raise RuntimeError(f"[{data.key}] {s[0]} {s[1]}: {r['status']}")
 
     qp = eval_problem(data)
     f_ref = ref["f_ref"] if ref else None
@@ -195,36 +162,33 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         log("benchmarks: scikit-learn is needed for the LIBSVM anchor: pip install '.[bench]'")
         return 2
-    all_records: list[dict[str, Any]] = []
     with thread_limit(args.threads):
         machine = machine_info(args.threads)
-        load = machine.get("loadavg")
         log(f"{command}\n{machine['cpu']}, {machine['cores']} cores, threads {args.threads}, "
-            f"cache {args.cache_mb} MB, load average {load}")
-        # the load average idles at 0.3-1.0 on these VMs and lags by a minute: the verdict on each
-        # run is the CPU other processes used during it (logged per run, flagged in the table)
+            f"cache {args.cache_mb} MB, load average {machine.get('loadavg')}")
         run_id = time.strftime("%Y%m%dT%H%M%S")
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        for name in args.rows:
+
+        def run_row(name: str, a: argparse.Namespace, ctx: Runs) -> list[dict[str, Any]]:
             row = ROWS[name]
             t0 = time.perf_counter()
-            data = load_row(row, args.quick)
+            data = load_row(row, a.quick)
             warm_memory()
             log(f"[{data.key}] {row.title}: {data.n} × {data.d}, {data.X.nnz} nonzeros "
                 f"(read in {time.perf_counter() - t0:.1f} s, not timed)")
-            ref = reference(data, args.reference, cache_mb=args.cache_mb, refresh=args.refresh_reference, log=log)
+            ref = reference(data, a.reference, cache_mb=a.cache_mb, refresh=a.refresh_reference, log=log)
             log(f"[{data.key}] f_ref = {ref['f_ref']:.10f} ({ref['source']} at tol 1e-6)")
-            recs = bench_row(data, args, ref, run_id, machine)
-            for r in recs:
-                append_jsonl(args.out, _clean(r))
-            all_records += recs
-            del data
-        machine_end = os.getloadavg() if hasattr(os, "getloadavg") else None
-    page = report.render(args.out, args.docs, command=command, plots=not args.no_plot, log=log)
+            return bench_row(data, a, ref, run_id, machine, ctx)
+
+        pages: list[Path] = []
+
+        def render(records: list[dict[str, Any]], a: argparse.Namespace) -> None:
+            pages.append(report.render(a.out, a.docs, command=command, plots=not a.no_plot, log=log))
+
+        done = run_study(Study(run_row, render, _clean), args, args.rows, stamp={})
     log("")
-    log(report.summary([_clean(r) for r in all_records]))
-    log(f"\nresults appended to {args.out}; page {page}"
-        + (f"; load average at the end {[round(v, 2) for v in machine_end]}" if machine_end else ""))
+    log(report.summary([_clean(r) for r in done]))
+    log(f"\nresults appended to {args.out}; page {pages[0]}; load average at the end "
+        f"{[round(v, 2) for v in os.getloadavg()]}")
     return 0
 
 
