@@ -611,38 +611,59 @@ class Study:
         ``run_row(name, args, runs) -> record`` measures one row (with :func:`interleave` on ``runs``);
         a row of several records (one per solver) returns their list.
     render : callable
-        ``render(records, args)`` writes the page from every record of the results file.
+        ``render(records, args)`` writes the page: from every record of the JSON-lines file at the
+        end, or from the store (a dict) after every row when ``store`` is set.
     clean : callable
         Applied to each record before it is written (:func:`clean` with the study's choices).
+    store : Path, optional
+        A JSON store (:func:`load_store`, :func:`save_row`: one record per row name) instead of
+        JSON lines at ``args.out``.
+    mode : str
+        The store's mode (``full``, ``quick``, ...): a full run drops the rows of small ones.
+    meta : callable
+        The store's ``_meta`` (machine, time), called after each row.
     """
 
     run_row: Callable[[str, Any, Runs], dict[str, Any] | list[dict[str, Any]]]
-    render: Callable[[list[dict[str, Any]], Any], None]
+    render: Callable[[Any, Any], None]
     clean: Callable[[dict[str, Any]], Any] = lambda r: r
+    store: Path | None = None
+    mode: str = "full"
+    meta: Callable[[], dict[str, Any]] = dict
 
 
 def run_study(study: Study, args: Any, rows: Iterable[str], *, stamp: dict[str, Any] | None = None,
-              head: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The main loop every study shares: settle, measure each row, append its record, render.
+              head: dict[str, Any] | None = None, runs: Runs | None = None) -> list[dict[str, Any]]:
+    """The main loop every study shares: settle, measure each row, record it, render.
 
-    ``args`` carries ``repeat``, ``settle``, ``out`` and optionally ``long`` / ``pair_below``;
-    each record gains ``stamp`` (default: ``run_id`` and the ``machine``'s CPU) and is appended to
-    ``args.out`` as soon as it is measured (an interrupted run keeps what it measured), after
-    ``head`` (a record describing the run) when given. Returns this run's records.
+    ``args`` carries ``repeat``, ``settle``, ``out`` (JSON lines) and optionally ``long`` /
+    ``pair_below``; ``runs`` (a study's own :class:`Runs`) is made from them when not given. The
+    settle reading is left in ``args.load_at_start``. Each record gains ``stamp`` (default:
+    ``run_id`` and the ``machine``'s CPU) and is written as soon as it is measured (an interrupted
+    run keeps what it measured): appended to ``args.out`` after ``head`` (a record describing the
+    run) and rendered at the end, or saved in ``study.store`` and rendered after every row.
+    Returns this run's records.
     """
-    given = vars(args)   # a study without an anchor has no --long / --pair-below
-    runs = Runs(repeat=args.repeat, long=given.get("long", 300.0), pair_below=given.get("pair_below", 60.0))
+    if runs is None:
+        given = vars(args)   # a study without an anchor has no --long / --pair-below
+        runs = Runs(repeat=args.repeat, long=given.get("long", 300.0), pair_below=given.get("pair_below", 60.0))
     if stamp is None:
         stamp = {"run_id": now_iso(), "machine": machine_info(2).get("cpu")}
-    if head is not None:
+    store = load_store(study.store, study.mode) if study.store is not None else None
+    if head is not None and store is None:
         append_jsonl(args.out, study.clean(head))
-    settle(runs, args.settle)
+    args.load_at_start = settle(runs, args.settle)
     done = []
     for name in rows:
         got = study.run_row(name, args, runs)
         for one in got if isinstance(got, list) else [got]:
-            rec = dict(one, **stamp)
-            append_jsonl(args.out, study.clean(rec))
+            rec = study.clean(dict(one, **stamp))
             done.append(rec)
-    study.render(read_jsonl(args.out), args)
+            if study.store is not None and store is not None:
+                save_row(study.store, store, name, rec, study.meta())
+                study.render(store, args)
+            else:
+                append_jsonl(args.out, rec)
+    if store is None:
+        study.render(read_jsonl(args.out), args)
     return done

@@ -60,7 +60,6 @@ from benchmarks.harness import (  # noqa: E402
     LoadMeter,
     PeakMemory,
     Runs,
-    add_run_arguments,
     blas_threads,
     blas_threads_under,
     clean,
@@ -72,15 +71,15 @@ from benchmarks.harness import (  # noqa: E402
     fmt_summary_seconds,
     in_child,
     interleave,
-    load_store,
     log,
     machine_info,
     median,
     now_iso,
     ratio_stats,
+    Study,
     resolve_run_arguments,
-    save_row,
-    settle,
+    run_study,
+    study_parser,
     thread_limit,
 )
 
@@ -1000,14 +999,10 @@ def _render_window(L: list[str], rec: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.incas", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", default="hard_small,weak,incremental,loo,window",
-                   help=f"comma-separated, of {','.join(ROW_NAMES)}; 'hard' = hard_small,hard_large; 'all'")
+    p = study_parser("python -m benchmarks.incas", __doc__, rows=("hard_small", "weak", "incremental", "loo", "window"),
+                     small="quick")
     p.add_argument("--solvers", default="incas,smo,decomp:512", help="ours in the batch rows (default %(default)s)")
-    add_run_arguments(p, small="quick/tiny")
     p.add_argument("--threads", default="1,2", help="our BLAS thread counts (default 1,2)")
-    p.add_argument("--quick", action="store_true", help="small subsets (plumbing; < 1 min), repeat 1")
     p.add_argument("--tiny", action="store_true", help="the tests' sizes (a few seconds)")
     p.add_argument("--data", default="adult", help="adult (default) or synthetic (tests)")
     p.add_argument("--seed", type=int, default=SEED, help=f"subset seed (default {SEED})")
@@ -1058,26 +1053,28 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     src = load_source(args.data, args.seed)
     log(f"{args.data}: {src.X.shape[0]} × {src.X.shape[1]} (read in {time.perf_counter() - t0:.1f} s, not timed)")
-    settle_info = settle(ctx, args.settle)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     store_path = args.out_dir / "incas.json"
-    store = load_store(store_path, mode)
-    anchor_check = None
-    if args.anchor_input == "auto":
-        # a problem of moderate cost (the C = 100 ones can take LIBSVM minutes): RBF γ = 0.05, C = 1,
-        # as many rows as the smaller hard subset, tol 1e-6
-        anchor_check = choose_anchor_input(src, Spec("check", sz.hard_small, "rbf", 0.05, 1.0), ctx)
-        ctx.anchor_input = anchor_check["chosen"]
-    else:
-        ctx.anchor_input = args.anchor_input
-    for row in args.rows:
-        run_meta = {"command": command, "time": now_iso(), "mode": mode, "data": args.data, "seed": args.seed,
-                    "threads": args.threads, "cache_mb": args.cache_mb, "dtype": args.dtype, "repeat": args.repeat,
-                    "long": args.long, "pair_below": args.pair_below, "anchor_input": ctx.anchor_input, "anchor_check": anchor_check,
-                    "sizes": sz.__dict__, "load_rule": f"others > {OTHERS_MARGIN} cores during the run", "load_at_start": settle_info,
-                    "time_limit": args.time_limit, "anchor_timeout": args.anchor_timeout}
+    anchor_check: dict[str, Any] | None = None
+
+    def run_row(row: str, a: argparse.Namespace, runs: Runs) -> dict[str, Any]:
+        nonlocal anchor_check
+        if ctx.anchor_input == "":   # chosen once, after the settle, before the first row
+            if a.anchor_input == "auto":
+                # a problem of moderate cost (the C = 100 ones can take LIBSVM minutes): RBF γ = 0.05,
+                # C = 1, as many rows as the smaller hard subset, tol 1e-6
+                anchor_check = choose_anchor_input(src, Spec("check", sz.hard_small, "rbf", 0.05, 1.0), ctx)
+                ctx.anchor_input = anchor_check["chosen"]
+            else:
+                ctx.anchor_input = a.anchor_input
+        run_meta = {"command": command, "time": now_iso(), "mode": mode, "data": a.data, "seed": a.seed,
+                    "threads": a.threads, "cache_mb": a.cache_mb, "dtype": a.dtype, "repeat": a.repeat,
+                    "long": a.long, "pair_below": a.pair_below, "anchor_input": ctx.anchor_input,
+                    "anchor_check": anchor_check, "sizes": sz.__dict__,
+                    "load_rule": f"others > {OTHERS_MARGIN} cores during the run", "load_at_start": a.load_at_start,
+                    "time_limit": a.time_limit, "anchor_timeout": a.anchor_timeout}
         if row in ("hard_small", "hard_large", "weak"):
-            rec: dict[str, Any] = {"problems": [bench_batch(src, s, args.solvers, ctx) for s in batch_specs(row, sz)]}
+            rec: dict[str, Any] = {"problems": [bench_batch(src, s, a.solvers, ctx) for s in batch_specs(row, sz)]}
         elif row == "incremental":
             rec = bench_incremental(src, sz, ctx)
         elif row == "loo":
@@ -1085,8 +1082,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rec = bench_window(src, sz, ctx)
         rec["_run"] = run_meta
-        save_row(store_path, store, row, _clean(rec), {"machine": machine, "updated": now_iso()})
-        render(store, args.out_dir / "incas.md")
+        return rec
+
+    ctx.anchor_input = ""
+    study = Study(run_row, lambda store, a: render(store, a.out_dir / "incas.md"), _clean, store=store_path, mode=mode,
+                  meta=lambda: {"machine": machine, "updated": now_iso()})
+    run_study(study, args, args.rows, stamp={}, runs=ctx)
     log(f"\nwrote {store_path} and {args.out_dir / 'incas.md'} ({time.perf_counter() - t0:.1f} s)")
     return 0
 
