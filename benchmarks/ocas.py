@@ -70,7 +70,7 @@ from benchmarks.harness import (  # noqa: E402
     REPO,
     PeakMemory,
     Runs,
-    add_run_arguments,
+    Study,
     clean,
     blas_threads,
     blas_threads_under,
@@ -81,15 +81,14 @@ from benchmarks.harness import (  # noqa: E402
     fmt_seconds as _sec,
     in_child,
     interleave,
-    load_store,
     log,
     machine_info,
     median,
     now_iso,
     ratio_stats,
     resolve_run_arguments,
-    save_row,
-    settle,
+    run_study,
+    study_parser,
     thread_limit,
     timed,
 )
@@ -1275,14 +1274,11 @@ def render(store: dict[str, Any], page: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.ocas", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", default=",".join(ROW_NAMES), help=f"comma-separated, of {','.join(ROW_NAMES)}; 'all'")
+    p = study_parser("python -m benchmarks.ocas", __doc__, rows=ROW_NAMES, small="quick")
     p.add_argument("--variants", default=",".join(VARIANTS), help="ours: ocas,bmrm,asocas (default all)")
     p.add_argument("--threads", default=None, help="our BLAS thread counts (default 1,2; quick 1)")
     p.add_argument("--ocas-threads", default="1", choices=("1", "match"),
                    help="svmocas -p: 1 (default) or the thread count of the run of ours it is paired with")
-    add_run_arguments(p)
     p.add_argument("--tol", type=float, default=None,
                    help="TolRel of the timed runs, ours and svmocas -r (default 1e-5; quick 1e-4)")
     p.add_argument("--ref-tol", type=float, default=None, help="TolRel of the reference solves (1e-8; quick 1e-6)")
@@ -1298,7 +1294,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cross-rows", default=None, help="crossover row counts, comma-separated (100000,300000,1000000)")
     p.add_argument("--cross-C", default=None, help="crossover C values, comma-separated (0.1,1,10)")
     p.add_argument("--seed", type=int, default=13, help="generator seed of dense2m, text1m, crossover (13)")
-    p.add_argument("--quick", action="store_true", help="small subsets (plumbing; < 1 min), repeat 1")
     p.add_argument("--no-liblinear", action="store_true", help="skip the LIBLINEAR anchor")
     p.add_argument("--out-dir", type=Path, default=None,
                    help="ocas.json / ocas.md / plots (default docs/benchmarks; quick benchmarks/results/quick)")
@@ -1369,9 +1364,7 @@ def main(argv: list[str] | None = None) -> int:
     ok, why = available()
     log(f"{command}\n{machine['cpu']}, {machine['cores']} cores, load average {machine['loadavg']}; "
         f"ours {why or 'available'}; svmocas {svmocas_version() or 'NOT installed (' + SVMOCAS_INSTALL + ')'}")
-    settle_info = settle(ctx, args.settle)
     store_path = args.out_dir / "ocas.json"
-    store = load_store(store_path, mode)
     t0 = time.perf_counter()
     text_cache: dict[int, tuple[Any, np.ndarray, Any]] = {}
 
@@ -1386,35 +1379,45 @@ def main(argv: list[str] | None = None) -> int:
             log(f"[text] generated {n:,} rows in {time.perf_counter() - t1:.1f} s (not timed)")
         return text_cache[n]
 
-    for name in args.rows:
-        run_meta = {"command": command, "time": now_iso(), "mode": mode, "threads": args.threads,
-                    "ocas_threads": args.ocas_threads, "tol": args.tol, "ref_tol": args.ref_tol, "repeat": args.repeat,
-                    "long": args.long, "pair_below": args.pair_below, "sizes": sz.__dict__, "seed": args.seed,
-                    "time_limit": args.time_limit, "anchor_timeout": args.anchor_timeout,
-                    "load_at_start": settle_info, "svm_dir": str(args.svm_dir)}
+    current: list[str] = []
+
+    def run_row(name: str, a: argparse.Namespace, runs: Runs) -> dict[str, Any]:
+        current[:] = [name]
+        run_meta = {"command": command, "time": now_iso(), "mode": mode, "threads": a.threads,
+                    "ocas_threads": a.ocas_threads, "tol": a.tol, "ref_tol": a.ref_tol, "repeat": a.repeat,
+                    "long": a.long, "pair_below": a.pair_below, "sizes": sz.__dict__, "seed": a.seed,
+                    "time_limit": a.time_limit, "anchor_timeout": a.anchor_timeout,
+                    "load_at_start": a.load_at_start, "svm_dir": str(a.svm_dir)}
         t1 = time.perf_counter()
         if name in REAL_ROWS:
             row = real_row(name, sz.real)
-            rec = bench_row(row, ctx, opts, liblinear=not args.no_liblinear)
+            rec = bench_row(row, ctx, opts, liblinear=not a.no_liblinear)
         elif name == "dense2m":
-            row = dense_row(sz.dense, seed=args.seed)
+            row = dense_row(sz.dense, seed=a.seed)
             log(f"[dense2m] generated in {time.perf_counter() - t1:.1f} s (not timed)")
-            rec = bench_row(row, ctx, opts, liblinear=not args.no_liblinear)
+            rec = bench_row(row, ctx, opts, liblinear=not a.no_liblinear)
             del row
         elif name == "text1m":
-            X, y, spec = text(max([sz.text] + (list(sz.cross_rows) if "crossover" in args.rows else [])))
-            rec = bench_row(text_row(X, y, spec, sz.text), ctx, opts, liblinear=not args.no_liblinear)
+            X, y, spec = text(max([sz.text] + (list(sz.cross_rows) if "crossover" in a.rows else [])))
+            rec = bench_row(text_row(X, y, spec, sz.text), ctx, opts, liblinear=not a.no_liblinear)
         else:
             X, y, spec = text(max(sz.cross_rows))
             rec = bench_crossover(X, y, spec, sz, ctx, opts)
         run_meta["seconds"] = round(time.perf_counter() - t1, 1)
         rec["_run"] = run_meta
-        save_row(store_path, store, name, clean(rec, drop=("x", "alpha", "result", "decision", "per_add")), {"machine": machine, "updated": now_iso(),
-                                                        "svmocas": svmocas_version()})
+        return rec
+
+    def page(store: dict[str, Any], a: argparse.Namespace) -> None:
+        name = current[0]
         if name != "crossover":
-            plot_row(name, store[name], args.out_dir / f"ocas_{name}.png")
-        render(store, args.out_dir / "ocas.md")
-        log(f"[{name}] done in {run_meta['seconds']} s")
+            plot_row(name, store[name], a.out_dir / f"ocas_{name}.png")
+        render(store, a.out_dir / "ocas.md")
+        log(f"[{name}] done in {store[name]['_run']['seconds']} s")
+
+    study = Study(run_row, page, lambda r: clean(r, drop=("x", "alpha", "result", "decision", "per_add")),
+                  store=store_path, mode=mode,
+                  meta=lambda: {"machine": machine, "updated": now_iso(), "svmocas": svmocas_version()})
+    run_study(study, args, args.rows, stamp={}, runs=ctx)
     log(f"\nwrote {store_path} and {args.out_dir / 'ocas.md'} ({time.perf_counter() - t0:.1f} s)")
     return 0
 
