@@ -34,12 +34,13 @@ hot paths.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from qpcore.capabilities import Capability
 from qpcore.vectors import DistributedOperator
 
 if TYPE_CHECKING:
@@ -342,7 +343,8 @@ def lagrangian_bound(qp: QP, w: FloatArray) -> float:
     Parameters
     ----------
     qp : QP
-        A problem without equality rows whose operator offers ``matvec_lowrank`` and ``d``.
+        A problem without equality rows whose operator declares ``Capability.LOWRANK``
+        (``matvec_lowrank`` and ``d``).
     w : ndarray
         A primal point (length k, the number of columns of H).
 
@@ -357,13 +359,15 @@ def lagrangian_bound(qp: QP, w: FloatArray) -> float:
         When the problem has equality rows or its operator is not diagonal plus low rank.
     """
     Q = qp.Q
-    if qp.m or not hasattr(Q, "matvec_lowrank") or not hasattr(Q, "d"):
-        raise ValueError("lagrangian_bound needs Q = diag(d) + HHᵀ (matvec_lowrank) and no equality rows")
+    if qp.m or Capability.LOWRANK not in Q.capabilities:
+        raise ValueError("lagrangian_bound needs Q = diag(d) + HHᵀ (an operator declaring LOWRANK) and no "
+                         "equality rows")
     if isinstance(Q, DistributedOperator):     # rows held elsewhere: the same terms, computed there
         return Q.lagrangian_bound(qp, w)
+    low: Any = Q                  # declared LOWRANK above: it has matvec_lowrank and d
     w = np.asarray(w, dtype=np.float64)
-    r = np.asarray(Q.matvec_lowrank(w), dtype=np.float64) + qp.c
-    return float(-0.5 * (w @ w) + separable_minimum(r, np.asarray(Q.d, dtype=np.float64), qp.lb, qp.ub))
+    r = np.asarray(low.matvec_lowrank(w), dtype=np.float64) + qp.c
+    return float(-0.5 * (w @ w) + separable_minimum(r, np.asarray(low.d, dtype=np.float64), qp.lb, qp.ub))
 
 
 def separable_minimum(r: FloatArray, d: FloatArray | float, lb: FloatArray, ub: FloatArray) -> float:

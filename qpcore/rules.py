@@ -251,9 +251,10 @@ class SetRule(Protocol):
 
 def rule_kind(rule: object) -> RuleKind:
     """The kind a rule declares, or a ``ProblemError`` saying what is missing."""
-    kind = getattr(rule, "kind", None)
-    if not callable(getattr(rule, "select", None)):
-        raise ProblemError(f"rule: {type(rule).__name__} has no select(view, tol) method")
+    if not isinstance(rule, WorkingSetRule) or not callable(rule.select):
+        raise ProblemError(f"rule: {type(rule).__name__} must declare kind = 'pair' (SMO) or kind = 'set' "
+                           "(decomposition) and have a select(view, tol) method")
+    kind = rule.kind
     if kind not in ("pair", "set"):
         raise ProblemError(f"rule: {type(rule).__name__} must declare kind = 'pair' (SMO) or kind = 'set' "
                            f"(decomposition), got {kind!r}")
