@@ -237,22 +237,3 @@ class QP:
     def gradient(self, x: FloatArray) -> FloatArray:
         """Gradient Qx + c (one matvec)."""
         return self.Q.matvec(x) + self.c
-
-    def restrict(self, free: NDArray[np.intp], x: FloatArray) -> QP:
-        """Subproblem over ``free`` with the other variables fixed at ``x``.
-
-        Returns a dense QP in the variables ``x[free]``: Q_BB, c_B + Q_BN x_N, the same bounds,
-        and A_B x_B = b − A_N x_N, keeping only the rows that touch ``free`` (a row with no entry
-        there is satisfied by the fixed part alone and would only make the subproblem degenerate).
-        """
-        free = np.asarray(free, dtype=np.intp)
-        rows = self.Q.rows(free)
-        QBB = np.array(rows[:, free], dtype=np.float64)
-        xN = x.copy()
-        xN[free] = 0.0
-        cB = self.c[free] + rows @ xN
-        AB = self.A[:, free]
-        bB = self.b - self.A @ xN
-        touched = np.any(AB != 0, axis=1)
-        AB, bB = AB[touched], bB[touched]
-        return QP(DenseQ(0.5 * (QBB + QBB.T)), cB, self.lb[free], self.ub[free], AB, bB)

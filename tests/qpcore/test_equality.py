@@ -67,16 +67,6 @@ def test_an_infeasible_group_is_named() -> None:
         qpcore.QP(np.eye(4), np.zeros(4), 0, 1, [[1, 1, 0, 0], [0, 0, 1, 1]], [1.0, 3.0])
 
 
-def test_restrict_keeps_only_rows_the_working_set_touches() -> None:
-    qp = _group_qp(0, 12, 3, 2)
-    x = dense_reference(qp)[0]
-    B = qp.equality.members(1)
-    sub = qp.restrict(B, x)
-    assert sub.m == 1
-    assert sub.equality.kind == "groups"
-    np.testing.assert_allclose(sub.A[0] @ x[B], sub.b[0], atol=1e-10)
-
-
 @given(seed=st.integers(0, 2**31), n=st.integers(6, 24), groups=st.integers(2, 3), singles=st.integers(0, 3),
        unit=st.booleans())
 def test_groups_certified_at_the_reference_and_not_off_it(seed: int, n: int, groups: int, singles: int,

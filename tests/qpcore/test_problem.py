@@ -1,4 +1,4 @@
-"""QP validation: every bad input is a ProblemError naming its field; restrict() keeps the objective."""
+"""QP validation: every bad input is a ProblemError naming its field."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 import qpcore
-from problems.random import planted_qp, random_box_qp
+from problems.random import random_box_qp
 from qpcore import QP, DenseQ, Kernel, KernelQ, ProblemError
 from qpcore.capabilities import Operator
 
@@ -319,42 +319,6 @@ def test_error_messages_are_specific() -> None:
     with pytest.raises(ProblemError) as info:
         QP(I2, [0.0, np.nan])
     assert re.search(r"index 1", str(info.value))
-
-
-# --- restrict ----------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("svm_form", [False, True])
-def test_restrict_objective_equals_full_up_to_a_constant(svm_form: bool) -> None:
-    rng = np.random.default_rng(7)
-    qp, x = planted_qp(12, seed=3, cond=1e3, svm_form=svm_form, ub=1.0)
-    free = np.array([1, 4, 5, 9])
-    sub = qp.restrict(free, x)
-    assert sub.n == free.size and sub.m == qp.m
-    np.testing.assert_array_equal(sub.lb, qp.lb[free])
-    np.testing.assert_array_equal(sub.ub, qp.ub[free])
-    # the fixed part's equality contribution moved to b: x[free] satisfies the subproblem's equality
-    np.testing.assert_allclose(sub.A @ x[free], sub.b, atol=1e-12)
-    const = qp.objective(x) - sub.objective(x[free])
-    for _ in range(5):
-        xB = x[free] + rng.normal(size=free.size)
-        full = x.copy()
-        full[free] = xB
-        assert qp.objective(full) - sub.objective(xB) == pytest.approx(const, abs=1e-10)
-        np.testing.assert_allclose(sub.gradient(xB), qp.gradient(full)[free], atol=1e-12)
-
-
-def test_restrict_of_a_kernel_problem() -> None:
-    rng = np.random.default_rng(1)
-    X, y = rng.normal(size=(10, 3)), np.where(rng.random(10) < 0.5, 1.0, -1.0)
-    qp = QP(KernelQ(X, Kernel("rbf", gamma=0.5), scale=y), -np.ones(10), 0.0, 1.0)
-    x = rng.uniform(0, 1, 10)
-    free = np.array([0, 3, 7])
-    sub = qp.restrict(free, x)
-    assert isinstance(sub.Q, DenseQ)
-    full = x.copy()
-    full[free] = 0.25
-    const = qp.objective(x) - sub.objective(x[free])
-    assert qp.objective(full) - sub.objective(full[free]) == pytest.approx(const, abs=1e-10)
 
 
 def test_random_box_qp_is_a_valid_problem() -> None:
