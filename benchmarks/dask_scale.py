@@ -90,14 +90,14 @@ from numpy.typing import NDArray  # noqa: E402
 
 from benchmarks.harness import (  # noqa: E402
     LoadMeter,
-    Runs,
-    add_run_arguments,
     blas_threads,
     clean,
-    load_store,
     log,
+    Runs,
+    Study,
     resolve_run_arguments,
-    save_row,
+    run_study,
+    study_parser,
     settle,
     thread_limit,
     timed,
@@ -1087,10 +1087,8 @@ def _worker_blas(info: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.dask_scale", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = study_parser("python -m benchmarks.dask_scale", __doc__, small="small", interleaved=False)
     p.add_argument("--rows", default=None, help="comma-separated: 7m, 30m, or sizes like 200k[:scale] (default 7m,30m)")
-    add_run_arguments(p, small="small", interleaved=False)
     p.add_argument("--chunk-rows", type=int, default=None,
                    help="rows per chunk (default: about 1,000,000, the chunk count a multiple of --workers; small: 4 chunks)")
     p.add_argument("--strategies", default=",".join(STRATEGIES), help="of asvm,ocas,ocas-active (default all)")
@@ -1107,7 +1105,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--scheduler", default=None, help="use a running cluster at this address instead")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--worker-memory", type=float, default=None, help="GiB per worker (default min(10, 42%% of RAM))")
-    p.add_argument("--small", action="store_true", help=f"{SMALL_ROWS} in {SMALL_CHUNKS} chunks, repeat 1 (plumbing)")
     p.add_argument("--out-dir", type=Path, default=None,
                    help="where the JSON and the page go (default benchmarks/results + docs/benchmarks; "
                         "small benchmarks/results/quick)")
@@ -1148,28 +1145,38 @@ def main(argv: list[str] | None = None) -> int:
               tol={"asvm": args.tol_asvm, "ocas": args.tol_ocas, "ocas-active": args.tol_ocas})
     machine = machine_info(max(args.threads))
     log(f"{command}\n{machine['cpu']}, {machine['cores']} cores, load average {machine['loadavg']}")
-    store = load_store(store_path, mode)
     t_all = time.perf_counter()
-    for row in args.rows:
+    infos: list[dict[str, Any]] = [{}]
+    current: list[RowSpec] = []
+
+    def run_row(row: RowSpec, a: argparse.Namespace, runs: Runs) -> dict[str, Any]:
+        # a cluster per row, and the settle inside it (its processes' start-up is not our load)
+        current[:] = [row]
         with cluster(cspec) as client:
-            info = cluster_info(client)
-            if row is args.rows[0]:
-                avail = engines_available(client, args.strategies)
+            info = infos[0] = cluster_info(client)
+            if row is a.rows[0]:
+                avail = engines_available(client, a.strategies)
                 log("engines: " + ", ".join(f"{s} {'ok' if v is None else 'NOT available (' + v + ')'}"
                                             for s, v in avail.items()))
-            settle = ctx.meter.settle(args.settle)
+            settle = ctx.meter.settle(a.settle)
             t_row = time.perf_counter()
             bench = bench_scale if row.kind == "scale" else bench_compare
-            rec = bench(row, args.strategies, ctx, client)
-            rec["_run"] = {"command": command, "time": now_iso(), "mode": mode, "repeat": args.repeat,
-                           "threads": list(args.threads), "time_limit": args.time_limit, "load_at_start": settle,
-                           "cluster": cspec.describe(), "cluster_info": info, "C": args.C, "tol": ctx.tol,
+            rec = bench(row, a.strategies, ctx, client)
+            rec["_run"] = {"command": command, "time": now_iso(), "mode": mode, "repeat": a.repeat,
+                           "threads": list(a.threads), "time_limit": a.time_limit, "load_at_start": settle,
+                           "cluster": cspec.describe(), "cluster_info": info, "C": a.C, "tol": ctx.tol,
                            "seconds": round(time.perf_counter() - t_row, 1)}
-        save_row(store_path, store, row.key, _clean(rec), {"machine": machine, "updated": now_iso(),
-                                                           "dask": info.get("dask"),
-                                                           "memory_gib": round(_total_memory() / 2**30, 1)})
+        return rec
+
+    def done(store: dict[str, Any], a: argparse.Namespace) -> None:
         render(store, page)
-        log(f"[{row.token}] done in {rec['_run']['seconds']} s")
+        row = current[0]
+        log(f"[{row.token}] done in {store[row.key]['_run']['seconds']} s")
+
+    study = Study(run_row, done, _clean, store=store_path, mode=mode, key=lambda row: row.key, settle=False,
+                  meta=lambda: {"machine": machine, "updated": now_iso(), "dask": infos[0].get("dask"),
+                                "memory_gib": round(_total_memory() / 2**30, 1)})
+    run_study(study, args, args.rows, stamp={})
     log(f"\nwrote {store_path} and {page} ({time.perf_counter() - t_all:.1f} s)")
     return 0
 

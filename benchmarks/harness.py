@@ -622,17 +622,24 @@ class Study:
         The store's mode (``full``, ``quick``, ...): a full run drops the rows of small ones.
     meta : callable
         The store's ``_meta`` (machine, time), called after each row.
+    key : callable
+        A row's key in the store (rows may be objects, not names).
+    settle : bool
+        Whether :func:`run_study` waits for a quiet machine before the first row; False for a study
+        that settles itself before each row (after starting its cluster).
     """
 
-    run_row: Callable[[str, Any, Runs], dict[str, Any] | list[dict[str, Any]]]
+    run_row: Callable[[Any, Any, Runs], dict[str, Any] | list[dict[str, Any]]]
     render: Callable[[Any, Any], None]
     clean: Callable[[dict[str, Any]], Any] = lambda r: r
     store: Path | None = None
     mode: str = "full"
     meta: Callable[[], dict[str, Any]] = dict
+    key: Callable[[Any], str] = str
+    settle: bool = True
 
 
-def run_study(study: Study, args: Any, rows: Iterable[str], *, stamp: dict[str, Any] | None = None,
+def run_study(study: Study, args: Any, rows: Iterable[Any], *, stamp: dict[str, Any] | None = None,
               head: dict[str, Any] | None = None, runs: Runs | None = None) -> list[dict[str, Any]]:
     """The main loop every study shares: settle, measure each row, record it, render.
 
@@ -652,7 +659,7 @@ def run_study(study: Study, args: Any, rows: Iterable[str], *, stamp: dict[str, 
     store = load_store(study.store, study.mode) if study.store is not None else None
     if head is not None and store is None:
         append_jsonl(args.out, study.clean(head))
-    args.load_at_start = settle(runs, args.settle)
+    args.load_at_start = settle(runs, args.settle) if study.settle else None
     done = []
     for name in rows:
         got = study.run_row(name, args, runs)
@@ -660,7 +667,7 @@ def run_study(study: Study, args: Any, rows: Iterable[str], *, stamp: dict[str, 
             rec = study.clean(dict(one, **stamp))
             done.append(rec)
             if study.store is not None and store is not None:
-                save_row(study.store, store, name, rec, study.meta())
+                save_row(study.store, store, study.key(name), rec, study.meta())
                 study.render(store, args)
             else:
                 append_jsonl(args.out, rec)
