@@ -347,7 +347,7 @@ def run_row(name: str, args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
     return {"kind": "time", **bench_row(name, args.C, args, runs)}
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = study_parser("python -m benchmarks.asvm", __doc__, rows=ROWS, out=ROOT / "results" / "asvm.jsonl",
                      docs=ROOT.parent / "docs" / "benchmarks")
     p.add_argument("--C", type=float, default=1.0, help="LIBLINEAR's C (ν = 2C)")
@@ -357,6 +357,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cv", action="store_true", help="tenfold accuracy instead of timing")
     args = p.parse_args(argv)
     resolve_run_arguments(p, args, small=args.cv)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     run_study(Study(run_row, lambda records, a: render(records, a.docs)), args, args.rows.split(","))
     log(f"wrote {args.docs / 'asvm.md'}")
     return 0

@@ -537,7 +537,7 @@ def _clean(v: Any) -> Any:
     return clean(v, drop=("x",), inf_as_text=False)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = study_parser("python -m benchmarks.qp", __doc__, rows=ROWS, small="quick", threads=2)
     p.add_argument("--peers", default="", help="comma-separated peers (default: every peer that fits the row)")
     p.add_argument("--tol", type=float, default=1e-9, help="GPCG tolerance relative to max(1, ‖c‖∞) (default 1e-9)")
@@ -552,6 +552,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.out_dir:
         out_dir = args.docs = Path(args.out_dir)
     args.out = out_dir / "qp.jsonl"
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     run_id = now_iso()
     command = ("python -m benchmarks.qp " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
     head = {"format": "issue14", "run_id": run_id, "threads": args.threads, "quick": args.quick,

@@ -222,7 +222,7 @@ def scaling_rows(args: argparse.Namespace) -> tuple[list[str], Study]:
     return rows, Study(run_row, render_run)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = study_parser("python -m benchmarks.scaling", __doc__, small="quick", out=OUT, docs=DOCS)
     p.set_defaults(repeat=1)    # one run per point: the full study takes half an hour as it is
     p.add_argument("--kernels", default="linear,rbf")
@@ -238,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:   # a smoke run never writes over the committed results
         args.out = ROOT / "results" / "quick" / "scaling.jsonl" if args.out == OUT else args.out
         args.docs = ROOT / "results" / "quick" if args.docs == DOCS else args.docs
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     rows, study = scaling_rows(args)
     run_study(study, args, rows)
     log(f"wrote {args.docs / 'scaling.md'}")
