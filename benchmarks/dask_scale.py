@@ -76,7 +76,6 @@ import importlib  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
 import resource  # noqa: E402
-import shlex  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
@@ -89,6 +88,7 @@ import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
 from benchmarks.harness import (  # noqa: E402
+    command_line,
     LoadMeter,
     blas_threads,
     clean,
@@ -1129,7 +1129,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    command = "python -m benchmarks.dask_scale" + ("" if not argv else " " + " ".join(shlex.quote(a) for a in argv))
+    command = command_line("dask_scale", argv)
     mode = "small" if args.small else "full"
     if args.out_dir is not None:
         store_path, page = args.out_dir / "dask_scale.json", args.out_dir / "dask.md"

@@ -40,7 +40,7 @@ __all__ = ["LOAD_MARGIN", "LOAD_TAU", "LoadMeter", "OTHERS_MARGIN", "PeakMemory"
            "default_blas_threads", "fmt_exp", "fmt_flag", "fmt_loads", "fmt_ratio", "fmt_seconds",
            "fmt_summary_seconds", "in_child", "interleave", "load_store", "log", "machine_info", "markdown_table",
            "median", "now_iso", "pin_blas_threads", "process_cpu", "ratio_stats", "read_jsonl",
-           "resolve_run_arguments", "run_study", "save_row", "settle", "Study", "study_parser", "thread_limit", "thread_list_from_argv", "threads_from_argv",
+           "command_line", "need_sklearn", "resolve_run_arguments", "run_study", "save_row", "settle", "Study", "study_parser", "thread_limit", "thread_list_from_argv", "threads_from_argv",
            "timed"]
 
 LOAD_MARGIN = 0.3              # foreign load tolerated above our own contribution
@@ -674,3 +674,20 @@ def run_study(study: Study, args: Any, rows: Iterable[Any], *, stamp: dict[str, 
     if store is None:
         study.render(read_jsonl(args.out), args)
     return done
+
+
+def command_line(study: str, argv: list[str]) -> str:
+    """``python -m benchmarks.<study> <argv>``, quoted for a shell: the page's "reproduce" line."""
+    import shlex
+
+    return " ".join(["python", "-m", f"benchmarks.{study}"] + [shlex.quote(a) for a in argv])
+
+
+def need_sklearn(study: str, anchor: str) -> bool:
+    """Whether scikit-learn (the LIBSVM / LIBLINEAR anchors) is installed; says how to get it if not."""
+    try:
+        import sklearn.svm  # noqa: F401
+    except ImportError:
+        log(f"benchmarks.{study}: scikit-learn is needed for the {anchor} anchor: pip install '.[bench]'")
+        return False
+    return True

@@ -44,7 +44,6 @@ if __name__ == "__main__":
 
 import argparse  # noqa: E402
 import math  # noqa: E402
-import shlex  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from functools import partial  # noqa: E402
@@ -55,6 +54,8 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 from benchmarks.harness import (  # noqa: E402
+    command_line,
+    need_sklearn,
     OTHERS_MARGIN,
     REPO,
     LoadMeter,
@@ -1036,11 +1037,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    command = "python -m benchmarks.incas" + ("" if not argv else " " + " ".join(shlex.quote(a) for a in argv))
-    try:
-        import sklearn.svm  # noqa: F401
-    except ImportError:
-        log("benchmarks.incas: scikit-learn is needed for the LIBSVM anchor: pip install '.[bench]'")
+    command = command_line("incas", argv)
+    if not need_sklearn("incas", "LIBSVM"):
         return 2
     sz = TINY if args.tiny else QUICK if args.quick else FULL
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"

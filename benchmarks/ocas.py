@@ -67,6 +67,8 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 from benchmarks.harness import (  # noqa: E402
+    command_line,
+    need_sklearn,
     REPO,
     PeakMemory,
     Runs,
@@ -1340,11 +1342,8 @@ def svmocas_version() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    command = "python -m benchmarks.ocas" + ("" if not argv else " " + " ".join(shlex.quote(a) for a in argv))
-    try:
-        import sklearn.svm  # noqa: F401
-    except ImportError:
-        log("benchmarks.ocas: scikit-learn is needed for the LIBLINEAR anchor: pip install '.[bench]'")
+    command = command_line("ocas", argv)
+    if not need_sklearn("ocas", "LIBLINEAR"):
         return 2
     sz = QUICK if args.quick else FULL
     if args.cross_rows:

@@ -22,14 +22,14 @@ THREADS = threads_from_argv(sys.argv[1:])
 pin_blas_threads(THREADS)
 
 import argparse  # noqa: E402
-import shlex  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
 from benchmarks import report  # noqa: E402
-from benchmarks.harness import (REPO, Runs, Study, clean, interleave, log, machine_info, median, now_iso,  # noqa: E402
-                                resolve_run_arguments, run_study, study_parser, thread_limit)
+from benchmarks.harness import (REPO, Runs, Study, clean, command_line, interleave, log, machine_info,  # noqa: E402
+                                median, need_sklearn, now_iso, resolve_run_arguments, run_study, study_parser,
+                                thread_limit)
 from benchmarks.svm import ROWS, eval_problem, judge, load_row, reference, run_libsvm, run_ours, warm_memory  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -156,11 +156,8 @@ def bench_row(data: Any, args: argparse.Namespace, ref: dict[str, Any] | None, r
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    command = "python -m benchmarks.run" + ("" if not argv else " " + " ".join(shlex.quote(a) for a in argv))
-    try:
-        import sklearn.svm  # noqa: F401
-    except ImportError:
-        log("benchmarks: scikit-learn is needed for the LIBSVM anchor: pip install '.[bench]'")
+    command = command_line("run", argv)
+    if not need_sklearn("run", "LIBSVM"):
         return 2
     with thread_limit(args.threads):
         machine = machine_info(args.threads)
