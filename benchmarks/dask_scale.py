@@ -1087,12 +1087,12 @@ def _worker_blas(info: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = study_parser("python -m benchmarks.dask_scale", __doc__, small="small", interleaved=False)
+    # --threads: in-process BLAS threads; the first is the bar's column
+    p = study_parser("python -m benchmarks.dask_scale", __doc__, small="small", interleaved=False, threads="2,1")
     p.add_argument("--rows", default=None, help="comma-separated: 7m, 30m, or sizes like 200k[:scale] (default 7m,30m)")
     p.add_argument("--chunk-rows", type=int, default=None,
                    help="rows per chunk (default: about 1,000,000, the chunk count a multiple of --workers; small: 4 chunks)")
     p.add_argument("--strategies", default=",".join(STRATEGIES), help="of asvm,ocas,ocas-active (default all)")
-    p.add_argument("--threads", default="2,1", help="in-process BLAS threads; the first is the bar's column (2,1)")
     p.add_argument("--features", type=int, default=32)
     p.add_argument("--seed", type=int, default=16)
     p.add_argument("--flip", type=float, default=0.10, help="fraction of labels flipped (0.1)")
@@ -1113,7 +1113,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     bad = [s for s in a.strategies if s not in STRATEGIES]
     if bad:
         p.error(f"unknown strategies {bad}; known {', '.join(STRATEGIES)}")
-    a.threads = tuple(int(t) for t in a.threads.split(",") if t)
+    a.threads = tuple(a.threads)
     try:
         a.rows = parse_rows(a.rows or (SMALL_ROWS if a.small else "7m,30m"), features=a.features,
                             chunk_rows=a.chunk_rows, seed=a.seed, flip=a.flip,

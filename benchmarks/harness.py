@@ -557,8 +557,12 @@ def markdown_table(head: list[str], body: list[list[str]]) -> str:
 # The study skeleton: one command line, one main loop
 # ---------------------------------------------------------------------------------------------
 
+def _thread_counts(text: str) -> list[int]:
+    return [int(t) for t in text.split(",") if t]
+
+
 def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = None, small: str | None = None,
-                 interleaved: bool = True, threads: int | None = None, out: Path | None = None,
+                 interleaved: bool = True, threads: int | str | None = None, out: Path | None = None,
                  docs: Path | None = None) -> argparse.ArgumentParser:
     """The command line every study shares; the study adds its own flags to the parser returned.
 
@@ -574,9 +578,10 @@ def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = Non
         The name of the study's small mode (``quick``, ``small``): adds ``--<small>``.
     interleaved : bool
         Whether the study interleaves ours with an anchor (adds ``--long`` and ``--pair-below``).
-    threads : int, optional
-        The default of ``--threads`` (one BLAS thread count; the study pins it before numpy is
-        imported with :func:`threads_from_argv`).
+    threads : int or str, optional
+        The default of ``--threads``: one BLAS thread count (an int; the study pins it before numpy
+        is imported with :func:`threads_from_argv`) or a comma-separated list of them (a str, read
+        as a list of int; :func:`thread_list_from_argv`).
     out, docs : Path, optional
         The default results file and page folder: adds ``--out`` and ``--docs`` (so a check run can
         write elsewhere than the committed results).
@@ -592,7 +597,10 @@ def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = Non
     if small is not None:
         p.add_argument(f"--{small}", action="store_true", help=f"the {small} rows only (a smoke run)")
     add_run_arguments(p, small=small or "quick", interleaved=interleaved)
-    if threads is not None:
+    if isinstance(threads, str):
+        p.add_argument("--threads", type=_thread_counts, default=_thread_counts(threads),
+                       help=f"our BLAS thread counts, comma-separated (default {threads})")
+    elif threads is not None:
         p.add_argument("--threads", type=int, default=threads, help="BLAS threads, both sides (default %(default)s)")
     if out is not None:
         p.add_argument("--out", type=Path, default=out, help="the JSON-lines results file (default: %(default)s)")

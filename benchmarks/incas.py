@@ -1001,9 +1001,8 @@ def _render_window(L: list[str], rec: dict[str, Any]) -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = study_parser("python -m benchmarks.incas", __doc__, rows=("hard_small", "weak", "incremental", "loo", "window"),
-                     small="quick")
+                     small="quick", threads="1,2")
     p.add_argument("--solvers", default="incas,smo,decomp:512", help="ours in the batch rows (default %(default)s)")
-    p.add_argument("--threads", default="1,2", help="our BLAS thread counts (default 1,2)")
     p.add_argument("--tiny", action="store_true", help="the tests' sizes (a few seconds)")
     p.add_argument("--data", default="adult", help="adult (default) or synthetic (tests)")
     p.add_argument("--seed", type=int, default=SEED, help=f"subset seed (default {SEED})")
@@ -1025,7 +1024,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error(f"unknown rows {bad}; known {', '.join(ROW_NAMES)}")
     a.rows = rows
     a.solvers = [s for s in a.solvers.split(",") if s]
-    a.threads = [int(t) for t in a.threads.split(",") if t]
     resolve_run_arguments(p, a, small=a.quick or a.tiny)
     if a.time_limit is None:
         a.time_limit = 1.0 if (a.tiny or a.quick) else 600.0
