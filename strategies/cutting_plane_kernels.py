@@ -260,9 +260,10 @@ def _terms(r: FloatArray, delta: FloatArray, u: Any) -> tuple[float, FloatArray,
     zero = np.equal(tb, 0.0, out=_work(n, 1, "b"))
     zneg = zero & (delta < 0) if zero.any() else None
     ud = np.multiply(delta, u, out=delta)
-    s0 = -float(ud.sum(where=rpos))
+    # a dot with the mask: a masked reduction (sum(where=)) is several times slower over m (u, δ finite)
+    s0 = -float(np.dot(ud, rpos))
     if zneg is not None:
-        s0 -= float(ud.sum(where=zneg))
+        s0 -= float(np.dot(ud, zneg))
     jumps = np.abs(ud, out=ud)
     pos = np.greater(tb, 0.0, out=_work(n, 2, "b"))
     pos &= np.less(tb, np.inf, out=_work(n, 1, "b"))
