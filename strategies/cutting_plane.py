@@ -62,7 +62,7 @@ from strategies.active_set import DenseActiveSet
 from strategies.cut_store import Cuts
 from strategies.cutting_plane_kernels import (BUILD_OPS, LIST_CAP, LONG, MOVE_OPS, POINT_OPS, SUMMARY_OPS, k_active_bits,
                                               k_active_move, k_active_probe, k_alpha, k_bits, k_box, k_build, k_count,
-                                              k_grad, k_matvec, k_mix, k_move, k_move_bits, k_norms, k_point, k_probe,
+                                              k_grad, k_matvec, k_mix, k_move, k_norms, k_point, k_probe,
                                               k_start, release_work)
 from strategies.line_search import Search, line_search, step_in_window
 
@@ -584,9 +584,10 @@ class OCAS(_CuttingPlane):
             # the next rebuild's bound when the reach term is the larger one (it nearly always is;
             # rebuild checks, and counts again otherwise)
             bound = cast(ActiveSetOCAS, self).radius * act.scale * cs.reach
-        risk, mx, a, b, count = rows.reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u, self.mu, bound,
-                                            ops=MOVE_OPS, name="qpcore-ocas-move")
-        bits = rows.map(k_move_bits, probe, fresh, step, cs.rho, self.mu, name="qpcore-ocas-bits")
+        # one pass: the cut's member bits stay with their rows, the rest is reduced
+        moved, (risk, mx, a, b, count) = rows.map_reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u,
+                                                         self.mu, bound, ops=MOVE_OPS, name="qpcore-ocas-move")
+        bits = rows.kept(moved, 0)
         cs.w_b = w_b
         cs.m_b = _Margins(fresh if fresh is not None else probe, 0.0 if fresh is not None else step, float(mx),
                           (bound, int(count)) if bound is not None else None)
@@ -595,7 +596,7 @@ class OCAS(_CuttingPlane):
         cs.eval_seconds += t1 - t0
         cs.search_seconds += t2 - t1
         state.counters["passes"] += 1
-        cs.cuts.add(np.asarray(a, dtype=np.float64), float(b), rows.kept(bits))
+        cs.cuts.add(np.asarray(a, dtype=np.float64), float(b), bits)
         state.counters["cuts_added"] += 1
         self._record(state, qp.n, qp.n)
 

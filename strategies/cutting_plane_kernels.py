@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 
-__all__ = ["ActiveBlock", "k_box", "BUILD_OPS", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_OPS", "Point", "Probe", "RD", "SUB_BINS", "SUMMARY_OPS", "UPPER", "WINDOW_CAP", "bin_ids", "k_active_bits", "k_active_move", "k_active_probe", "k_alpha", "k_bits", "k_build", "k_count", "k_grad", "k_matvec", "k_mix", "k_move", "k_move_bits", "k_norms", "k_point", "k_probe", "k_start", "k_summary_rd", "k_window", "release_work"]
+__all__ = ["ActiveBlock", "k_box", "BUILD_OPS", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_OPS", "Point", "Probe", "RD", "SUB_BINS", "SUMMARY_OPS", "UPPER", "WINDOW_CAP", "bin_ids", "k_active_bits", "k_active_move", "k_active_probe", "k_alpha", "k_bits", "k_build", "k_count", "k_grad", "k_matvec", "k_mix", "k_move", "k_norms", "k_point", "k_probe", "k_start", "k_summary_rd", "k_window", "release_work"]
 
 # The histogram of breakpoints: _SUB bins per octave from 2^_LOW to 2^_HIGH, one below, one above.
 # Bin id 0 is "no breakpoint", 1 is (0, 2^_LOW], 2 + b is (L(b), L(b + 1)] with
@@ -366,20 +366,14 @@ def _mb_after(probe: Probe, fresh: FloatArray | None, t: float) -> FloatArray:
 
 
 def k_move(blk: Any, probe: Probe, fresh: FloatArray | None, t: float, rho: Any, u: Any, mu: float,
-            bound: float | None) -> tuple[Any, ...]:
-    """OCAS's second pass (nothing kept): the risk at the new w_b, max|m_b|, the cut at w_c and the
-    examples within ``bound`` of the kink."""
+            bound: float | None) -> tuple[NDArray[np.uint8], tuple[Any, ...]]:
+    """OCAS's second pass: the cut's member bits at w_c (kept) and, reduced, the risk at the new
+    w_b, max|m_b|, the cut at w_c and the examples within ``bound`` of the kink."""
     m_b = _mb_after(probe, fresh, t)
     risk, count = _risk_count(m_b, rho, u, bound)
     mx = _maxabs(m_b)
-    a, b, _ = _cut_of(blk, _m_cut(m_b, probe.m_t, mu), rho, u)
-    return (risk, mx, a, b, count)
-
-
-def k_move_bits(probe: Probe, fresh: FloatArray | None, t: float, rho: Any, mu: float) -> NDArray[np.uint8]:
-    """The member bits of the cut at w_c (the same violators as ``k_move``'s)."""
-    m_c = _m_cut(_mb_after(probe, fresh, t), probe.m_t, mu)
-    return np.packbits(np.less(m_c, rho, out=_work(m_c.size, 0, "b")))
+    a, b, viol = _cut_of(blk, _m_cut(m_b, probe.m_t, mu), rho, u)
+    return np.packbits(viol), (risk, mx, a, b, count)
 
 
 def k_norms(blk: Any) -> FloatArray:
