@@ -36,7 +36,7 @@ from qpcore.problem import ProblemError
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 
-__all__ = ["BorderedCholesky", "Dependence", "Factor"]
+__all__ = ["BorderedCholesky", "Dependence", "Factor", "cholesky_delete"]
 
 _dtrsv: Any = _blas.dtrsv
 
@@ -65,6 +65,32 @@ class Factor(Protocol):
     def solve(self, r: Any) -> FloatArray:
         """Solve with the block's matrix for a right-hand side over the block."""
         ...
+
+
+def cholesky_delete(R: FloatArray, k: int, n: int) -> None:
+    """Delete row and column k from the upper Cholesky factor held in ``R[:n, :n]``, in place.
+
+    Deleting column k leaves the trailing block upper Hessenberg; the QR downdate of that block
+    (Q = I, so the block is its own R) re-triangularizes it by Givens rotations without touching
+    the rows above: O(n²). The factor of the n − 1 remaining members ends in ``R[:n-1, :n-1]``;
+    row and column n − 1 are zeroed.
+
+    Parameters
+    ----------
+    R : ndarray
+        The factor's buffer (at least n × n).
+    k : int
+        The position to delete (0 ≤ k < n).
+    n : int
+        The factor's current order.
+    """
+    if k < n - 1:
+        T = np.array(R[k:n, k:n])
+        _, Rt = sla.qr_delete(np.eye(n - k), T, 0, which="col", overwrite_qr=True, check_finite=False)
+        R[:k, k:n - 1] = R[:k, k + 1:n]
+        R[k:n - 1, k:n - 1] = Rt[:n - k - 1]
+    R[n - 1, :n] = 0.0
+    R[:n, n - 1] = 0.0
 
 
 @attrs.frozen
@@ -279,18 +305,11 @@ class BorderedCholesky:
         """Delete variable ``idx`` from S in O(|S|²) (Givens rotations on the trailing block)."""
         k = self.position(int(idx))
         n = self._n
+        cholesky_delete(self._R, k, n)
         if k < n - 1:
-            # deleting column k of R leaves its trailing block upper Hessenberg; the QR downdate
-            # of that block (Q = I, so A = R) re-triangularizes it without touching rows < k
-            T = np.array(self._R[k:n, k:n])
-            _, Rt = sla.qr_delete(np.eye(n - k), T, 0, which="col", overwrite_qr=True, check_finite=False)
-            self._R[:k, k:n - 1] = self._R[:k, k + 1:n]
-            self._R[k:n - 1, k:n - 1] = Rt[:n - k - 1]
             self._idx[k:n - 1] = self._idx[k + 1:n]
             self._aS[k:n - 1] = self._aS[k + 1:n]
-        self._R[n - 1, :n] = 0.0
-        self._R[:n, n - 1] = 0.0
-        self._R[n - 1, n - 1] = 1.0
+        self._R[n - 1, n - 1] = 1.0         # the identity padding beyond S
         self._n = n - 1
         self.counters["removes"] += 1
         if self._R.shape[0] > 64 and 3 * self._n < self._R.shape[0]:

@@ -44,6 +44,7 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 
+from qpcore.factor import cholesky_delete
 from qpcore.kkt import kkt
 from qpcore.projection import bound_start, bound_steps, feasible_start
 from qpcore.problem import QP
@@ -159,16 +160,9 @@ class RowsFactor:
         """
         k = self._k
         p = int(np.flatnonzero(self._idx[:k] == j)[0])
+        cholesky_delete(self._R, p, k)
         if p < k - 1:
-            # deleting column p of R leaves its trailing block upper Hessenberg; the QR downdate of
-            # that block (with Q = I) re-triangularizes it without touching the rows above
-            T = np.array(self._R[p:k, p:k])
-            _, Rt = sla.qr_delete(np.eye(k - p), T, 0, which="col", overwrite_qr=True, check_finite=False)
-            self._R[:p, p:k - 1] = self._R[:p, p + 1:k]
-            self._R[p:k - 1, p:k - 1] = Rt[:k - p - 1]
             self._idx[p:k - 1] = self._idx[p + 1:k]
-        self._R[k - 1, :k] = 0.0
-        self._R[:k, k - 1] = 0.0
         self._k = k - 1
         self.inside[j] = False
         self.counters["removes"] += 1
