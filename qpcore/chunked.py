@@ -50,7 +50,7 @@ from qpcore.vectors import DistributedOperator, DistributedVector, all_finite, m
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["ChunkedLowRankQ", "ChunkedRows", "ChunkedVector", "ClusterError", "RowSpace", "all_finite", "connect", "is_chunked",
+__all__ = ["ChunkedLowRankQ", "ChunkedRows", "ChunkedVector", "ClusterError", "RowSpace", "all_finite", "connect",
            "max_abs_diff", "same_point"]
 
 _SPLIT_EVERY = 8     # fan-in of the tree reduction: a root after ⌈log_8(chunks)⌉ levels
@@ -533,11 +533,6 @@ class ChunkedVector(DistributedVector):
     def __repr__(self) -> str:
         kind = f"constant {self.const}" if self.parts is None else f"{self.space.n_chunks} chunks"
         return f"ChunkedVector(m={self.space.m}, {kind})"
-
-
-def is_chunked(v: Any) -> bool:
-    """Whether ``v`` is a :class:`ChunkedVector`."""
-    return isinstance(v, ChunkedVector)
 
 
 _BLAS: list[Any] = []

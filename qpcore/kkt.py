@@ -143,9 +143,9 @@ def estimate_multipliers(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray:
     if eq.kind == "groups":
         lam = np.zeros(m)
         for k in range(m):
-            idx = np.flatnonzero(qp.A[k])
+            idx = eq.members(k)
             if idx.size:
-                lam[k] = _one_row_multiplier(qp.A[k, idx], x[idx], g[idx], qp.lb[idx], qp.ub[idx])
+                lam[k] = _one_row_multiplier(eq.coef[idx], x[idx], g[idx], qp.lb[idx], qp.ub[idx])
         return lam
     free = (x < qp.ub) & (x > qp.lb)
     Af = qp.A[:, free]

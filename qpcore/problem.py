@@ -87,11 +87,6 @@ class Equality:
         return cls("groups", m, group, coef, unit)
 
     @property
-    def groups(self) -> bool:
-        """Whether the rows are disjoint groups (kind ``"groups"``, m ≥ 1)."""
-        return self.kind == "groups"
-
-    @property
     def group_ids(self) -> IndexArray | None:
         """``group`` when there are several groups, None for at most one (the one-row fast path)."""
         return self.group if self.kind == "groups" and self.m > 1 else None

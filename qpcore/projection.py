@@ -539,9 +539,8 @@ def _vertex_start(qp: QP) -> FloatArray:
     from scipy.optimize import linprog
 
     lb, ub, A, b = qp.lb, qp.ub, qp.A, qp.b
-    bounds = np.column_stack([np.where(np.isfinite(lb), lb, np.nan), np.where(np.isfinite(ub), ub, np.nan)])
-    res = linprog(np.zeros(qp.n), A_eq=A, b_eq=b, bounds=[(None if np.isnan(lo) else lo, None if np.isnan(hi) else hi)
-                                                        for lo, hi in bounds], method="highs-ds")
+    # linprog takes ±inf bounds as they are: one (n, 2) array, no per-variable tuples
+    res = linprog(np.zeros(qp.n), A_eq=A, b_eq=b, bounds=np.column_stack([lb, ub]), method="highs-ds")
     if res.x is None:
         raise ProblemError("A x = b is infeasible for the bounds (no feasible point found by the LP)")
     x = np.clip(np.asarray(res.x, dtype=np.float64), lb, ub)

@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from qpcore.kkt import KKT, kkt
 from qpcore.optimality import DEFAULT_FEAS_TOL, lagrangian_bound
-from qpcore.projection import feasible_start
+from qpcore.projection import bound_start, feasible_start
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result, State, Status, Work
 from qpcore.strategy import Strategy
@@ -341,7 +341,10 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     if not all_finite(state.x) or not all_finite(state.g):
         # the finish hook wrote a non-finite point: return the one the loop ended with
         status = Status.NONFINITE
-        state.x = before if before is not state.x and all_finite(before) else np.clip(np.zeros(qp.n), qp.lb, qp.ub)
+        if before is not state.x and all_finite(before):
+            state.x = before
+        else:      # overwritten in place: a feasible start of the problem's own (rows included)
+            state.x = bound_start(qp) if qp.m else np.clip(np.zeros(qp.n), qp.lb, qp.ub)
         state.g = qp.gradient(state.x)
     x = state.x
     if certify and state.exact is not None and same_point(state.exact[0], x):

@@ -334,6 +334,8 @@ def _sync(qp: QP, state: State, work: RowsWork) -> bool:
     fac = work.fac
     pending = np.flatnonzero((state.status == 0) & ~fac.inside & ~work.held)
     for j in pending.tolist():
+        if state.out_of_time():            # O(|F|²) each: a whole face can take long
+            return True
         v = fac.add(j)
         if v is None:
             state.counters["factor_updates"] += 1
@@ -380,6 +382,16 @@ def _negative_curvature_step(qp: QP, state: State, work: RowsWork) -> bool:
     return True
 
 
+def _end(qp: QP, state: State, work: RowsWork) -> None:
+    """No descent step is left: done when the certificate's measure meets tol, else stalled (a
+    nested run, which takes ``done`` as it is, must not hear converged for an unchecked point)."""
+    state.g = qp.gradient(state.x)
+    if kkt(qp, state.x, state.g).measure <= work.tol:
+        state.done = True
+    else:
+        state.stop = Status.STALLED
+
+
 def _direction_step(qp: QP, state: State, work: RowsWork) -> None:
     """The steepest feasible descent direction of the linearization (a small LP), then the exact
     line search along it; when there is none (to within half the tolerance) the run ends and the
@@ -393,8 +405,11 @@ def _direction_step(qp: QP, state: State, work: RowsWork) -> None:
     A = work.A
     res = linprog(g, A_eq=A if A.shape[0] else None, b_eq=np.zeros(A.shape[0]) if A.shape[0] else None,
                   bounds=np.column_stack([lo, hi]), method="highs")
-    if res.status != 0 or res.x is None or not -float(res.fun) > 0.5 * work.tol:
+    if res.status == 0 and res.x is not None and not -float(res.fun) > 0.5 * work.tol:
         state.done = True                  # no descent beyond tol/2 (−value bounds the measure)
+        return
+    if res.status != 0 or res.x is None:
+        _end(qp, state, work)              # the LP failed: judge the point, never assume it
         return
     d = np.asarray(res.x, dtype=np.float64)
     # the LP meets A d = 0 and the signs to its own tolerance: exactly on the allowed support
@@ -409,12 +424,12 @@ def _direction_step(qp: QP, state: State, work: RowsWork) -> None:
             break
     S = np.flatnonzero(d != 0)
     if S.size == 0 or not float(g[S] @ d[S]) < 0.0:
-        state.done = True
+        _end(qp, state, work)              # descent lost to the exact-support clipping
         return
     moved = _move(qp, state, work, S, d[S], curvature_cap=True)
     if state.stop is not None or not moved:
         if not moved and state.stop is None:
-            state.done = True
+            _end(qp, state, work)
         return
     # the working set follows x: a new factor (F may have changed wholesale)
     state.status = bound_status(x, qp.lb, qp.ub)

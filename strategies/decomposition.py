@@ -201,7 +201,7 @@ def _subproblem_rows(qp: QP, B: IndexArray, xB: FloatArray
         return None, None, aB
     A = np.zeros((rows.size, B.size))
     A[np.searchsorted(rows, gB[inside]), inside] = aB[inside]
-    b = np.array([float(A[r] @ xB) for r in range(rows.size)])
+    b = A @ xB
     return A, b, aB
 
 
@@ -450,7 +450,7 @@ def _default_inner(qp: QP) -> Strategy:
     eq = qp.equality
     if eq.kind == "none" or (eq.unit and eq.singles.size == 0):
         return SMO(shrinking=False)
-    return DenseActiveSet()
+    return DenseActiveSet(max_n=max(DenseActiveSet().max_n, qp.n))   # any working set B of qp fits
 
 
 @attrs.frozen
