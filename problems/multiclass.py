@@ -20,7 +20,8 @@ from numpy.typing import NDArray
 import qpcore
 from problems.asvm import asvm_dual
 from problems.risk import hinge_svm
-from problems.svm import csvc
+from problems.svm import SVMProblem, csvc
+from problems.svm_family import FamilyProblem, check_nu, nu_svc
 from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
 from qpcore.solve import Reporter, Strategy
@@ -187,8 +188,9 @@ class Trained:
 def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: FloatArray, kernel: Kernel,
                      strategy: Strategy, *, scheme: Scheme = "ovo", tol: float = 1e-3, max_iter: int | None = None,
                      time_limit: float | None = None, reporter: Reporter | None = None,
-                     cache_bytes: int = 200 << 20, x0: list[FloatArray] | None = None) -> Trained:
-    """Train one C-SVC per binary problem and collect them.
+                     cache_bytes: int = 200 << 20, x0: list[FloatArray] | None = None,
+                     nu: float | None = None) -> Trained:
+    """Train one C-SVC (or ν-SVC) per binary problem and collect them.
 
     Parameters
     ----------
@@ -211,6 +213,9 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
         Kernel row cache of each problem.
     x0 : list of ndarray, optional
         Warm starts, one per problem (ignored for a problem whose size differs).
+    nu : float, optional
+        Train ν-SVCs (:func:`problems.svm_family.nu_svc`, LIBSVM's ``-s 1``) with this ν for every
+        pair instead of C-SVCs; C then only says which points take part (C > 0).
 
     Returns
     -------
@@ -227,6 +232,16 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
         raise ProblemError(f"y: training needs samples of at least two classes with C > 0, got "
                            f"{np.unique(y_idx[keep]).size} class")
     pairs = problems_of(n_classes, scheme)
+    if nu is not None:
+        nu = check_nu(nu)
+        counts = np.bincount(y_idx[keep], minlength=n_classes)
+        for i, j in pairs:      # every pair before any work, as svm_check_parameter does
+            ni, nj = int(counts[i]), int(counts[j]) if j >= 0 else int(counts.sum() - counts[i])
+            if nu * (ni + nj) / 2.0 > min(ni, nj):
+                other = repr(classes[j]) if j >= 0 else "the rest"
+                raise ProblemError(f"nu: specified nu is infeasible for classes {classes[i]!r} ({ni} rows) and "
+                                   f"{other} ({nj} rows); take ν ≤ "
+                                   f"{2.0 * min(ni, nj) / (ni + nj):.6g}")
     models: list[tuple[NDArray[np.intp], FloatArray, float]] = []
     results: list[Result] = []
     alphas: list[FloatArray] = []
@@ -239,8 +254,13 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
             raise ProblemError(f"y: class {classes[i] if (labels > 0).all() else classes[j]} has no samples "
                                "with C > 0 in its problem")
         Xp = X[rows][:, rows] if kernel.name == "precomputed" else X[rows]
-        prob = csvc(Xp, labels, C[rows], kernel, cache_bytes=cache_bytes)
+        prob: SVMProblem | FamilyProblem
         start = x0[p] if x0 is not None and p < len(x0) and x0[p].size == rows.size else None
+        if nu is None:
+            prob = csvc(Xp, labels, C[rows], kernel, cache_bytes=cache_bytes)
+        else:
+            prob = nu_svc(Xp, labels, nu, kernel, cache_bytes=cache_bytes)
+            start = prob.x0 if start is None else start
         res = qpcore.solve(prob.qp, strategy, x0=start, tol=tol, max_iter=max_iter, time_limit=time_limit,
                            reporter=reporter)
         m = prob.decode(res)

@@ -34,7 +34,7 @@ from qpcore.problem import QP, ProblemError
 from qpcore.state import Result
 from problems.asvm import LinearSVMModel
 from problems.chunked import chunked_data, is_dask_array, loss_sum
-from problems.svm import _check_C, two_class_labels
+from problems.svm import check_C, two_class_labels
 
 FloatArray = NDArray[np.float64]
 
@@ -326,7 +326,7 @@ def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float =
     if is_dask_array(X):
         if np.ndim(C):
             raise ProblemError("C: give one value for chunked data (per-example weights are not supported there)")
-        Cs = _check_C(C, 1)[0]
+        Cs = check_C(C, 1)[0]
         beta = float(bias)
         data = chunked_data(X, y, d=0.0, bias=beta if beta > 0 else None, client=client)
         space = data.Q.space
@@ -340,7 +340,7 @@ def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float =
     if m == 0:
         raise ProblemError("X: no rows")
     ypm, classes = two_class_labels(y, m)
-    Cv = _check_C(C, m).copy()   # ours: a caller's later edit must not change the problem
+    Cv = check_C(C, m).copy()   # ours: a caller's later edit must not change the problem
     beta = float(bias)
     Q = DiagPlusLowRankQ(0.0, X, row_scale=ypm, bias=beta if beta > 0 else None)
     qp = QP(Q=Q, c=-np.ones(m), lb=np.zeros(m), ub=Cv)

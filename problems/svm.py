@@ -13,7 +13,8 @@ from qpcore.operators import Kernel, KernelQ
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result
 
-__all__ = ["SVMModel", "SVMProblem", "csvc", "fixed_threshold_svm", "two_class_labels"]
+__all__ = ["CLASSIFIERS", "REGRESSIONS", "SVMModel", "SVMProblem", "SVM_KINDS", "check_C", "check_X", "csvc",
+           "fixed_threshold_svm", "two_class_labels"]
 
 FloatArray = NDArray[np.float64]
 
@@ -43,7 +44,7 @@ def two_class_labels(y: ArrayLike, n: int) -> tuple[FloatArray, NDArray[Any]]:
     return np.where(arr == classes[1], 1.0, -1.0), classes
 
 
-def _check_C(C: Any, n: int) -> FloatArray:
+def check_C(C: Any, n: int) -> FloatArray:
     arr = np.asarray(C, dtype=np.float64) if np.ndim(C) else np.full(n, float(C))
     if arr.shape != (n,):
         raise ProblemError(f"C: shape mismatch, expected a scalar or ({n},), got {arr.shape}")
@@ -52,7 +53,7 @@ def _check_C(C: Any, n: int) -> FloatArray:
     return arr
 
 
-def _check_X(X: Any) -> Any:
+def check_X(X: Any) -> Any:
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
         if not np.isfinite(X.data).all():
@@ -69,9 +70,20 @@ def _check_X(X: Any) -> Any:
     return arr
 
 
+#: The SVM types a model can be, LIBSVM's five (``svm-train -s 0..4``) and the abstract form's
+#: data description (Tax and Duin's SVDD, :func:`problems.svm_family.svdd`).
+SVM_KINDS = ("c-svc", "nu-svc", "one-class", "epsilon-svr", "nu-svr", "svdd")
+CLASSIFIERS = ("c-svc", "nu-svc")
+REGRESSIONS = ("epsilon-svr", "nu-svr")
+
+
 @attrs.frozen(eq=False)
 class SVMModel:
-    """A decoded SVM: f(x) = Σ_i coef_i K(sv_i, x) + bias, label ``classes[f(x) > 0]``.
+    """A decoded SVM: f(x) = Σ_i coef_i K(sv_i, x) + bias (+ ``self_coef``·K(x, x)).
+
+    What f means depends on ``kind``: a classifier's label is ``classes[f(x) > 0]``; a novelty
+    detector (one-class, SVDD) says +1 (inlier) where f(x) > 0 and −1 elsewhere, LIBSVM's sign; a
+    regression predicts f(x) itself.
 
     Attributes
     ----------
@@ -89,6 +101,13 @@ class SVMModel:
         Original label values [negative, positive].
     w : ndarray or None
         Primal weight vector Σ α_i y_i x_i for the linear kernel, else None.
+    kind : str
+        One of :data:`SVM_KINDS`.
+    r : float or None
+        ν-SVC's r (LIBSVM's ``si.r``): the decision was divided by it, so the margin is ±1 and
+        the model is the C-SVC's at C = 1/r. None for the other kinds.
+    self_coef : float
+        The weight of K(x, x) in f (−½ for SVDD, whose score is R² − ‖φ(x) − a‖² halved; 0 else).
     """
 
     support: NDArray[np.intp]
@@ -98,6 +117,14 @@ class SVMModel:
     kernel: Kernel
     classes: NDArray[Any]
     w: FloatArray | None
+    kind: str = attrs.field(default="c-svc", validator=attrs.validators.in_(SVM_KINDS))
+    r: float | None = None
+    self_coef: float = 0.0
+
+    @property
+    def rho(self) -> float:
+        """LIBSVM's rho: f(x) = Σ coef_i K(sv_i, x) − rho."""
+        return -self.bias
 
     @property
     def n_sv(self) -> int:
@@ -107,7 +134,7 @@ class SVMModel:
     def decision_function(self, X: Any, block: int = 4096) -> FloatArray:
         """Decision values f(x) for the rows of X (kernel blocks of ``block`` rows); for a
         precomputed kernel X is the block K(points, training points)."""
-        X = _check_X(X)
+        X = check_X(X)
         d = self.sv.shape[1]
         if X.shape[1] != d:
             if sp.issparse(X) and X.shape[1] < d:   # a test split may lack the last features
@@ -118,19 +145,27 @@ class SVMModel:
             else:
                 raise ProblemError(f"X: has {X.shape[1]} features, the model was trained on {d}")
         if self.kernel.name == "precomputed":
+            if self.self_coef:
+                raise ProblemError("a precomputed kernel block has no K(x, x): SVDD needs the kernel itself")
             # X is K(points, training points); its columns at the support vectors are the kernel
             K = X[:, self.support]
             return np.asarray(K @ self.dual_coef, dtype=np.float64).ravel() + self.bias
-        if self.w is not None:
+        if self.w is not None and not self.self_coef:
             return np.asarray(X @ self.w, dtype=np.float64).ravel() + self.bias
         out = np.empty(X.shape[0])
         for s in range(0, X.shape[0], block):
             out[s:s + block] = self.kernel.block(X[s:s + block], self.sv) @ self.dual_coef
+        if self.self_coef:
+            out += self.self_coef * self.kernel.self_values(X)
         return out + self.bias
 
     def predict(self, X: Any) -> NDArray[Any]:
-        """Predicted labels, in the original label values."""
-        out: NDArray[Any] = np.where(self.decision_function(X) > 0, self.classes[1], self.classes[0])
+        """Labels (classifiers, in the original values), ±1 (novelty detectors: +1 inside) or
+        values (regressions)."""
+        f = self.decision_function(X)
+        if self.kind in REGRESSIONS:
+            return f
+        out: NDArray[Any] = np.where(f > 0, self.classes[1], self.classes[0])
         return out
 
 
@@ -205,10 +240,10 @@ def csvc(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, kernel: Kernel | None
     ProblemError
         Bad data (NaN/inf, shapes), labels that are not two classes, C ≤ 0.
     """
-    X = _check_X(X)
+    X = check_X(X)
     n = int(X.shape[0])
     ypm, classes = two_class_labels(y, n)
-    Cv = _check_C(C, n)
+    Cv = check_C(C, n)
     if kernel is None:
         kernel = Kernel("rbf", gamma=1.0 / max(1, X.shape[1]))
     Q = KernelQ(X, kernel, scale=ypm, cache_bytes=cache_bytes, dtype=dtype, compute_dtype=compute_dtype)

@@ -254,6 +254,16 @@ class Kernel:
             sq_a, sq_b = squared_norms(Xa), squared_norms(Xb)
         return self.apply(dot, sq_a, sq_b)
 
+    def self_values(self, X: Any) -> FloatArray:
+        """K(x, x) for each row x of X (ones for RBF), without the pairwise block."""
+        if self.name == "precomputed":
+            raise ValueError("a precomputed kernel has no points to evaluate")
+        n = int(X.shape[0])
+        if self.name == "rbf":
+            return np.ones(n)
+        sq = squared_norms(X)
+        return self.apply(sq[:, None].copy(), None, None).ravel()
+
 
 def squared_norms(X: Any) -> FloatArray:
     """Row squared norms of a dense or sparse matrix."""
