@@ -10,6 +10,7 @@ imports nothing from ``strategies`` or ``problems``.
 """
 
 from qpcore.capabilities import Capability, OperatorStats, QOperator
+from qpcore.doubled import DoubledKernelQ
 from qpcore.kkt import KKT, kkt
 from qpcore.operators import DenseQ, Kernel, KernelQ
 from qpcore.optimality import DEFAULT_FEAS_TOL, Scores
@@ -19,8 +20,8 @@ from qpcore.solve import PrintReporter, Progress, Reporter, solve
 from qpcore.state import Result, State, Status, Work, bound_status
 from qpcore.strategy import Strategy, check_operator
 
-__all__ = ["DEFAULT_FEAS_TOL", "KKT", "QP", "Capability", "DenseQ", "Kernel", "KernelQ", "OperatorStats", "PairRule",
-           "PrintReporter",
+__all__ = ["DEFAULT_FEAS_TOL", "KKT", "QP", "Capability", "DenseQ", "DoubledKernelQ", "Kernel", "KernelQ",
+           "OperatorStats", "PairRule", "PrintReporter",
            "ProblemError", "Progress", "QOperator", "Reporter", "Result", "RuleView", "Scores", "SetRule", "State",
            "Status", "Strategy", "Work", "WorkingSetRule", "bound_status", "check_operator", "kkt", "solve"]
 __version__ = "0.1.0"
