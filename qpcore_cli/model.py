@@ -3,20 +3,25 @@
 A model file is a NumPy ``.npz`` archive (zip; written with ``numpy.savez_compressed`` and read
 with ``numpy.load(..., allow_pickle=False)``, so loading one never runs code) holding
 
-- ``header``: a 0-d unicode array, one JSON object: the format name and version, the model kind
-  (``"kernel"`` or ``"linear"``), the class labels as strings with their dtype, the multiclass
-  scheme, the kernel and its parameters, the feature numbering, creation and training details;
-- numeric arrays: for a kernel model the support vectors (dense ``sv``, or CSR parts
+- ``header``: a 0-d unicode array, one JSON object: the format name and version, the SVM type
+  (LIBSVM's five: ``c-svc``, ``nu-svc``, ``one-class``, ``epsilon-svr``, ``nu-svr``), the model
+  kind (``"kernel"`` or ``"linear"``), for classifiers the class labels as strings with their
+  dtype and the multiclass scheme, the kernel and its parameters, the feature numbering,
+  creation and training details;
+- numeric arrays: for a kernel classifier the support vectors (dense ``sv``, or CSR parts
   ``sv_data`` / ``sv_indices`` / ``sv_indptr``), the coefficient matrix ``D``, ``bias``,
   ``pairs``, ``support`` and ``support_class`` (:class:`problems.multiclass.MulticlassSVM`'s
-  fields); for a linear model ``W`` (one weight row per binary problem), ``bias`` and ``pairs``
-  (:class:`LinearModel`).
+  fields); for a one-class model or a regression (one decision function,
+  :class:`problems.svm.SVMModel`) the support vectors, ``D`` with one column, ``bias`` and
+  ``support``; for a linear model ``W`` (one weight row per binary problem), ``bias`` and
+  ``pairs`` (:class:`LinearModel`).
 
 The fields, the version policy and the command line's exit codes are documented in
 docs/model-format.md. :func:`save_model` writes a file, :func:`load_model` reads the model back,
 :func:`load_model_file` the model with its header. Every defect of a file (not an ``.npz``, a
 pickled array, an unknown format or version, missing or inconsistent arrays, non-finite
-numbers) raises :class:`ModelFileError` with one line naming it.
+numbers) raises :class:`ModelFileError` with one line naming it. Version 1 files (C-SVC only,
+no ``type``) are still read.
 """
 
 from __future__ import annotations
@@ -35,19 +40,28 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from problems.multiclass import MulticlassSVM, decide, problems_of
+from problems.svm import SVMModel
 from qpcore import __version__
 from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
 from qpcore_cli.common import CLIError, jsonable
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "LinearModel", "Model", "ModelFile", "ModelFileError",
-           "class_labels", "labels_from_strings", "labels_to_strings", "load_model", "load_model_file",
-           "save_model"]
+__all__ = ["CLASSIFIER_TYPES", "FORMAT_NAME", "FORMAT_VERSION", "FUNCTION_TYPES", "LinearModel", "Model", "ModelFile",
+           "ModelFileError", "SVM_TYPES", "class_labels", "labels_from_strings", "labels_to_strings", "load_model",
+           "load_model_file", "save_model"]
 
 #: The ``format`` field of every model file's header.
 FORMAT_NAME = "qpcore-svm-model"
 #: The version this module writes; it reads every version up to this one and refuses later ones.
-FORMAT_VERSION = 1
+#: Version 1: C-SVC models only (no ``type``); version 2 adds ``type`` and the one-function models.
+FORMAT_VERSION = 2
+
+#: The SVM types a model file holds (``svm-train -s 0..4``), the header's ``type``.
+SVM_TYPES = ("c-svc", "nu-svc", "one-class", "epsilon-svr", "nu-svr")
+#: Types stored as a classifier over two or more classes (a ``MulticlassSVM`` or ``LinearModel``).
+CLASSIFIER_TYPES = ("c-svc", "nu-svc")
+#: Types stored as one decision function (a ``problems.svm.SVMModel``).
+FUNCTION_TYPES = ("one-class", "epsilon-svr", "nu-svr")
 
 FloatArray = NDArray[np.float64]
 
@@ -141,8 +155,9 @@ class LinearModel:
         return out
 
 
-#: What a model file holds.
-Model = MulticlassSVM | LinearModel
+#: What a model file holds: a kernel or linear classifier, or one decision function (one-class,
+#: regression).
+Model = MulticlassSVM | LinearModel | SVMModel
 
 
 @attrs.frozen(eq=False)
@@ -151,13 +166,19 @@ class ModelFile:
 
     Attributes
     ----------
-    model : MulticlassSVM or LinearModel
+    model : MulticlassSVM, LinearModel or SVMModel
     header : dict
         The JSON header (see docs/model-format.md).
     """
 
     model: Model
     header: dict[str, Any]
+
+    @property
+    def type(self) -> str:
+        """The SVM type (one of :data:`SVM_TYPES`; ``c-svc`` for a version 1 file)."""
+        value = self.header.get("type") if self.header.get("version", 1) >= 2 else None
+        return str(value) if value is not None else "c-svc"
 
     @property
     def feature_index_base(self) -> int:
@@ -285,19 +306,17 @@ def labels_from_strings(strings: list[str], dtype: str) -> NDArray[Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def _kernel_arrays(model: MulticlassSVM) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
-    k = model.kernel
-    if k.name == "precomputed" or model.sv is None:
+def _kernel_arrays(kernel: Kernel, sv: Any, D: NDArray[Any], bias: NDArray[Any], support: NDArray[Any]
+                   ) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+    """The arrays and header fields every kernel model has: support vectors, D, bias, support."""
+    if kernel.name == "precomputed" or sv is None:
         raise ModelFileError("a model with a precomputed kernel cannot be stored in a model file (version "
                              f"{FORMAT_VERSION} holds the support vectors themselves)")
-    sv = model.sv
-    n_sv = int(model.D.shape[0])
+    n_sv = int(D.shape[0])
     arrays: dict[str, NDArray[Any]] = {
-        "pairs": np.asarray(model.pairs, dtype=np.int64),
-        "bias": np.asarray(model.bias, dtype=np.float64),
-        "D": np.asarray(model.D, dtype=np.float64),
-        "support": np.asarray(model.support, dtype=np.int64),
-        "support_class": np.asarray(model.support_class, dtype=np.int64),
+        "bias": np.asarray(bias, dtype=np.float64),
+        "D": np.asarray(D, dtype=np.float64),
+        "support": np.asarray(support, dtype=np.int64),
     }
     if sp.issparse(sv):
         csr = sp.csr_matrix(sv)
@@ -314,13 +333,23 @@ def _kernel_arrays(model: MulticlassSVM) -> tuple[dict[str, NDArray[Any]], dict[
         storage = "dense"
     if sv.shape[0] != n_sv:
         raise ModelFileError(f"model: {sv.shape[0]} support vectors but D has {n_sv} rows")
-    meta = {"kernel": {"name": k.name, "gamma": float(k.gamma), "degree": int(k.degree), "coef0": float(k.coef0)},
+    meta = {"kernel": {"name": kernel.name, "gamma": float(kernel.gamma), "degree": int(kernel.degree),
+                       "coef0": float(kernel.coef0)},
             "sv_storage": storage, "n_sv": n_sv, "n_features": int(sv.shape[1])}
     return arrays, meta
 
 
-def save_model(path: str | os.PathLike[str], model: Model, *, feature_index_base: int | None = None,
-               training: dict[str, Any] | None = None) -> None:
+def _classifier_type(model: Model, svm_type: str | None) -> str:
+    allowed = ("c-svc",) if isinstance(model, LinearModel) else CLASSIFIER_TYPES
+    chosen = "c-svc" if svm_type is None else svm_type
+    if chosen not in allowed:
+        raise ModelFileError(f"svm_type: a {type(model).__name__} is stored as {' or '.join(allowed)}, "
+                             f"got {svm_type!r}")
+    return chosen
+
+
+def save_model(path: str | os.PathLike[str], model: Model, *, svm_type: str | None = None,
+               feature_index_base: int | None = None, training: dict[str, Any] | None = None) -> None:
     """Write ``model`` to ``path`` in the model file format (version :data:`FORMAT_VERSION`).
 
     The file is written to a temporary name in the same folder and renamed, so a reader never
@@ -330,9 +359,14 @@ def save_model(path: str | os.PathLike[str], model: Model, *, feature_index_base
     ----------
     path : str or os.PathLike
         The file (any name; no extension is added).
-    model : MulticlassSVM or LinearModel
-        A kernel model (:func:`problems.multiclass.train_multiclass`; not a precomputed kernel) or
-        a linear one.
+    model : MulticlassSVM, LinearModel or SVMModel
+        A kernel classifier (:func:`problems.multiclass.train_multiclass`; not a precomputed
+        kernel), a linear one, or a one-class model or regression (an ``SVMModel`` of kind
+        ``one-class``, ``epsilon-svr`` or ``nu-svr``, decoded by :mod:`problems.svm_family`).
+    svm_type : str, optional
+        The header's ``type`` for a classifier: ``c-svc`` (default) or ``nu-svc`` (a
+        ``MulticlassSVM`` of ν-SVCs, coefficients already divided by r); an ``SVMModel`` is
+        stored as its ``kind``.
     feature_index_base : {0, 1}, optional
         How the training file numbered its features, so that ``qpcore predict`` reads data the
         same way (recorded as null when not given; read as 1, LIBSVM's numbering).
@@ -344,35 +378,49 @@ def save_model(path: str | os.PathLike[str], model: Model, *, feature_index_base
     ModelFileError
         For a model the format cannot hold, or a file that cannot be written.
     """
-    if isinstance(model, MulticlassSVM):
-        arrays, meta = _kernel_arrays(model)
+    labels: dict[str, Any] = {}
+    if isinstance(model, SVMModel):
+        if model.kind not in FUNCTION_TYPES or svm_type not in (None, model.kind):
+            raise ModelFileError(f"model: an SVMModel of kind {model.kind!r} is not stored (model files hold "
+                                 f"{', '.join(FUNCTION_TYPES)} as one decision function)")
+        svm_type = model.kind
+        arrays, meta = _kernel_arrays(model.kernel, model.sv, np.asarray(model.dual_coef).reshape(-1, 1),
+                                      np.array([model.bias]), model.support)
         kind = "kernel"
-    elif isinstance(model, LinearModel):
-        arrays = {"pairs": np.asarray(model.pairs, dtype=np.int64), "bias": np.asarray(model.bias, dtype=np.float64),
-                  "W": np.ascontiguousarray(model.W, dtype=np.float64)}
-        meta = {"intercept_scaling": float(model.intercept_scaling), "n_features": int(model.W.shape[1])}
-        kind = "linear"
+        n_problems = 1
     else:
-        raise ModelFileError(f"model: a {type(model).__name__} is neither a MulticlassSVM nor a LinearModel")
+        if isinstance(model, MulticlassSVM):
+            arrays, meta = _kernel_arrays(model.kernel, model.sv, model.D, model.bias, model.support)
+            arrays["support_class"] = np.asarray(model.support_class, dtype=np.int64)
+            kind = "kernel"
+        elif isinstance(model, LinearModel):
+            arrays = {"bias": np.asarray(model.bias, dtype=np.float64),
+                      "W": np.ascontiguousarray(model.W, dtype=np.float64)}
+            meta = {"intercept_scaling": float(model.intercept_scaling), "n_features": int(model.W.shape[1])}
+            kind = "linear"
+        else:
+            raise ModelFileError(f"model: a {type(model).__name__} is not a MulticlassSVM, LinearModel or SVMModel")
+        svm_type = _classifier_type(model, svm_type)
+        arrays["pairs"] = np.asarray(model.pairs, dtype=np.int64)
+        strings, dtype = labels_to_strings(model.classes)
+        labels = {"classes": strings, "class_dtype": dtype, "scheme": model.scheme, "n_classes": len(strings)}
+        n_problems = int(arrays["pairs"].shape[0])
     if feature_index_base not in (None, 0, 1):
         raise ModelFileError(f"feature_index_base: must be 0, 1 or None, got {feature_index_base!r}")
-    strings, dtype = labels_to_strings(model.classes)
     header: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
+        "type": svm_type,
         "kind": kind,
-        "classes": strings,
-        "class_dtype": dtype,
-        "scheme": model.scheme,
-        "n_classes": len(strings),
-        "n_problems": int(arrays["pairs"].shape[0]),
+        **labels,
+        "n_problems": n_problems,
         **meta,
         "feature_index_base": feature_index_base,
         "created": {"by": f"qpcore {__version__}",
                     "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
         "training": jsonable(training) if training is not None else None,
     }
-    _check(header, arrays)   # never write a file that would not load
+    _check(header, arrays, FORMAT_VERSION)   # never write a file that would not load
     text = json.dumps(header, allow_nan=False, sort_keys=False)
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
@@ -423,11 +471,83 @@ def _array(arrays: dict[str, NDArray[Any]], name: str, kind: str, shape: tuple[i
     return a
 
 
-def _check(header: dict[str, Any], arrays: dict[str, NDArray[Any]]) -> Model:
-    """Validate a header and its arrays; build the model."""
+def _kernel_of(header: dict[str, Any]) -> Kernel:
+    spec = header.get("kernel")
+    if not isinstance(spec, dict):
+        raise ModelFileError("header: 'kernel' must be an object with name, gamma, degree, coef0")
+    try:
+        kernel = Kernel(spec["name"], gamma=float(spec["gamma"]), degree=int(spec["degree"]),
+                        coef0=float(spec["coef0"]))
+    except (KeyError, TypeError, ValueError, ProblemError) as exc:
+        raise ModelFileError(f"header: bad kernel {spec!r}: {exc}") from None
+    if kernel.name == "precomputed":
+        raise ModelFileError("header: a precomputed kernel is not stored in model files")
+    return kernel
+
+
+def _support_vectors(header: dict[str, Any], arrays: dict[str, NDArray[Any]], n_sv: int, d: int) -> Any:
+    storage = header.get("sv_storage")
+    if storage == "dense":
+        if "sv" not in arrays:
+            raise ModelFileError("missing array sv for sv_storage 'dense'")
+        return _array(arrays, "sv", "f", (n_sv, d))
+    if storage != "csr":
+        raise ModelFileError(f"header: sv_storage {storage!r} is not 'dense' or 'csr'")
+    missing = [k for k in ("sv_data", "sv_indices", "sv_indptr") if k not in arrays]
+    if missing:
+        raise ModelFileError(f"missing array(s) {', '.join(missing)} for sv_storage 'csr'")
+    data = arrays["sv_data"]
+    nnz = int(data.shape[0]) if data.ndim == 1 else -1
+    data = _array(arrays, "sv_data", "f", (max(nnz, 0),))
+    indices = _array(arrays, "sv_indices", "i", (data.shape[0],))
+    indptr = _array(arrays, "sv_indptr", "i", (n_sv + 1,))
+    if (indptr[0] != 0 or indptr[-1] != data.shape[0] or (np.diff(indptr) < 0).any()
+            or (indices.size and (indices.min() < 0 or indices.max() >= d))):
+        raise ModelFileError("arrays sv_indices / sv_indptr do not describe a CSR matrix of "
+                             f"shape ({n_sv}, {d})")
+    return sp.csr_matrix((data, indices.astype(np.int32 if d < 2**31 else np.int64),
+                          indptr.astype(np.int32 if data.shape[0] < 2**31 else np.int64)), shape=(n_sv, d))
+
+
+def _check_function(header: dict[str, Any], arrays: dict[str, NDArray[Any]], svm_type: str) -> SVMModel:
+    """Validate and build a one-function model (one-class, ε-SVR, ν-SVR)."""
+    if header.get("kind") != "kernel":
+        raise ModelFileError(f"header: type {svm_type!r} is a kernel model, got kind {header.get('kind')!r}")
+    if header.get("n_problems", 1) != 1:
+        raise ModelFileError(f"header: type {svm_type!r} has one decision function, got n_problems "
+                             f"{header.get('n_problems')!r}")
+    missing = [k for k in ("bias", "D", "support") if k not in arrays]
+    if missing:
+        raise ModelFileError(f"missing array(s) {', '.join(missing)} for type {svm_type!r}")
+    d = _int_field(header, "n_features")
+    n_sv = _int_field(header, "n_sv")
+    kernel = _kernel_of(header)
+    bias = float(_array(arrays, "bias", "f", (1,))[0])
+    coef = np.asarray(_array(arrays, "D", "f", (n_sv, 1)), dtype=np.float64)[:, 0]
+    support = _array(arrays, "support", "i", (n_sv,)).astype(np.intp)
+    sv = _support_vectors(header, arrays, n_sv, d)
+    # the primal weights, as the builders' decoder gives them, for a linear kernel's fast path
+    w = np.asarray(sv.T @ coef, dtype=np.float64).ravel() if kernel.name == "linear" else None
+    classes = np.array([-1, 1]) if svm_type == "one-class" else np.zeros(0)
+    return SVMModel(support=support, sv=sv, dual_coef=coef, bias=bias, kernel=kernel, classes=classes, w=w,
+                    kind=svm_type)
+
+
+def _check(header: dict[str, Any], arrays: dict[str, NDArray[Any]], version: int) -> Model:
+    """Validate a header and its arrays (a file of format ``version``); build the model."""
+    if version >= 2:
+        svm_type = header.get("type")
+        if svm_type not in SVM_TYPES:
+            raise ModelFileError(f"header: type {svm_type!r} is not one of {', '.join(SVM_TYPES)}")
+    else:
+        svm_type = "c-svc"      # version 1 stored C-SVCs only and had no type
     kind = header.get("kind")
     if kind not in ("kernel", "linear"):
         raise ModelFileError(f"header: kind {kind!r} is not 'kernel' or 'linear'")
+    if svm_type in FUNCTION_TYPES:
+        return _check_function(header, arrays, str(svm_type))
+    if kind == "linear" and svm_type != "c-svc":
+        raise ModelFileError(f"header: a linear model has type 'c-svc', got {svm_type!r}")
     strings = header.get("classes")
     if not isinstance(strings, list) or not all(isinstance(s, str) for s in strings):
         raise ModelFileError("header: 'classes' must be a list of strings")
@@ -461,44 +581,13 @@ def _check(header: dict[str, Any], arrays: dict[str, NDArray[Any]]) -> Model:
         return LinearModel(classes=classes, scheme=cast("Literal['ovo', 'ovr']", str(scheme)), pairs=pairs_ip,
                            W=W, bias=bias, intercept_scaling=float(scale))
     n_sv = _int_field(header, "n_sv")
-    spec = header.get("kernel")
-    if not isinstance(spec, dict):
-        raise ModelFileError("header: 'kernel' must be an object with name, gamma, degree, coef0")
-    try:
-        kernel = Kernel(spec["name"], gamma=float(spec["gamma"]), degree=int(spec["degree"]),
-                        coef0=float(spec["coef0"]))
-    except (KeyError, TypeError, ValueError, ProblemError) as exc:
-        raise ModelFileError(f"header: bad kernel {spec!r}: {exc}") from None
-    if kernel.name == "precomputed":
-        raise ModelFileError("header: a precomputed kernel is not stored in model files")
+    kernel = _kernel_of(header)
     D = np.asarray(_array(arrays, "D", "f", (n_sv, n_problems)), dtype=np.float64)
     support = _array(arrays, "support", "i", (n_sv,)).astype(np.intp)
     support_class = _array(arrays, "support_class", "i", (n_sv,)).astype(np.intp)
     if n_sv and (support_class.min() < 0 or support_class.max() >= n_classes):
         raise ModelFileError("array 'support_class': a class index out of range")
-    storage = header.get("sv_storage")
-    sv: Any
-    if storage == "dense":
-        if "sv" not in arrays:
-            raise ModelFileError("missing array sv for sv_storage 'dense'")
-        sv = _array(arrays, "sv", "f", (n_sv, d))
-    elif storage == "csr":
-        missing = [k for k in ("sv_data", "sv_indices", "sv_indptr") if k not in arrays]
-        if missing:
-            raise ModelFileError(f"missing array(s) {', '.join(missing)} for sv_storage 'csr'")
-        data = arrays["sv_data"]
-        nnz = int(data.shape[0]) if data.ndim == 1 else -1
-        data = _array(arrays, "sv_data", "f", (max(nnz, 0),))
-        indices = _array(arrays, "sv_indices", "i", (data.shape[0],))
-        indptr = _array(arrays, "sv_indptr", "i", (n_sv + 1,))
-        if (indptr[0] != 0 or indptr[-1] != data.shape[0] or (np.diff(indptr) < 0).any()
-                or (indices.size and (indices.min() < 0 or indices.max() >= d))):
-            raise ModelFileError("arrays sv_indices / sv_indptr do not describe a CSR matrix of "
-                                 f"shape ({n_sv}, {d})")
-        sv = sp.csr_matrix((data, indices.astype(np.int32 if d < 2**31 else np.int64),
-                            indptr.astype(np.int32 if data.shape[0] < 2**31 else np.int64)), shape=(n_sv, d))
-    else:
-        raise ModelFileError(f"header: sv_storage {storage!r} is not 'dense' or 'csr'")
+    sv = _support_vectors(header, arrays, n_sv, d)
     return MulticlassSVM(classes=classes, kernel=kernel, scheme=cast("Literal['ovo', 'ovr']", str(scheme)),
                          pairs=pairs_ip, support=support, support_class=support_class, sv=sv, D=D, bias=bias)
 
@@ -562,7 +651,7 @@ def load_model_file(path: str | os.PathLike[str]) -> ModelFile:
         raise ModelFileError(f"model file {name!r} has format version {version}; this qpcore ({__version__}) "
                              f"reads versions up to {FORMAT_VERSION}: upgrade qpcore or retrain")
     try:
-        model = _check(header, arrays)
+        model = _check(header, arrays, version)
     except ModelFileError as exc:
         raise ModelFileError(f"model file {name!r}: {exc}") from None
     return ModelFile(model=model, header=header)
@@ -577,7 +666,7 @@ def load_model(path: str | os.PathLike[str]) -> Model:
 
     Returns
     -------
-    MulticlassSVM or LinearModel
+    MulticlassSVM, LinearModel or SVMModel
 
     Raises
     ------

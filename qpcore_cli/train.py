@@ -35,8 +35,11 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
+import qpcore
 from problems.multiclass import MulticlassSVM, linear_binary, problems_of, train_multiclass
-from strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, make
+from problems.svm import SVMModel
+from problems.svm_family import check_nu, epsilon_svr, nu_svr, one_class
+from strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, accepts, make
 from qpcore import __version__
 from qpcore.operators import Kernel
 from qpcore.optimality import lagrangian_bound
@@ -54,8 +57,12 @@ from qpcore_cli.common import (
     write_json,
 )
 from qpcore_cli.model import (
+    CLASSIFIER_TYPES,
+    FUNCTION_TYPES,
+    SVM_TYPES,
     LinearModel,
     Model,
+    ModelFile,
     class_labels,
     labels_to_strings,
     load_model_file,
@@ -71,7 +78,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_CODES", "EXIT_EPILOG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "PREDICT_EPILOG",
            "GapReporter", "add_predict_arguments", "add_train_arguments", "exit_code", "make_strategy", "problem_names",
-           "read_data", "run_predict", "run_train", "train_linear", "worst_status"]
+           "read_data", "regression_metrics", "run_predict", "run_train", "svm_type_arg", "train_function",
+           "train_linear", "worst_status"]
 
 FloatArray = Any  # NDArray[np.float64], kept loose for the sparse/dense mix
 
@@ -463,8 +471,15 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="training file, LIBSVM/SVMlight format (plain, .gz or .bz2); two or more classes")
     p.add_argument("model_file", metavar="MODEL", help="the model file to write (docs/model-format.md)")
     model = p.add_argument_group("model")
-    model.add_argument("-c", "-C", "--C", dest="C", type=positive_float, default=1.0,
-                       help="C > 0, the weight of the loss (default 1)")
+    model.add_argument("-s", "--type", dest="svm_type", type=svm_type_arg, metavar="TYPE",
+                       help="SVM type (svm-train's -s): c-svc or 0 (default), nu-svc or 1, one-class or 2 "
+                            "(trains on every row, labels ignored), epsilon-svr or 3, nu-svr or 4 (real targets)")
+    model.add_argument("-c", "-C", "--C", dest="C", type=positive_float,
+                       help="C > 0, the weight of the loss (default 1; c-svc, epsilon-svr, nu-svr)")
+    model.add_argument("-n", "--nu", type=finite_float, metavar="NU",
+                       help="nu in (0, 1] of nu-svc, one-class and nu-svr (default 0.5, as svm-train)")
+    model.add_argument("-p", "--epsilon", type=finite_float, metavar="EPS",
+                       help="epsilon >= 0, the width of epsilon-svr's insensitive tube (default 0.1, as svm-train)")
     model.add_argument("--kernel", choices=("rbf", "linear", "poly", "sigmoid"),
                        help="kernel of a kernel strategy (default rbf)")
     model.add_argument("--gamma", type=positive_float, metavar="G",
@@ -506,9 +521,55 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="progress lines on stderr even when it is not a terminal")
 
 
+def svm_type_arg(text: str) -> str:
+    """Argument type of ``--type`` / ``-s``: an SVM type by name or by svm-train's number.
+
+    Parameters
+    ----------
+    text : str
+        ``c-svc``, ``nu-svc``, ``one-class``, ``epsilon-svr``, ``nu-svr``, or 0 to 4.
+
+    Returns
+    -------
+    str
+        The type's name (one of :data:`qpcore_cli.model.SVM_TYPES`).
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For anything else.
+    """
+    value = text.strip().lower()
+    if value in SVM_TYPES:
+        return value
+    if value.isdigit() and int(value) < len(SVM_TYPES):
+        return SVM_TYPES[int(value)]
+    shown = ", ".join(f"{name} ({k})" for k, name in enumerate(SVM_TYPES))
+    raise argparse.ArgumentTypeError(f"unknown SVM type {text!r}; the types are {shown}")
+
+
+# which SVM types each type-specific option applies to (svm-train ignores the others silently;
+# here an option that changes nothing is refused, as --bias is for a kernel strategy)
+_APPLIES = {"C": ("-c", ("c-svc", "epsilon-svr", "nu-svr")), "nu": ("-n/--nu", ("nu-svc", "one-class", "nu-svr")),
+            "epsilon": ("-p/--epsilon", ("epsilon-svr",)), "class_weight": ("--class-weight", ("c-svc",)),
+            "multiclass": ("--multiclass", CLASSIFIER_TYPES)}
+
+
 def _resolve(args: argparse.Namespace) -> tuple[bool, str]:
     """Check option combinations; return (linear, scheme)."""
+    svm_type = args.svm_type or "c-svc"
+    for dest, (flag, types) in _APPLIES.items():
+        if getattr(args, dest) is not None and svm_type not in types:
+            raise CLIError(f"{flag} applies to --type {', '.join(types)}, not to --type {svm_type}")
+    if args.nu is not None:
+        try:
+            check_nu(args.nu)
+        except ProblemError as exc:
+            raise CLIError(str(exc)) from None
     linear = args.strategy in LINEAR_STRATEGIES
+    if linear and svm_type != "c-svc":
+        raise CLIError(f"--type {svm_type} needs a kernel strategy ({', '.join(KERNEL_STRATEGIES)}); "
+                       f"--strategy {args.strategy} trains a linear c-svc")
     if linear:
         given = [f"--{n.replace('_', '-')}" for n in ("kernel", "gamma", "degree", "coef0")
                  if getattr(args, n) is not None]
@@ -532,6 +593,109 @@ def _pct(value: float | None) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{100 * value:.2f} %"
 
 
+def _kernel_of(args: argparse.Namespace, d: int) -> tuple[Kernel, dict[str, Any]]:
+    """The kernel of ``--kernel/--gamma/--degree/--coef0`` (svm-train's defaults), with its settings."""
+    name = args.kernel or "rbf"
+    if args.gamma is not None:
+        gamma = float(args.gamma)
+    elif name == "linear":
+        gamma = 1.0
+    elif d < 1:
+        raise CLIError(f"training file {args.data!r} has no features; pass --gamma or --n-features")
+    else:
+        gamma = 1.0 / d
+    degree = 3 if args.degree is None else int(args.degree)
+    coef0 = 0.0 if args.coef0 is None else float(args.coef0)
+    kernel = Kernel(cast("KernelName", name), gamma=gamma, degree=degree, coef0=coef0)
+    settings = {"kernel": name, "gamma": gamma if name != "linear" else None,
+                "degree": degree if name == "poly" else None,
+                "coef0": coef0 if name in ("poly", "sigmoid") else None}
+    return kernel, settings
+
+
+def regression_metrics(pred: NDArray[Any], target: NDArray[Any]) -> tuple[float, float]:
+    """svm-predict's mean squared error and squared correlation coefficient.
+
+    Parameters
+    ----------
+    pred, target : ndarray
+        Predicted and true values (same length, at least one).
+
+    Returns
+    -------
+    (mse, scc)
+        Σ(p − t)²/n and (nΣpt − ΣpΣt)² / ((nΣp² − (Σp)²)(nΣt² − (Σt)²)), svm-predict's formulas;
+        a zero denominator gives inf (nan for 0/0), as svm-predict's C division does.
+    """
+    p = np.asarray(pred, dtype=np.float64)
+    t = np.asarray(target, dtype=np.float64)
+    total = float(p.size)
+    mse = float(np.sum((p - t) ** 2)) / total
+    sump, sumt = float(p.sum()), float(t.sum())
+    sumpp, sumtt, sumpt = float(p @ p), float(t @ t), float(p @ t)
+    num = (total * sumpt - sump * sumt) ** 2
+    den = (total * sumpp - sump * sump) * (total * sumtt - sumt * sumt)
+    if den == 0.0:
+        return mse, math.nan if num == 0.0 else math.inf
+    return mse, num / den
+
+
+def train_function(X: Any, y: NDArray[Any], svm_type: str, kernel: Kernel, strategy: Strategy, strategy_name: str,
+                   *, C: float, nu: float, epsilon: float, tol: float, max_iter: int | None,
+                   time_limit: float | None, reporter: GapReporter | None,
+                   cache_bytes: int = 200 << 20) -> tuple[SVMModel, Result]:
+    """Train a one-class SVM or a regression (one decision function) with LIBSVM's formulation.
+
+    The problem comes from :mod:`problems.svm_family` (:func:`~problems.svm_family.one_class`
+    over every row, labels ignored; :func:`~problems.svm_family.epsilon_svr`,
+    :func:`~problems.svm_family.nu_svr` over the real targets), is solved from LIBSVM's start and
+    decoded (rho as the bias).
+
+    Parameters
+    ----------
+    X : csr_matrix or ndarray
+        Training data.
+    y : ndarray
+        Targets (regressions; ignored for one-class).
+    svm_type : {"one-class", "epsilon-svr", "nu-svr"}
+    kernel : Kernel
+    strategy : Strategy
+    strategy_name : str
+        For the message when it cannot take the problem.
+    C, nu, epsilon : float
+        The parameters of the type (unused ones are ignored).
+    tol, max_iter, time_limit, reporter :
+        Handed to ``qpcore.solve``.
+    cache_bytes : int
+        Kernel row cache.
+
+    Returns
+    -------
+    (SVMModel, Result)
+
+    Raises
+    ------
+    ProblemError
+        Input the builder refuses (one row, ν outside (0, 1], ε < 0, non-finite targets).
+    CLIError
+        A strategy that cannot take the problem (its own reason).
+    """
+    if svm_type == "one-class":
+        prob = one_class(X, nu, kernel, cache_bytes=cache_bytes)
+    elif svm_type == "epsilon-svr":
+        prob = epsilon_svr(X, y, C, epsilon, kernel, cache_bytes=cache_bytes)
+    elif svm_type == "nu-svr":
+        prob = nu_svr(X, y, C, nu, kernel, cache_bytes=cache_bytes)
+    else:
+        raise ProblemError(f"svm_type: {svm_type!r} is not one of {', '.join(FUNCTION_TYPES)}")
+    reason = accepts(strategy, prob.qp)
+    if reason is not None:
+        raise CLIError(f"--strategy {strategy_name} cannot take the {svm_type} dual: {reason}")
+    res = qpcore.solve(prob.qp, strategy, x0=prob.x0, tol=tol, max_iter=max_iter, time_limit=time_limit,
+                       reporter=reporter)
+    return prob.decode(res), res
+
+
 def run_train(args: argparse.Namespace) -> int:
     """``qpcore train``: read, train every binary problem, write the model file, report.
 
@@ -552,28 +716,47 @@ def run_train(args: argparse.Namespace) -> int:
     """
     t0 = time.perf_counter()
     linear, scheme = _resolve(args)
+    svm_type = args.svm_type or "c-svc"
+    function = svm_type in FUNCTION_TYPES
+    C = 1.0 if args.C is None else float(args.C)
+    nu = 0.5 if args.nu is None else float(args.nu)
+    epsilon = 0.1 if args.epsilon is None else float(args.epsilon)
     check_writable(args.json)
     check_writable(args.model_file, "model file")
     X, y, base = read_data(args.data, "training", args.index_base, args.n_features)
     if X.shape[0] == 0:
         raise CLIError(f"training file {args.data!r} has no examples")
-    classes, inverse = np.unique(class_labels(y), return_inverse=True)
-    y_idx = inverse.astype(np.intp).ravel()
-    if classes.size < 2:
-        raise CLIError(f"training file {args.data!r} holds one class only (label {labels_to_strings(classes)[0][0]}); "
-                       "a classifier needs two or more")
-    weights = _class_weights(args.class_weight, classes)
-    C_i = args.C * weights[y_idx]
     n, d = (int(v) for v in X.shape)
-    pairs = problems_of(int(classes.size), cast("Literal['ovo', 'ovr']", scheme))
-    names = problem_names(classes, pairs)
+    classes: NDArray[Any] = np.zeros(0)
+    y_idx: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+    pairs: NDArray[np.intp] = np.zeros((0, 2), dtype=np.intp)
+    weights = np.ones(0)
+    if function:
+        names = [svm_type]
+    else:
+        classes, inverse = np.unique(class_labels(y), return_inverse=True)
+        y_idx = inverse.astype(np.intp).ravel()
+        if classes.size < 2:
+            raise CLIError(f"training file {args.data!r} holds one class only (label "
+                           f"{labels_to_strings(classes)[0][0]}); a classifier needs two or more")
+        weights = _class_weights(args.class_weight, classes)
+        pairs = problems_of(int(classes.size), cast("Literal['ovo', 'ovr']", scheme))
+        names = problem_names(classes, pairs)
     options = entry_options(REGISTRY[args.strategy], args)
     strategy = make_strategy(args.strategy, options)
     relative = strategy.criterion == "relative_gap"
     max_iter = args.max_iter
-    settings: dict[str, Any] = {"strategy": args.strategy, **options, "C": args.C, "tol": args.tol, "scheme": scheme,
-                                "class_weight": {labels_to_strings(classes)[0][k]: float(weights[k])
-                                                 for k in range(classes.size) if weights[k] != 1.0}}
+    settings: dict[str, Any] = {"type": svm_type, "strategy": args.strategy, **options}
+    if svm_type in ("c-svc", "epsilon-svr", "nu-svr"):
+        settings["C"] = C
+    if svm_type in ("nu-svc", "one-class", "nu-svr"):
+        settings["nu"] = nu
+    if svm_type == "epsilon-svr":
+        settings["epsilon"] = epsilon
+    settings["tol"] = args.tol
+    if not function:
+        settings.update(scheme=scheme, class_weight={labels_to_strings(classes)[0][k]: float(weights[k])
+                                                     for k in range(classes.size) if weights[k] != 1.0})
     reporter = _reporter(args, names, args.tol, relative)
     t1 = time.perf_counter()
     model: Model
@@ -586,55 +769,65 @@ def run_train(args: argparse.Namespace) -> int:
             max_iter = 1000 if max_iter is None else max_iter
             settings.update(kind="linear", loss="squared_hinge" if args.strategy == "asvm" else "hinge", bias=bias,
                             max_iter=max_iter, time_limit=args.time_limit)
-            model, results = train_linear(X, y_idx, classes, C_i, args.strategy, strategy,
+            model, results = train_linear(X, y_idx, classes, C * weights[y_idx], args.strategy, strategy,
                                           scheme=cast("Literal['ovo', 'ovr']", scheme), bias=bias, tol=args.tol,
                                           max_iter=max_iter, time_limit=args.time_limit, reporter=reporter)
         else:
-            name = args.kernel or "rbf"
-            if args.gamma is not None:
-                gamma = float(args.gamma)
-            elif name == "linear":
-                gamma = 1.0
-            elif d < 1:
-                raise CLIError(f"training file {args.data!r} has no features; pass --gamma or --n-features")
-            else:
-                gamma = 1.0 / d
-            degree = 3 if args.degree is None else int(args.degree)
-            coef0 = 0.0 if args.coef0 is None else float(args.coef0)
-            kernel = Kernel(cast("KernelName", name), gamma=gamma, degree=degree, coef0=coef0)
+            kernel, kernel_settings = _kernel_of(args, d)
             max_iter = max(10_000_000, 100 * n) if max_iter is None else max_iter
-            settings.update(kind="kernel", kernel=name, gamma=gamma if name != "linear" else None,
-                            degree=degree if name == "poly" else None,
-                            coef0=coef0 if name in ("poly", "sigmoid") else None, cache_mb=args.cache_mb,
-                            max_iter=max_iter, time_limit=args.time_limit)
-            trained = train_multiclass(X, y_idx, classes, C_i, kernel, strategy,
-                                       scheme=cast("Literal['ovo', 'ovr']", scheme), tol=args.tol,
-                                       max_iter=max_iter, time_limit=args.time_limit, reporter=reporter,
-                                       cache_bytes=int(args.cache_mb * (1 << 20)))
-            model, results = trained.model, trained.results
+            settings.update(kind="kernel", **kernel_settings, cache_mb=args.cache_mb, max_iter=max_iter,
+                            time_limit=args.time_limit)
+            cache_bytes = int(args.cache_mb * (1 << 20))
+            if function:
+                fitted, res = train_function(X, y, svm_type, kernel, strategy, args.strategy, C=C, nu=nu,
+                                             epsilon=epsilon, tol=args.tol, max_iter=max_iter,
+                                             time_limit=args.time_limit, reporter=reporter, cache_bytes=cache_bytes)
+                model, results = fitted, [res]
+            else:
+                # ν-SVC: every point takes part (C only selects them); ν sets the rest
+                C_i = C * weights[y_idx] if svm_type == "c-svc" else np.ones(n)
+                trained = train_multiclass(X, y_idx, classes, C_i, kernel, strategy,
+                                           scheme=cast("Literal['ovo', 'ovr']", scheme), tol=args.tol,
+                                           max_iter=max_iter, time_limit=args.time_limit, reporter=reporter,
+                                           cache_bytes=cache_bytes, nu=nu if svm_type == "nu-svc" else None)
+                model, results = trained.model, trained.results
     except ProblemError as exc:
         raise CLIError(str(exc)) from None
     finally:
         if reporter is not None:
             reporter.close()
     t2 = time.perf_counter()
-    train_acc = float(np.mean(model.predict_index(model.raw(X)) == y_idx))
+    fit: dict[str, Any] = {}
+    if isinstance(model, SVMModel):
+        f = model.decision_function(X)
+        if svm_type == "one-class":
+            fit["train_outlier_fraction"] = float(np.mean(f <= 0))
+        else:
+            fit["train_mse"], fit["train_scc"] = regression_metrics(f, y)
+        if model.r is not None:
+            fit["r"] = model.r      # ν-SVR: −r is the tube width ε the solution found
+    else:
+        fit["train_accuracy"] = float(np.mean(model.predict_index(model.raw(X)) == y_idx))
     worst = worst_status([r.status for r in results])
     code = exit_code(worst)
     problems = []
-    for name_p, (i, j), r in zip(names, pairs, results):
+    row_pairs = pairs.tolist() if not function else [[-1, -1]]
+    for name_p, (i, j), r in zip(names, row_pairs, results):
         entry: dict[str, Any] = {
-            "name": name_p.split(": ", 1)[1], "pair": [int(i), int(j)], "status": r.status.code,
+            "name": name_p.split(": ", 1)[-1], "pair": [int(i), int(j)], "status": r.status.code,
             "iterations": r.iterations, "objective": r.objective, "kkt_measure": r.kkt.measure,
             "seconds": float(r.stats["seconds"])}
+        if function:
+            del entry["pair"]
         if relative and math.isfinite(r.kkt.duality_gap) and r.kkt.lower_bound != 0:
             entry["relative_gap"] = r.kkt.duality_gap / abs(r.kkt.lower_bound)
         problems.append(entry)
-    n_sv = int(model.D.shape[0]) if isinstance(model, MulticlassSVM) else None
+    n_sv = int(model.D.shape[0]) if isinstance(model, MulticlassSVM) else (
+        model.n_sv if isinstance(model, SVMModel) else None)
     info = {**settings, "data": os.path.abspath(args.data), "n_train": n, "n_features": d,
             "status": worst.code, "problems": [{k: p[k] for k in ("name", "status", "iterations")} for p in problems],
-            "train_accuracy": train_acc, "seconds": t2 - t1}
-    save_model(args.model_file, model, feature_index_base=base, training=info)
+            **fit, "seconds": t2 - t1}
+    save_model(args.model_file, model, svm_type=svm_type, feature_index_base=base, training=info)
     t3 = time.perf_counter()
     report: dict[str, Any] = {
         "command": "train",
@@ -643,8 +836,8 @@ def run_train(args: argparse.Namespace) -> int:
         "n_train": n,
         "n_features": d,
         "feature_index_base": base,
-        "classes": labels_to_strings(classes)[0],
-        "class_counts": np.bincount(y_idx, minlength=classes.size).tolist(),
+        "classes": None if function else labels_to_strings(classes)[0],
+        "class_counts": None if function else np.bincount(y_idx, minlength=classes.size).tolist(),
         **settings,
         "status": worst.code,
         "status_message": worst.message,
@@ -654,7 +847,8 @@ def run_train(args: argparse.Namespace) -> int:
         "problems": problems,
         "iterations": sum(r.iterations for r in results),
         "n_sv": n_sv,
-        "train_accuracy": train_acc,
+        "train_accuracy": None,
+        **fit,
         "seconds": t2 - t1,
         "total_seconds": t3 - t0,
         "qpcore_version": __version__,
@@ -669,16 +863,24 @@ def run_train(args: argparse.Namespace) -> int:
 def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Result]) -> None:
     what = (f"{r['kernel']} kernel" if r["kind"] == "kernel"
             else f"linear, {r['loss'].replace('_', ' ')} loss, bias {r['bias']:g}")
+    params = ", ".join(f"{k} {r[k]:g}" for k in ("C", "nu", "epsilon") if k in r)
     n_conv = sum(res.status is Status.CONVERGED for res in results)
-    scheme = {"ovo": "one-vs-one", "ovr": "one-vs-rest"}[r["scheme"]] if len(results) > 1 else "binary"
+    classes = r["classes"]
+    if classes is None:
+        data = f"{r['n_train']} examples, {r['n_features']} features"
+        model = f"{r['type']}, {what}, {params}, {r['strategy']}"
+    else:
+        scheme = {"ovo": "one-vs-one", "ovr": "one-vs-rest"}[r["scheme"]] if len(results) > 1 else "binary"
+        data = (f"{r['n_train']} examples, {r['n_features']} features, {len(classes)} classes "
+                f"({', '.join(classes[:10])}{' ...' if len(classes) > 10 else ''})")
+        model = f"{r['type']}, {what}, {params}, {r['strategy']}, {scheme}"
     lines = [
-        ("data", f"{r['n_train']} examples, {r['n_features']} features, {len(r['classes'])} classes "
-                 f"({', '.join(r['classes'][:10])}{' ...' if len(r['classes']) > 10 else ''})"),
-        ("model", f"{what}, C {r['C']:g}, {r['strategy']}, {scheme}"),
+        ("data", data),
+        ("model", model),
         ("problems", f"{len(results)} ({n_conv} converged)"),
         ("status", f"{r['status']} (exit {r['exit_status']})"),
     ]
-    bad = [f"{nm.split(': ', 1)[1]}: {res.status.code}" for nm, res in zip(names, results)
+    bad = [f"{nm.split(': ', 1)[-1]}: {res.status.code}" for nm, res in zip(names, results)
            if res.status is not Status.CONVERGED]
     if bad:
         lines.append(("not converged", "; ".join(bad[:5]) + (f"; ... ({len(bad)} in all)" if len(bad) > 5 else "")))
@@ -687,9 +889,14 @@ def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Resu
     lines += [
         ("iterations", f"{r['iterations']}"),
         ("time", f"{r['seconds']:.3f} s training, {r['total_seconds']:.3f} s in all"),
-        ("train accuracy", _pct(r["train_accuracy"])),
-        ("model file", r["model_file"]),
     ]
+    if "train_mse" in r:
+        lines += [("train MSE", f"{r['train_mse']:g}"), ("train SCC", f"{r['train_scc']:g}")]
+    elif "train_outlier_fraction" in r:
+        lines.append(("train outliers", _pct(r["train_outlier_fraction"])))
+    else:
+        lines.append(("train accuracy", _pct(r["train_accuracy"])))
+    lines.append(("model file", r["model_file"]))
     for name, value in lines:
         print(f"{name:<16} {value}")
     sys.stdout.flush()
@@ -744,6 +951,80 @@ def _label_index(y: NDArray[Any], classes: NDArray[Any]) -> NDArray[np.intp]:
     return out
 
 
+def _predict_function(args: argparse.Namespace, loaded: ModelFile, model: SVMModel, X: Any, y: NDArray[Any],
+                      warning: str | None, t0: float) -> int:
+    """``qpcore predict`` for a one-class model or a regression (one decision function)."""
+    svm_type = loaded.type
+    if warning is not None:
+        print(f"qpcore: warning: {warning}", file=sys.stderr)
+    try:
+        f = model.decision_function(X)
+    except (ProblemError, ValueError) as exc:
+        raise CLIError(f"cannot predict {args.data!r}: {exc}") from None
+    n = int(X.shape[0])
+    regression = svm_type in ("epsilon-svr", "nu-svr")
+    if regression:
+        labels = [f"{v:.17g}" for v in f.tolist()]
+    else:
+        pred = np.where(f > 0, 1, -1)
+        labels = [str(v) for v in pred.tolist()]
+    if args.decision:
+        body = [f"{lab} {v:.17g}" for lab, v in zip(labels, f.tolist())]
+        lines = ["# " + ("value" if regression else "label") + " decision", *body]
+    else:
+        lines = labels
+    _write_predictions(args.output, lines)
+    target = np.asarray(y, dtype=np.float64)
+    correct: int | None = None
+    accuracy: float | None = None
+    mse: float | None = None
+    scc: float | None = None
+    note = None
+    if not args.unlabeled and n:
+        if regression:
+            mse, scc = regression_metrics(f, target)
+        elif np.isin(target, (-1.0, 1.0)).all():
+            correct = int(np.sum(pred == target))
+            accuracy = correct / n
+        else:
+            note = (f"{args.data!r} has labels other than +1/-1: no accuracy for a one-class model (pass "
+                    "--unlabeled to silence this)")
+    report: dict[str, Any] = {
+        "command": "predict", "data": args.data, "model_file": args.model_file, "output": args.output,
+        "type": svm_type, "kind": loaded.header.get("kind"), "classes": None if regression else ["-1", "1"], "n": n,
+        "n_features": int(X.shape[1]), "model_features": int(model.sv.shape[1]), "correct": correct,
+        "accuracy": accuracy, "mean_squared_error": mse, "squared_correlation": scc, "warning": warning,
+        "seconds": time.perf_counter() - t0, "qpcore_version": __version__,
+    }
+    if not args.quiet and args.json != "-":
+        stream = sys.stdout if args.output is not None else sys.stderr
+        if mse is not None:
+            # svm-predict's two lines, its %g
+            print(f"Mean squared error = {mse:g} (regression)", file=stream)
+            print(f"Squared correlation coefficient = {scc:g} (regression)", file=stream, flush=True)
+        elif accuracy is not None:
+            print(f"Accuracy = {100 * accuracy:.4g}% ({correct}/{n})", file=stream, flush=True)
+        elif note is not None:
+            print(f"qpcore: note: {note}", file=sys.stderr, flush=True)
+    if args.json is not None:
+        write_json(report, args.json)
+    return 0
+
+
+def _write_predictions(output: str | None, lines: list[str]) -> None:
+    """One line per row to OUTPUT, or to stdout."""
+    out_text = "\n".join(lines) + ("\n" if lines else "")
+    if output is None:
+        sys.stdout.write(out_text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(out_text)
+    except OSError as exc:
+        raise CLIError(f"cannot write {output!r}: {exc.strerror or exc}") from None
+
+
 def run_predict(args: argparse.Namespace) -> int:
     """``qpcore predict``: read a model file and data, write predictions, report accuracy.
 
@@ -776,7 +1057,7 @@ def run_predict(args: argparse.Namespace) -> int:
     loaded = load_model_file(args.model_file)
     model = loaded.model
     X, y, _ = read_data(args.data, "data", str(loaded.feature_index_base))
-    d = model.n_features
+    d = int(model.sv.shape[1]) if isinstance(model, SVMModel) else model.n_features
     warning = None
     if X.shape[1] < d:
         X = _with_width(X, d)
@@ -788,10 +1069,16 @@ def run_predict(args: argparse.Namespace) -> int:
                        f"{X.shape[1] - 1 + loaded.feature_index_base}); the model treats them as zeros")
             if isinstance(model, MulticlassSVM):
                 model = attrs.evolve(model, sv=_with_width(model.sv, int(X.shape[1])))
+            elif isinstance(model, SVMModel):
+                wide = int(X.shape[1])
+                w = None if model.w is None else np.pad(model.w, (0, wide - d))
+                model = attrs.evolve(model, sv=_with_width(model.sv, wide), w=w)
             else:
                 X = sp.csr_matrix(X)[:, :d]
         else:
             X = sp.csr_matrix(X)[:, :d]
+    if isinstance(model, SVMModel):
+        return _predict_function(args, loaded, model, X, y, warning, t0)
     classes = model.classes
     truth = None if args.unlabeled else _label_index(np.asarray(y, dtype=np.float64), classes)
     unseen: list[str] = []
@@ -820,22 +1107,13 @@ def run_predict(args: argparse.Namespace) -> int:
         lines = ["# label " + " ".join(cols), *body]
     else:
         lines = labels
-    out_text = "\n".join(lines) + ("\n" if lines else "")
-    if args.output is None:
-        sys.stdout.write(out_text)
-        sys.stdout.flush()
-    else:
-        try:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(out_text)
-        except OSError as exc:
-            raise CLIError(f"cannot write {args.output!r}: {exc.strerror or exc}") from None
+    _write_predictions(args.output, lines)
     n = int(X.shape[0])
     correct = None if truth is None else int(np.sum(pred == truth))
     accuracy = None if correct is None or n == 0 else correct / n
     report: dict[str, Any] = {
         "command": "predict", "data": args.data, "model_file": args.model_file, "output": args.output,
-        "kind": loaded.header.get("kind"), "classes": labels_to_strings(classes)[0], "n": n,
+        "type": loaded.type, "kind": loaded.header.get("kind"), "classes": labels_to_strings(classes)[0], "n": n,
         "n_features": int(X.shape[1]), "model_features": d, "correct": correct, "accuracy": accuracy,
         "unseen_labels": unseen, "n_unseen": n_unseen, "warning": warning,
         "seconds": time.perf_counter() - t0, "qpcore_version": __version__,

@@ -392,12 +392,14 @@ def test_version_refusal_and_corrupt_files(capsys: pytest.CaptureFixture[str], m
     model = tmp_path / "m.model"
     assert run(capsys, "train", trn, model, "-q")[0] == 0
     header = load_model_file(model).header
-    assert header["format"] == "qpcore-svm-model" and header["version"] == FORMAT_VERSION == 1
-    assert header["kind"] == "kernel" and header["classes"] == ["2", "5", "7", "9"]
+    assert header["format"] == "qpcore-svm-model" and header["version"] == FORMAT_VERSION == 2
+    assert header["type"] == "c-svc" and header["kind"] == "kernel" and header["classes"] == ["2", "5", "7", "9"]
     assert header["class_dtype"] == "int64" and header["training"]["strategy"] == "smo"
     assert zipfile.is_zipfile(model)
     cases = [
-        ({"version": 2}, None, None, "format version 2; this qpcore"),
+        ({"version": 3}, None, None, "format version 3; this qpcore"),
+        ({"type": "svdd"}, None, None, "type 'svdd' is not one of"),
+        ({"type": "epsilon-svr"}, None, None, "type 'epsilon-svr' has one decision function"),
         ({"version": 0}, None, None, "unknown format version 0"),
         ({"format": "libsvm"}, None, None, "not a qpcore model file"),
         ({"kind": "tree"}, None, None, "kind 'tree'"),
