@@ -21,7 +21,7 @@ __all__ = ["DATASET_NAMES", "data_dir", "load_dataset"]
 FloatArray = NDArray[np.float64]
 
 #: Names accepted by :func:`load_dataset`.
-DATASET_NAMES: Final = ("adult", "ijcnn1", "reuters")
+DATASET_NAMES: Final = ("adult", "ijcnn1", "reuters", "abalone")
 
 # how many folders above the working directory data_dir() looks for shared/data
 _SEARCH_LEVELS: Final = 3
@@ -137,8 +137,8 @@ def load_dataset(
 
     Parameters
     ----------
-    name : {"adult", "ijcnn1", "reuters"}
-        The data set.
+    name : {"adult", "ijcnn1", "reuters", "abalone"}
+        The data set (abalone: LIBSVM's abalone_scale, real regression targets).
     split : str, default "trn"
         ``"trn"`` or, for adult, ``"tst"``.
     n_features, dense, dtype, zero_based
@@ -150,7 +150,7 @@ def load_dataset(
     X : scipy.sparse.csr_matrix or ndarray
         The inputs.
     y : ndarray of float64
-        The labels (+1/-1).
+        The labels (+1/-1), or abalone's targets.
 
     Raises
     ------

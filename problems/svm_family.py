@@ -258,7 +258,7 @@ def svdd(X: Any, C: float | ArrayLike = 1.0, kernel: Kernel | None = None, **kw:
     kernel = _default_kernel(X, kernel)
     Q = KernelQ(X, kernel, **kw)
     Cv = check_C(C, n)
-    if Cv.sum() < 1.0:
+    if Cv.sum() < 1.0 - 1e-12:
         raise ProblemError(f"C: SVDD needs Σ C_i ≥ 1 for Σα = 1, got {Cv.sum():.6g} (C·l < 1)")
     qp = abstract_form(Q, 0.5 * Q.diag(), np.ones(n), -1.0, Cv)
     return FamilyProblem(kind="svdd", qp=qp, X=_stored(X, Q, kernel), kernel=kernel, y=None,
