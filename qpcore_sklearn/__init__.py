@@ -6,6 +6,9 @@ none of them imports it, and scikit-learn is never a runtime dependency of the l
 - :class:`KernelSVC`: a kernel SVM classifier (LIBSVM's parameters, SVC's fitted attributes),
   multiclass one-vs-one (or one-vs-rest), any strategy: SMO with any rule, decomposition,
   INCAS, GPCG.
+- :class:`KernelNuSVC`, :class:`KernelOneClassSVM`, :class:`KernelSVR`, :class:`KernelNuSVR`: the rest
+  of LIBSVM's family (``NuSVC``, ``OneClassSVM``, ``SVR``, ``NuSVR``'s parameters and fitted
+  attributes), any strategy that takes the problem.
 - :class:`LinearSVMClassifier`: a linear SVM classifier: squared hinge through ASVM, hinge through
   OCAS, the active-set OCAS or BMRM.
 - :class:`IncrementalSVC`: the exact incremental/decremental SVM of Cauwenberghs and Poggio:
@@ -17,5 +20,7 @@ from __future__ import annotations
 from qpcore_sklearn.incremental import IncrementalSVC
 from qpcore_sklearn.linear import LinearSVMClassifier
 from qpcore_sklearn.svm import KernelSVC
+from qpcore_sklearn.svm_family import KernelNuSVC, KernelNuSVR, KernelOneClassSVM, KernelSVR
 
-__all__ = ["IncrementalSVC", "KernelSVC", "LinearSVMClassifier"]
+__all__ = ["IncrementalSVC", "KernelNuSVC", "KernelNuSVR", "KernelOneClassSVM", "KernelSVC", "KernelSVR",
+           "LinearSVMClassifier"]

@@ -18,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from problems.multiclass import train_multiclass
+from problems.multiclass import Trained, train_multiclass
 from strategies.registry import KERNEL_STRATEGIES, make, parse_spec
 from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
@@ -286,6 +286,12 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                                        cache_bytes=int(float(self.cache_size) * (1 << 20)), x0=prev)
         except ProblemError as exc:
             raise ValueError(str(exc)) from exc
+        self._adopt(trained, X)
+        return self
+
+    def _adopt(self, trained: Trained, X: Any) -> None:
+        """The fitted attributes of a training run (shared with ``KernelNuSVC``); warns when a
+        problem did not converge."""
         results = trained.results
         self.model_ = trained.model
         self._alphas = trained.alphas
@@ -295,10 +301,10 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         bad = [f"{self._pair_name(pr)}: {r.status.code}" for pr, r in zip(trained.model.pairs, results)
                if r.status is not Status.CONVERGED]
         if bad:
-            warnings.warn("KernelSVC: not every problem converged (" + "; ".join(bad) + "); each keeps its best "
-                          "point: raise max_iter / time_limit or loosen tol", ConvergenceWarning, stacklevel=2)
+            warnings.warn(f"{type(self).__name__}: not every problem converged (" + "; ".join(bad) + "); each "
+                          "keeps its best point: raise max_iter / time_limit or loosen tol", ConvergenceWarning,
+                          stacklevel=3)
         self._layout(X)
-        return self
 
     def _pair_name(self, pair: NDArray[np.intp]) -> str:
         i, j = int(pair[0]), int(pair[1])
