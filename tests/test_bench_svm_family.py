@@ -38,6 +38,9 @@ def test_every_row_at_both_tolerances(quick_run: tuple[dict[str, Any], str]) -> 
         probs = store[row]["problems"]
         assert [p["tol"] for p in probs] == [1e-3, 1e-6]
         assert store[row]["_run"]["mode"] == "quick"
+        check = store[row]["_run"]["anchor_check"]          # LIBSVM's input: the faster of the two
+        assert check["chosen"] == min(("dense", "sparse"), key=lambda k: check[f"{k}_s"])
+        assert all(p["anchor_input"] == check["chosen"] for p in probs)
         for p in probs:
             res = p["results"]
             kind = p["spec"]["kind"]
