@@ -68,9 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=run_demo)
 
     train = sub.add_parser("train", help="train an SVM from a LIBSVM-format file and write a model file (svm-train)",
-                           description="Train a kernel C-SVC (smo, decomposition, incas, gpcg, active-set) or a "
-                                       "linear SVM (asvm, ocas, ocas-active, bmrm) over two or more classes from a "
-                                       "LIBSVM-format file; write the model file (docs/model-format.md).",
+                           description="Train one of LIBSVM's five SVM types (--type c-svc, nu-svc, one-class, "
+                                       "epsilon-svr, nu-svr; svm-train's -s 0..4) with a kernel strategy (smo, "
+                                       "decomposition, incas, gpcg, active-set), or a linear C-SVC (asvm, ocas, "
+                                       "ocas-active, bmrm), from a LIBSVM-format file; write the model file "
+                                       "(docs/model-format.md).",
                            epilog=EXIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_train_arguments(train)
     _add_output_arguments(train)
@@ -78,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict = sub.add_parser("predict", help="predict labels of a LIBSVM-format file with a model file (svm-predict)",
                              description="Read a model file written by 'qpcore train', write one predicted label "
-                                         "per line, report accuracy.",
+                                         "(a regression: value) per line, report accuracy (a regression: "
+                                         "svm-predict's mean squared error and squared correlation).",
                              epilog=PREDICT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_predict_arguments(predict)
     _add_output_arguments(predict)

@@ -1,12 +1,14 @@
 """``qpcore train`` and ``qpcore predict``: LIBSVM's ``svm-train`` / ``svm-predict`` over every strategy.
 
-``qpcore train DATA MODEL`` reads a LIBSVM-format file, trains a kernel C-SVC
-(:func:`problems.multiclass.train_multiclass` with ``--strategy smo|decomposition|incas|gpcg``)
-or a linear SVM (``--strategy asvm|ocas|ocas-active|bmrm``: the L2-loss dual of
-:func:`problems.asvm.asvm_dual` or the hinge risk of :func:`problems.risk.hinge_svm`, with the
-regularized constant feature ``--bias`` as LIBLINEAR's ``-B``) over two or more classes, one-vs-one
-or one-vs-rest, and writes the model file of :mod:`qpcore_cli.model`. ``qpcore predict DATA MODEL
-[OUTPUT]`` reads it back and writes one predicted label per line.
+``qpcore train DATA MODEL`` reads a LIBSVM-format file, trains a kernel C-SVC or ν-SVC
+(:func:`problems.multiclass.train_multiclass` with ``--strategy smo|decomposition|incas|gpcg``),
+a one-class SVM, an ε-SVR or a ν-SVR (``--type``, svm-train's ``-s``; :func:`train_function`
+over :mod:`problems.svm_family`), or a linear SVM (``--strategy asvm|ocas|ocas-active|bmrm``: the
+L2-loss dual of :func:`problems.asvm.asvm_dual` or the hinge risk of
+:func:`problems.risk.hinge_svm`, with the regularized constant feature ``--bias`` as LIBLINEAR's
+``-B``) over two or more classes, one-vs-one or one-vs-rest, and writes the model file of :mod:`qpcore_cli.model`. ``qpcore predict DATA MODEL
+[OUTPUT]`` reads it back and writes one predicted label (a regression: value) per line, with
+the accuracy or, for a regression, svm-predict's mean squared error and squared correlation.
 
 Exit status (:data:`EXIT_CODES`): 0 when every binary problem converged; for a run that ended
 otherwise the code of the worst status (:func:`worst_status`): 3 ``max_iter``, 4 ``time_limit``,
@@ -468,7 +470,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p : argparse.ArgumentParser
     """
     p.add_argument("data", metavar="DATA",
-                   help="training file, LIBSVM/SVMlight format (plain, .gz or .bz2); two or more classes")
+                   help="training file, LIBSVM/SVMlight format (plain, .gz or .bz2): two or more classes, "
+                        "real targets for a regression, labels ignored by one-class")
     p.add_argument("model_file", metavar="MODEL", help="the model file to write (docs/model-format.md)")
     model = p.add_argument_group("model")
     model.add_argument("-s", "--type", dest="svm_type", type=svm_type_arg, metavar="TYPE",
