@@ -149,12 +149,11 @@ class IncrementalSVM(PathEngine):
             raise ProblemError("kernel: pass a qpcore.Kernel")
         if not (np.isfinite(C) and C > 0):
             raise ProblemError(f"C: must be finite and > 0, got {C!r}")
-        self.tol = float(tol)
         self.refresh_every = int(refresh_every)
         self.classes: NDArray[Any] | None = None if classes is None else np.asarray(classes)
         if self.classes is not None and self.classes.shape != (2,):
             raise ProblemError("classes: pass the two label values [negative, positive]")
-        super().__init__(kernel, C, capacity=capacity, cache_bytes=cache_bytes)
+        super().__init__(kernel, C, capacity=capacity, cache_bytes=cache_bytes, tol=tol)
 
     def _encode(self, y: ArrayLike) -> FloatArray:
         arr = np.atleast_1d(np.asarray(y))
@@ -206,6 +205,7 @@ class IncrementalSVM(PathEngine):
         pid = self._add_point(row, ypm, Ci)
         self.stats["learned"] += 1
         self._tick()
+        self._ensure("learn")
         return pid
 
     def unlearn(self, pid: int) -> None:
@@ -214,6 +214,7 @@ class IncrementalSVM(PathEngine):
         self._remove_point(slot)
         self.stats["unlearned"] += 1
         self._tick()
+        self._ensure("unlearn")
 
     def learn_many(self, X: Any, y: ArrayLike, C_i: ArrayLike | None = None) -> NDArray[np.int64]:
         """Learn the rows of X one at a time (a batch trainer from the current model).
@@ -245,7 +246,9 @@ class IncrementalSVM(PathEngine):
             re-solve puts out of bounds moved to that bound, and every E or R point whose g has
             the wrong sign repaired exactly (decremented to 0 and learned again).
         batch_tol : float
-            Tolerance of the batch solve.
+            Tolerance of the batch solve, relative to the gradient's scale max(1, max Q_ii · max C_i).
+            The batch solve is capped in iterations; should its point be too rough for the
+            polish, the points are learned one by one instead.
 
         Returns
         -------
@@ -281,9 +284,20 @@ class IncrementalSVM(PathEngine):
         from strategies.smo import SMO
 
         qp = self.qp()
-        res = solve(qp, SMO(), tol=batch_tol)
+        # batch_tol is relative to the gradient's scale (qmax·C): an absolute 1e-8 is below the
+        # rounding of a large kernel times a large C, and SMO would never stop; the iteration cap
+        # bounds an ill-conditioned run (the polish makes any near-optimal point exact)
+        scale = max(1.0, self._qmax * float(Cs.max()))
+        res = solve(qp, SMO(), tol=batch_tol * scale, max_iter=max(10_000, 50 * n))
         self._polish(slots, np.asarray(res.x, dtype=np.float64), -float(res.multipliers[0]))
         self.stats["learned"] += n
+        if self._violation() > self._guard_tol():
+            # the polish could not make that point exact: learn the points one by one instead,
+            # which is exact by construction and bounded
+            self.stats["learned"] -= n
+            self._reset()
+            self.learn_many(X, yy, Cs)
+        self._ensure("fit")
         return self
 
     # -- leave-one-out -----------------------------------------------------------------------------
@@ -490,6 +504,7 @@ class IncrementalSVM(PathEngine):
         e = np.flatnonzero(st[:hw] == ERROR)
         alpha[e] = self._Cv[e]
         self.refresh()
+        self._ensure("c_path")
         cert = self.certificate()
         if not (cert.feasible() and cert.measure <= max(1e3 * self.tol, 1e-8) * (1.0 + C1)):
             # never hand back a model that looks solved and is not

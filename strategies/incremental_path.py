@@ -45,11 +45,13 @@ DEAD, RESERVE, MARGIN, ERROR, CANDIDATE = -1, 0, 1, 2, 3
 
 
 def entry_event(g: FloatArray, sg: FloatArray, stE: NDArray[np.bool_], stR: NDArray[np.bool_], blocked: set[int],
-                 tol_g: float) -> tuple[float, int] | None:
+                 tol_g: float, wrong: float = np.inf) -> tuple[float, int] | None:
     """The first error or reserve point whose margin value g reaches 0 at rate sg.
 
     An error point (g ≤ 0) joins M when g rises, a reserve point (g ≥ 0) when it falls; rates
     within ``tol_g`` of 0 are rounding, and ``blocked`` points (just left M at a zero step) wait.
+    A point already on the wrong side by more than ``wrong`` (a violator that a repair will
+    treat) never joins: its ratio would be negative, and joining would set its g to 0 by fiat.
 
     Parameters
     ----------
@@ -61,13 +63,16 @@ def entry_event(g: FloatArray, sg: FloatArray, stE: NDArray[np.bool_], stR: NDAr
         Slots that may not join now.
     tol_g : float
         Rates of at most this size count as zero.
+    wrong : float
+        Violations (E with g > 0, R with g < 0) beyond this exclude the point.
 
     Returns
     -------
     (float, int) or None
         The step to the first event and its slot; None when no point can join.
     """
-    cand = (stE & (sg > tol_g)) | (stR & (sg < -tol_g))
+    gv = g[:sg.size]
+    cand = (stE & (sg > tol_g) & (gv <= wrong)) | (stR & (sg < -tol_g) & (gv >= -wrong))
     if blocked:
         cand[list(blocked)] = False
     idx = np.flatnonzero(cand)
@@ -98,20 +103,25 @@ class PathEngine:
         Initial number of point slots.
     cache_bytes : int
         Row-cache budget of the kernel operator.
+    tol : float
+        The certificate's tolerance; the guard (:meth:`_ensure`) checks half of it.
 
     Attributes
     ----------
     stats : dict
         ``learned``, ``unlearned``, ``steps`` (path segments), ``refreshes``, ``dependences``,
-        ``repairs``.
+        ``repairs``, ``ties`` (degenerate vertices resolved at once), ``guards`` (states the
+        guard found wrong and re-derived).
     """
 
-    def __init__(self, kernel: Kernel, C: float, *, capacity: int, cache_bytes: int) -> None:
+    def __init__(self, kernel: Kernel, C: float, *, capacity: int, cache_bytes: int, tol: float = 1e-9) -> None:
         self.kernel = kernel
         self.C = float(C)
+        self.tol = float(tol)
         self._capacity = int(capacity)
         self._cache_bytes = int(cache_bytes)
-        self.stats = {"learned": 0, "unlearned": 0, "steps": 0, "refreshes": 0, "dependences": 0, "repairs": 0}
+        self.stats = {"learned": 0, "unlearned": 0, "steps": 0, "refreshes": 0, "dependences": 0, "repairs": 0, "ties": 0,
+                      "guards": 0}
         self._reset()
 
     # -- state -----------------------------------------------------------------------------------
@@ -135,6 +145,7 @@ class PathEngine:
         self._qmax = 0.0
         self._since_refresh = 0
         self._m_changes = 0
+        self._m_resid = 0.0
         self._qm_written: set[int] | None = None
 
     def _sync_capacity(self) -> None:
@@ -213,6 +224,10 @@ class PathEngine:
         """|g| below which a point counts as on the margin (for the entry test of a new point)."""
         return 1e-13 * max(1.0, self._qmax * (1.0 + self.C))
 
+    def _vtol(self) -> float:
+        """A wrong-signed g beyond this (E with g > 0, R with g < 0) is a violation, not rounding."""
+        return 1e-11 * max(1.0, self._qmax * self.C)
+
     # -- the adiabatic move ------------------------------------------------------------------------
     def _move(self, c: int, s: float, target: float, *, to_margin: bool, loo: bool = False,
               Qc: FloatArray | None = None) -> str:
@@ -228,6 +243,8 @@ class PathEngine:
         y = op.s_buffer[:hw]
         alpha, g, Cv, st = self._alpha, self._g, self._Cv, self._status
         blocked: set[int] = set()
+        resolved = False
+        vtol = self._vtol()
         max_steps = 20 * hw + 1000
         for _ in range(max_steps):
             self.stats["steps"] += 1
@@ -280,9 +297,15 @@ class PathEngine:
                     k = int(np.argmin(lm))
                     if lm[k] < lam:
                         lam, event, who = max(float(lm[k]), 0.0), ("m->E" if up[k] else "m->R"), int(mem[k])
-            hit = entry_event(g, sg, stE, stR, blocked, tol_g)
+            hit = entry_event(g, sg, stE, stR, blocked, tol_g, vtol)
             if hit is not None and hit[0] < lam:
                 lam, event, who = max(hit[0], 0.0), "join", hit[1]
+            if lam == 0.0 and event in ("m->E", "m->R", "join") and not resolved:
+                # a degenerate vertex (several points at g = 0 on a bound): taking its events one
+                # at a time can cycle or let a point cross its bound; choose the sets at once
+                resolved = True
+                if self._resolve_tie(c, s, Qc):
+                    continue
             if not np.isfinite(lam):
                 if abs(alpha[c] - target) <= 1e-9 * Cv[c]:
                     # nothing can compensate α_c in yᵀα = 0: what is left of it is rounding residue
@@ -299,6 +322,7 @@ class PathEngine:
             g[:hw] += lam * sg
             if lam > 0.0:
                 blocked.clear()
+                resolved = False
             # the event
             if event == "target":
                 alpha[c] = target
@@ -326,6 +350,59 @@ class PathEngine:
                 # [Q_i, y_i] depends on M's: γ_i ≡ 0, so i stays at g = 0 in its set (still KKT)
                 blocked.add(who)
         raise RuntimeError(f"incremental SVM: no convergence in {max_steps} path segments")
+
+    def _resolve_tie(self, c: int, s: float, Qc: FloatArray) -> bool:
+        """Choose the margin set at a degenerate vertex from the direction problem.
+
+        At a vertex where points outside M sit at g = 0 (ties), or margin vectors sit at a bound,
+        the path's next direction d (per unit of s·Δα_c) solves the small QP
+        min ½dᵀQ_TT d + s·dᵀQ_Tc over T = M ∪ ties, subject to y_Tᵀd = −s·y_c, d ≥ 0 where α is at
+        0 and d ≤ 0 where α is at its C_i (free inside): its KKT conditions are exactly "every
+        point's g keeps its sign" (γ = Qd + yμ is 0 on the moving points, of the right sign on the
+        others). M becomes the points that move (and the inner ones). Returns False (nothing
+        changed) when the problem has no feasible direction or is too large to solve densely.
+        """
+        from qpcore.problem import QP, ProblemError
+        from qpcore.reference import dense_reference
+
+        hw = self._op.n_slots
+        st, g, alpha, Cv = self._status[:hw], self._g[:hw], self._alpha[:hw], self._Cv[:hw]
+        tie = 100.0 * self._gtol()
+        ties = np.flatnonzero(((st == RESERVE) | (st == ERROR)) & (np.abs(g) <= tie) & self._op.alive)
+        ties = ties[ties != c]
+        mem = self._fac.members
+        T = np.concatenate([mem, ties]).astype(np.intp)
+        if T.size == 0 or T.size > 400:
+            return False
+        y = self._op.s_buffer[:hw]
+        H = self._op.rows(T)[:, T]
+        H = 0.5 * (H + H.T)
+        am, Cm = alpha[T], Cv[T]
+        at0 = am <= 1e-13 * Cm
+        atC = am >= Cm * (1.0 - 1e-13)
+        lo = np.where(at0, 0.0, -np.inf)
+        hi = np.where(atC & ~at0, 0.0, np.inf)
+        try:
+            qp = QP(H, s * Qc[T], lo, hi, y[T][None, :], np.array([-s * float(y[c])]))
+            d, _ = dense_reference(qp)
+        except (ProblemError, RuntimeError, np.linalg.LinAlgError):
+            return False
+        dtol = 1e-9 * max(1.0, float(np.abs(d).max(initial=0.0)))
+        inner = ~(at0 | atC)
+        keep = inner | (np.abs(d) > dtol)
+        self.stats["ties"] += 1
+        nm = mem.size
+        for k in range(nm):
+            if not keep[k]:
+                sl = int(T[k])
+                self._remove_margin(sl, RESERVE if at0[k] else ERROR)
+                g[sl] = 0.0
+        for k in range(nm, T.size):
+            if keep[k]:
+                sl = int(T[k])
+                g[sl] = 0.0
+                self._add_margin(sl, np.asarray(self._op.row(sl)))
+        return True
 
     def _increment(self, c: int, Qc: FloatArray | None = None) -> None:
         """c (α_c at 0 or anywhere below C, not in M) learned: increase α_c until g_c = 0 or α_c = C."""
@@ -476,16 +553,19 @@ class PathEngine:
         return None
 
     def _recompute_g(self) -> None:
+        """g from scratch; the margin vectors' g (0 by definition) is kept as :attr:`_m_resid`."""
         hw = self._op.n_slots
         y = self._op.s_buffer[:hw]
         a = np.where(self._op.alive, self._alpha[:hw], 0.0)
         self._g[:hw] = self._op.matvec(a) + y * self._b - 1.0
-        self._g[:hw][self._status[:hw] == MARGIN] = 0.0
+        isM = self._status[:hw] == MARGIN
+        self._m_resid = float(np.abs(self._g[:hw][isM]).max(initial=0.0))
+        self._g[:hw][isM] = 0.0
 
     def _repair_violators(self) -> None:
         """Repair exactly the E and R points whose g has the wrong sign beyond rounding."""
         hw = self._op.n_slots
-        thr = 1e-11 * max(1.0, self._qmax * self.C)
+        thr = self._vtol()
         for _ in range(hw + 1):
             st, g = self._status[:hw], self._g[:hw]
             bad = np.flatnonzero(((st == ERROR) & (g > thr)) | ((st == RESERVE) & (g < -thr)))
@@ -497,7 +577,11 @@ class PathEngine:
             self._increment(c)
 
     def refresh(self) -> None:
-        """Refactor the margin block, re-solve α_M and b, recompute g from scratch (drift control)."""
+        """Refactor the margin block, re-solve α_M and b, recompute g from scratch (drift control).
+
+        A margin vector that the re-solve puts out of its bounds goes to that bound (and M is
+        re-solved without it); what that leaves on the wrong side is for the guard's repair.
+        """
         self._since_refresh = 0
         self.stats["refreshes"] += 1
         m = self._fac.size
@@ -510,8 +594,57 @@ class PathEngine:
                 self._fac.refactor(0.5 * (block + block.T), mem)
             except np.linalg.LinAlgError:
                 pass
-            self._resolve_margin()
+            for _ in range(m + 1):
+                bad = self._resolve_margin()
+                if bad is None:
+                    break
+                self._remove_margin(*bad)
         self._recompute_g()
+
+    # -- the guard: never present an uncertified state ----------------------------------------------
+    def _violation(self) -> float:
+        """The worst violation of the state's conditions, read from the maintained quantities in O(n).
+
+        Sign conditions of g by set (E: g ≤ 0, R: g ≥ 0, M: g = 0 as of the last recomputation),
+        α at its set's value, no point left a candidate, and the equality residual |yᵀα| (relative
+        to Σα, in units of g per unit α: ×qmax). Rounding-size values are below :meth:`_vtol`.
+        """
+        hw = self._op.n_slots
+        if hw == 0:
+            return 0.0
+        alive = self._op.alive
+        st, g, a, Cv = self._status[:hw], self._g[:hw], self._alpha[:hw], self._Cv[:hw]
+        if ((st == CANDIDATE) & alive).any():
+            return np.inf
+        isE, isR, isM = (st == ERROR) & alive, (st == RESERVE) & alive, (st == MARGIN) & alive
+        if (a[isE] != Cv[isE]).any() or (a[isR] != 0.0).any():
+            return np.inf
+        am, cm = a[isM], Cv[isM]
+        out = max(float(np.maximum(-am, am - cm).max(initial=0.0)), 0.0) * self._qmax
+        out = max(out, float(g[isE].max(initial=0.0)), float(-g[isR].min(initial=0.0)), self._m_resid)
+        y = self._op.s_buffer[:hw]
+        eq = abs(float(y[alive] @ a[alive]))
+        return max(out, eq * self._qmax)
+
+    def _guard_tol(self) -> float:
+        """The guard's threshold: half the certificate's tolerance, never below rounding."""
+        return max(0.5 * self.tol, self._vtol())
+
+    def _ensure(self, what: str) -> None:
+        """After an operation: check the state in O(n); on a violation re-derive it exactly (refresh,
+        repair of the violators) or raise, so that no uncertified state is presented."""
+        if self._violation() <= self._guard_tol():
+            return
+        self.stats["guards"] += 1
+        for _ in range(3):
+            self.refresh()
+            self._repair_violators()
+            self._recompute_g()
+            if self._violation() <= self._guard_tol():
+                return
+        raise RuntimeError(f"incremental SVM: {what} left a state that fails its check (violation "
+                           f"{self._violation():.3g} > {self._guard_tol():.3g}) and the repair did not "
+                           "restore it; refit with fit(X, y)")
 
     # -- snapshots (leave-one-out) ------------------------------------------------------------------
     def _save(self) -> dict[str, Any]:
