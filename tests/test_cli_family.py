@@ -399,3 +399,17 @@ def test_bad_input(capsys: pytest.CaptureFixture[str], small: dict[str, Path], t
     assert err.count("\n") == 1 and err.startswith("qpcore: error: ") and "Traceback" not in err
     assert message in err, err
     assert not model.exists()
+
+
+def test_limits_keep_the_model_and_help_lists_the_options(capsys: pytest.CaptureFixture[str],
+                                                          small: dict[str, Path], tmp_path: Path) -> None:
+    model, report = tmp_path / "m", tmp_path / "t.json"
+    code, out, _ = run(capsys, "train", small["r.trn"], model, "-s", "epsilon-svr", "--max-iter", "1",
+                       "--json", report)
+    assert code == 3 and "max_iter (exit 3)" in out and model.exists()
+    assert read_json(report)["problems"][0]["status"] == "max_iter"
+    assert run(capsys, "predict", small["r.tst"], model, tmp_path / "p.txt", "-q")[0] == 0
+    code, out, _ = run(capsys, "train", "--help")
+    assert code == 0
+    for text in ("-s TYPE, --type TYPE", "-n NU, --nu NU", "-p EPS, --epsilon EPS", "epsilon-svr or 3"):
+        assert text in out, text
