@@ -6,9 +6,10 @@ a one-class SVM, an ε-SVR or a ν-SVR (``--type``, svm-train's ``-s``; :func:`t
 over :mod:`problems.svm_family`), or a linear SVM (``--strategy asvm|ocas|ocas-active|bmrm``: the
 L2-loss dual of :func:`problems.asvm.asvm_dual` or the hinge risk of
 :func:`problems.risk.hinge_svm`, with the regularized constant feature ``--bias`` as LIBLINEAR's
-``-B``) over two or more classes, one-vs-one or one-vs-rest, and writes the model file of :mod:`qpcore_cli.model`. ``qpcore predict DATA MODEL
-[OUTPUT]`` reads it back and writes one predicted label (a regression: value) per line, with
-the accuracy or, for a regression, svm-predict's mean squared error and squared correlation.
+``-B``) over two or more classes, one-vs-one or one-vs-rest, and writes the model file of
+:mod:`qpcore_cli.model`. ``qpcore predict DATA MODEL [OUTPUT]`` reads it back and writes one
+predicted label (a regression: value) per line, with the accuracy or, for a regression,
+svm-predict's mean squared error and squared correlation.
 
 Exit status (:data:`EXIT_CODES`): 0 when every binary problem converged; for a run that ended
 otherwise the code of the worst status (:func:`worst_status`): 3 ``max_iter``, 4 ``time_limit``,
