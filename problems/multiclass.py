@@ -238,8 +238,8 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
         for i, j in pairs:      # every pair before any work, as svm_check_parameter does
             ni, nj = int(counts[i]), int(counts[j]) if j >= 0 else int(counts.sum() - counts[i])
             if nu * (ni + nj) / 2.0 > min(ni, nj):
-                other = repr(classes[j]) if j >= 0 else "the rest"
-                raise ProblemError(f"nu: specified nu is infeasible for classes {classes[i]!r} ({ni} rows) and "
+                other = str(classes[j]) if j >= 0 else "the rest"
+                raise ProblemError(f"nu: specified nu is infeasible for classes {classes[i]} ({ni} rows) and "
                                    f"{other} ({nj} rows); take ν ≤ "
                                    f"{2.0 * min(ni, nj) / (ni + nj):.6g}")
     models: list[tuple[NDArray[np.intp], FloatArray, float]] = []
