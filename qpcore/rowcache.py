@@ -20,9 +20,11 @@ class RowCache:
 
     The one row cache of the kernel operators (:class:`qpcore.operators.KernelQ`, :class:`qpcore.dynamic.DynamicKernelQ`):
     a map row id → slab slot in LRU order over a ``slots × width`` array. Storing a row is a copy
-    into memory already mapped (a fresh allocation per row page-faults at several times the cost);
-    the slab itself is allocated on the first store, uninitialized (pages are mapped as rows
-    arrive) unless ``zeroed``.
+    into one allocation (a fresh allocation per row page-faults at several times the cost); the
+    slab is allocated on the first store, zero-filled by ``calloc``, whose pages are mapped as rows
+    arrive. Not ``np.empty``: numpy advises huge pages for its large uninitialized arrays, and
+    where the kernel then compacts memory on each fault (``defrag=madvise``) the first store of a
+    row cost 6–17 times the copy.
 
     Parameters
     ----------
@@ -42,8 +44,8 @@ class RowCache:
         rather than copies. Views are never lent by a cache of fewer than 4 rows, where the next
         store would overwrite them at once.
     zeroed : bool
-        Allocate the slab zero-filled (a caller that writes columns of cached rows, as the
-        growing operator does, needs defined entries beyond each row's stored part).
+        The slab's entries beyond each row's stored part must stay defined (a caller that writes
+        columns of cached rows, as the growing operator does); the slab is zero-filled either way.
     """
 
     __slots__ = ("budget", "width", "dtype", "slots", "stats", "lend_views", "zeroed", "_map", "_slab", "_free")
@@ -75,8 +77,7 @@ class RowCache:
 
     def _storage(self) -> NDArray[Any]:
         if self._slab is None:
-            alloc = np.zeros if self.zeroed else np.empty
-            self._slab = alloc((self.slots, self.width), dtype=self.dtype)
+            self._slab = np.zeros((self.slots, self.width), dtype=self.dtype)
             self._free = list(range(self.slots - 1, -1, -1))
         return self._slab
 
