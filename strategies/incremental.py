@@ -20,10 +20,9 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.kkt import KKT, kkt
 from qpcore.operators import Kernel
-from qpcore.problem import QP, ProblemError
-from strategies.incremental_path import ERROR, MARGIN, RESERVE, PathEngine, entry_event
+from qpcore.problem import ProblemError
+from strategies.incremental_path import ERROR, MARGIN, RESERVE, Breakpoint, PathEngine
 
 FloatArray = NDArray[np.float64]
 
@@ -62,31 +61,6 @@ class LOOResult:
     def error_rate(self) -> float:
         """errors / n."""
         return self.errors / self.n if self.n else 0.0
-
-
-@attrs.frozen
-class Breakpoint:
-    """A break point of a regularization path: the C where a set changed.
-
-    Attributes
-    ----------
-    C : float
-        The value of C.
-    event : str
-        ``"margin->reserve"``, ``"margin->error"``, ``"error->margin"``, ``"reserve->margin"``,
-        ``"bias"`` (no margin vector: the bias alone moved) or ``"end"``.
-    id : int
-        The point that changed set (−1 for ``"end"``).
-    n_margin, n_error, n_reserve : int
-        Set sizes after the event.
-    """
-
-    C: float
-    event: str
-    id: int
-    n_margin: int
-    n_error: int
-    n_reserve: int
 
 
 @attrs.frozen
@@ -266,30 +240,12 @@ class IncrementalSVM(PathEngine):
         Cs = np.full(n, self.C) if C_i is None else np.broadcast_to(np.asarray(C_i, dtype=np.float64), (n,)).copy()
         if not (np.isfinite(Cs).all() and (Cs > 0).all()):
             raise ProblemError("C_i: must be finite and > 0")
-        slots = self._op.append(X, ypm)
-        self._sync_capacity()
-        ids = np.arange(self._next_id, self._next_id + n, dtype=np.int64)
-        self._next_id += n
-        self._id[slots] = ids
-        self._slot_of.update(zip(ids.tolist(), slots.tolist()))
-        self._Cv[slots] = Cs
-        self._qmax = float(self._op.diag().max(initial=0.0))
+        slots = self._append_many(X, ypm, Cs, 1.0)
         if (ypm > 0).all() or (ypm < 0).all():
-            self._alpha[slots] = 0.0
             self._b = float(ypm[0])
-            self._status[slots] = RESERVE
             self.refresh()
             return self
-        from qpcore.solve import solve
-        from strategies.smo import SMO
-
-        qp = self.qp()
-        # batch_tol is relative to the gradient's scale (qmax·C): an absolute 1e-8 is below the
-        # rounding of a large kernel times a large C, and SMO would never stop; the iteration cap
-        # bounds an ill-conditioned run (the polish makes any near-optimal point exact)
-        scale = max(1.0, self._qmax * float(Cs.max()))
-        res = solve(qp, SMO(), tol=batch_tol * scale, max_iter=max(10_000, 50 * n))
-        self._polish(slots, np.asarray(res.x, dtype=np.float64), -float(res.multipliers[0]))
+        self._batch(slots, batch_tol)
         self.stats["learned"] += n
         if self._violation() > self._guard_tol():
             # the polish could not make that point exact: learn the points one by one instead,
@@ -396,122 +352,7 @@ class IncrementalSVM(PathEngine):
         C1 = float(C1)
         if not (np.isfinite(C1) and C1 > 0):
             raise ProblemError(f"C1: must be finite and > 0, got {C1!r}")
-        op = self._op
-        hw = op.n_slots
-        y = op.s_buffer[:hw]
-        alpha, g, st = self._alpha, self._g, self._status
-        C = self.C
-        w = self._Cv[:hw] / C                      # C_i = w_i C along the path
-        s = 1.0 if C1 > C else -1.0
-        out: list[Breakpoint] = []
-
-        def mark(event: str, who: int) -> None:
-            stv = st[:hw]
-            out.append(Breakpoint(C=C, event=event, id=int(self._id[who]) if who >= 0 else -1,
-                                  n_margin=int((stv == MARGIN).sum()), n_error=int((stv == ERROR).sum()),
-                                  n_reserve=int((stv == RESERVE).sum())))
-
-        wE = np.where(st[:hw] == ERROR, w, 0.0)
-        u = op.matvec(wE)                          # Q_:E w_E, updated as E changes
-        blocked: set[int] = set()
-        for _ in range(20 * hw + 1000):
-            if C == C1:
-                break
-            self.stats["steps"] += 1
-            stE, stR = st[:hw] == ERROR, st[:hw] == RESERVE
-            if self._fac.size == 0:
-                # no margin vector: shift the bias to the nearest point's g = 0 and let it track it
-                alive = (stE | stR) & op.alive
-                if not alive.any():
-                    break
-                cand = np.flatnonzero(alive)
-                k = int(cand[np.argmin(np.abs(g[cand]))])
-                db = -float(y[k]) * float(g[k])
-                self._b += db
-                g[:hw] += y * db
-                g[k] = 0.0
-                if self._add_margin(k, np.asarray(op.row(k))) is not None:
-                    raise RuntimeError("c_path: a single point is singular")
-                if stE[k]:
-                    u -= w[k] * np.asarray(op.row(k))
-                    wE[k] = 0.0
-                mark("bias", k)
-                continue
-            mem = self._fac.members
-            rows = self._qmrow[mem]
-            yw = float(y @ wE)
-            x, mu = self._fac.solve_kkt(-u[mem], -yw)
-            coef = np.zeros(self._nq)
-            coef[rows] = x
-            gam = (coef @ self._QM[:self._nq])[:hw] + u + mu * y
-            sg = s * gam
-            dx = s * x
-            lam, event, who = abs(C1 - C), "end", -1
-            btol = 1e-13 * (1.0 + float(np.abs(dx).max(initial=0.0)))
-            am, wm = alpha[mem], w[mem]
-            # a margin α can head for 0 and for the moving ceiling w_k·C at once (C falling faster
-            # than α): both limits count, the nearer one wins
-            l_dn = np.full(mem.size, np.inf)
-            dn = dx < -btol
-            l_dn[dn] = am[dn] / -dx[dn]
-            l_up = np.full(mem.size, np.inf)
-            upr = dx - s * wm                      # d(α_k − w_k C)/dλ
-            up = upr > btol
-            l_up[up] = (wm[up] * C - am[up]) / upr[up]
-            lm = np.minimum(l_dn, l_up)
-            k = int(np.argmin(lm))
-            if lm[k] < lam:
-                lam, who = max(float(lm[k]), 0.0), int(mem[k])
-                event = "margin->error" if l_up[k] < l_dn[k] else "margin->reserve"
-            tol_g = 1e-12 * (self._qmax * (1.0 + float(np.abs(x).sum()) + float(np.abs(wE).sum())) + abs(mu))
-            hit = entry_event(g, sg, stE, stR, blocked, tol_g)
-            if hit is not None and hit[0] < lam:
-                lam, who = max(hit[0], 0.0), hit[1]
-                event = "error->margin" if stE[who] else "reserve->margin"
-            C = C1 if event == "end" else C + s * lam
-            alpha[mem] = np.clip(am + lam * dx, 0.0, wm * C)
-            e = np.flatnonzero(stE)
-            alpha[e] = w[e] * C
-            self._b += s * lam * mu
-            g[:hw] += lam * sg
-            if lam > 0:
-                blocked.clear()
-            if event == "end":
-                break
-            g[who] = 0.0
-            if event == "margin->error":
-                self._remove_margin(who, ERROR)
-                alpha[who] = w[who] * C
-                u += w[who] * np.asarray(op.row(who))
-                wE[who] = w[who]
-            elif event == "margin->reserve":
-                self._remove_margin(who, RESERVE)
-            else:
-                row = np.asarray(op.row(who))
-                if self._add_margin(who, row) is not None:
-                    blocked.add(who)
-                    continue
-                if event == "error->margin":
-                    u -= w[who] * row
-                    wE[who] = 0.0
-            if lam == 0.0 and event.startswith("margin"):
-                blocked.add(who)
-            mark(event, who)
-        else:
-            raise RuntimeError("c_path: no convergence")
-        self.C = C1
-        self._Cv[:hw] = w * C1
-        e = np.flatnonzero(st[:hw] == ERROR)
-        alpha[e] = self._Cv[e]
-        self.refresh()
-        self._ensure("c_path")
-        cert = self.certificate()
-        if not (cert.feasible() and cert.measure <= max(1e3 * self.tol, 1e-8) * (1.0 + C1)):
-            # never hand back a model that looks solved and is not
-            raise RuntimeError(f"c_path: the path lost optimality (KKT gap {cert.measure:.3g}, "
-                               f"primal {cert.primal:.3g}); refit with fit(X, y) at C = {C1}")
-        mark("end", -1)
-        return out
+        return self._c_path(C1)
 
     # -- reading the model -------------------------------------------------------------------------
     @property
@@ -569,21 +410,6 @@ class IncrementalSVM(PathEngine):
         """Ids of the support vectors (α > 0)."""
         sl = self._op.slots()
         return self._id[sl[self._alpha[sl] > 0]].copy()
-
-    def qp(self) -> QP:
-        """The dual over the current points as a ``qpcore.QP`` (x = :attr:`alpha`, static KernelQ)."""
-        Q, sl = self._op.snapshot()
-        n = sl.size
-        y = self._op.s_buffer[sl]
-        return QP(Q, -np.ones(n), np.zeros(n), self._Cv[sl].copy(), y[None, :], np.zeros(1))
-
-    def objective(self) -> float:
-        """The dual objective ½αᵀQα − eᵀα, from the problem."""
-        return self.qp().objective(self.alpha)
-
-    def certificate(self) -> KKT:
-        """``qpcore.kkt(self.qp(), self.alpha)``: computed from the problem alone."""
-        return kkt(self.qp(), self.alpha)
 
     def decision_function(self, X: Any, block: int = 4096) -> FloatArray:
         """f(x) = Σ α_j y_j K(x_j, x) + b for the rows of X."""

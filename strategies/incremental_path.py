@@ -1,16 +1,19 @@
 """The path engine of the exact incremental/decremental SVM (Cauwenberghs and Poggio, NIPS 2000).
 
-The C-SVC dual min ½αᵀQα − eᵀα, 0 ≤ α ≤ C, yᵀα = 0 (Q_ij = y_i y_j K(x_i, x_j)) is kept *solved*
+The abstract SVM of Laskov et al. (JMLR 7, 2006, section 2),
+min ½αᵀQα − cᵀα over 0 ≤ α ≤ C subject to aᵀα = β (Q_ij = s_i s_j K(x_i, x_j)), is kept *solved*
 while points are added and removed, by moving one coefficient α_c adiabatically: all other points
-keep their KKT conditions on the margin function g_i = (Qα)_i + y_i b − 1 while α_c changes, and
-the path is piecewise linear, with break points where a point changes set:
+keep their KKT conditions on the margin function g_i = (Qα)_i − c_i + a_i b (b the equality's
+multiplier) while α_c changes. The instances choose (s, c, a, β): the C-SVC s = a = y, c = 1,
+β = 0 (then b is the bias); the one-class (SVDD) s = a = 1, c = ½ diag K, β = 1. The path is
+piecewise linear, with break points where a point changes set:
 
 - margin M: 0 ≤ α ≤ C, g = 0 (its α and the bias b move with α_c through the bordered KKT
   system of M, kept factored in a :class:`qpcore.factor.BorderedCholesky`);
 - error E: α = C, g ≤ 0;  reserve R: α = 0, g ≥ 0.
 
-Per unit of Δα_c the margin vectors move by β = −K⁻¹[y_c; Q_Mc] (K the bordered matrix of M), every
-g by γ = Q_:c + Q_:M β_M + y β_b; the step is the largest one before the first event (a margin
+Per unit of Δα_c the margin vectors move by β = −K⁻¹[a_c; Q_Mc] (K the bordered matrix of M), every
+g by γ = Q_:c + Q_:M β_M + a β_b; the step is the largest one before the first event (a margin
 α at a bound, an E or R point's g at 0, the candidate at its target or, when learning, its g at 0).
 γ and the ratio tests are vectorized over all points; the margin rows Q[M, :] sit in a buffer that
 grows with the data. With no margin vector the bias alone moves (Diehl and Cauwenberghs 2003).
@@ -27,18 +30,46 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import attrs
 import numpy as np
 from numpy.typing import NDArray
 
 from qpcore.dynamic import DynamicKernelQ
 from qpcore.factor import BorderedCholesky, Dependence
+from qpcore.kkt import KKT, kkt
 from qpcore.operators import Kernel
+from qpcore.problem import QP
 from qpcore.projection import bound_steps
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 
-__all__ = ["CANDIDATE", "DEAD", "ERROR", "MARGIN", "RESERVE", "PathEngine", "entry_event"]
+__all__ = ["CANDIDATE", "DEAD", "ERROR", "MARGIN", "RESERVE", "Breakpoint", "PathEngine", "entry_event"]
+
+@attrs.frozen
+class Breakpoint:
+    """A break point of a regularization path: the C where a set changed.
+
+    Attributes
+    ----------
+    C : float
+        The value of C.
+    event : str
+        ``"margin->reserve"``, ``"margin->error"``, ``"error->margin"``, ``"reserve->margin"``,
+        ``"bias"`` (no margin vector: the bias alone moved) or ``"end"``.
+    id : int
+        The point that changed set (−1 for ``"end"``).
+    n_margin, n_error, n_reserve : int
+        Set sizes after the event.
+    """
+
+    C: float
+    event: str
+    id: int
+    n_margin: int
+    n_error: int
+    n_reserve: int
+
 
 #: Set codes of the per-slot status array: a free slot, R, M, E, and the point whose α moves.
 DEAD, RESERVE, MARGIN, ERROR, CANDIDATE = -1, 0, 1, 2, 3
@@ -84,7 +115,7 @@ def entry_event(g: FloatArray, sg: FloatArray, stE: NDArray[np.bool_], stR: NDAr
 
 
 class PathEngine:
-    """The state of a C-SVC dual kept exactly solved, and the exact steps that keep it so.
+    """The state of an abstract SVM dual kept exactly solved, and the exact steps that keep it so.
 
     Points live in slots of a :class:`qpcore.dynamic.DynamicKernelQ` (a slot is reused after its
     point is removed); per slot it keeps α, g, C_i, the set code and the point's id. The margin
@@ -131,6 +162,8 @@ class PathEngine:
         self._alpha = np.zeros(cap)
         self._g = np.zeros(cap)
         self._Cv = np.zeros(cap)
+        self._lin = np.zeros(cap)                 # c_i, the linear term
+        self._a = np.zeros(cap)                   # a_i, the equality coefficient
         self._status = np.full(cap, DEAD, dtype=np.int8)
         self._id = np.full(cap, -1, dtype=np.int64)
         self._qmrow = np.full(cap, -1, dtype=np.intp)
@@ -146,6 +179,7 @@ class PathEngine:
         self._since_refresh = 0
         self._m_changes = 0
         self._m_resid = 0.0
+        self._beq = 0.0                            # aᵀα = β
         self._qm_written: set[int] | None = None
 
     def _sync_capacity(self) -> None:
@@ -154,8 +188,8 @@ class PathEngine:
         old = self._alpha.shape[0]
         if cap == old:
             return
-        for name, fill in (("_alpha", 0.0), ("_g", 0.0), ("_Cv", 0.0), ("_status", DEAD), ("_id", -1),
-                           ("_qmrow", -1)):
+        for name, fill in (("_alpha", 0.0), ("_g", 0.0), ("_Cv", 0.0), ("_lin", 0.0), ("_a", 0.0),
+                           ("_status", DEAD), ("_id", -1), ("_qmrow", -1)):
             a = getattr(self, name)
             new = np.full(cap, fill, dtype=a.dtype)
             new[:old] = a
@@ -199,8 +233,7 @@ class PathEngine:
     def _add_margin(self, slot: int, row: FloatArray) -> Dependence | None:
         """Put ``slot`` into M (factor and row buffer); a Dependence leaves everything unchanged."""
         mem = self._fac.members
-        y = self._op.s_buffer
-        dep = self._fac.add(slot, col=row[mem], diag=float(row[slot]), a_i=float(y[slot]))
+        dep = self._fac.add(slot, col=row[mem], diag=float(row[slot]), a_i=float(self._a[slot]))
         if dep is not None:
             self.stats["dependences"] += 1
             return dep
@@ -230,17 +263,18 @@ class PathEngine:
 
     # -- the adiabatic move ------------------------------------------------------------------------
     def _move(self, c: int, s: float, target: float, *, to_margin: bool, loo: bool = False,
-              Qc: FloatArray | None = None) -> str:
+              Qc: FloatArray | None = None, loo_below: float = -1.0) -> str:
         """Move α_c by direction s (±1) toward ``target`` keeping every other point's KKT conditions.
 
         Returns ``"target"`` (α_c reached it), ``"margin"`` (c joined M), ``"reserve"`` (c reached
-        g = 0 at α_c = 0, learning only) or ``"loo"`` (g_c < −1: a certain LOO error).
+        g = 0 at α_c = 0, learning only) or ``"loo"`` (g_c below ``loo_below``: a certain LOO
+        error, as g_c only falls while α_c does).
         """
         op = self._op
         hw = op.n_slots
         if Qc is None:
             Qc = np.array(op.row(c))
-        y = op.s_buffer[:hw]
+        y = self._a[:hw]
         alpha, g, Cv, st = self._alpha, self._g, self._Cv, self._status
         blocked: set[int] = set()
         resolved = False
@@ -248,7 +282,7 @@ class PathEngine:
         max_steps = 20 * hw + 1000
         for _ in range(max_steps):
             self.stats["steps"] += 1
-            if loo and g[c] < -1.0:
+            if loo and g[c] < loo_below:
                 return "loo"
             m = self._fac.size
             lam = (Cv[c] - alpha[c]) if s > 0 else alpha[c]
@@ -257,7 +291,7 @@ class PathEngine:
             stE = st[:hw] == ERROR
             stR = st[:hw] == RESERVE
             if m == 0:
-                # no margin vector: α_c cannot move (yᵀα = 0), the bias alone does, Δb = s·y_c·t,
+                # no margin vector: α_c cannot move (aᵀα = β), the bias alone does, Δb = s·a_c·t,
                 # until a point that can compensate α_c reaches g = 0 (or, learning, c itself does)
                 lam = np.inf
                 yc = float(y[c])
@@ -265,9 +299,10 @@ class PathEngine:
                 dx = np.zeros(0)
                 mu = 0.0
                 if to_margin:
-                    t = max(-float(g[c]), 0.0)
+                    t = max(-float(g[c]) / (yc * yc), 0.0)
                     lam, event = t, "cmargin"
-                tol_g = 0.5
+                # the rates are products of the a_i: exact, so only a zero a_i gives a zero rate
+                tol_g = 1e-12 * abs(yc) * float(np.abs(y).max(initial=0.0))
             else:
                 mem = self._fac.members
                 rows = self._qmrow[mem]
@@ -374,7 +409,7 @@ class PathEngine:
         T = np.concatenate([mem, ties]).astype(np.intp)
         if T.size == 0 or T.size > 400:
             return False
-        y = self._op.s_buffer[:hw]
+        y = self._a[:hw]
         H = self._op.rows(T)[:, T]
         H = 0.5 * (H + H.T)
         am, Cm = alpha[T], Cv[T]
@@ -414,7 +449,7 @@ class PathEngine:
         if self._move(c, 1.0, float(self._Cv[c]), to_margin=True, Qc=Qc) == "target":
             self._status[c] = ERROR
 
-    def _decrement(self, c: int, *, loo: bool = False) -> str:
+    def _decrement(self, c: int, *, loo: bool = False, loo_below: float = -1.0) -> str:
         """Take c out of M if there, then decrease α_c to 0 (c left as a candidate)."""
         if self._status[c] == MARGIN:
             self._remove_margin(c, CANDIDATE)
@@ -422,12 +457,15 @@ class PathEngine:
         if self._alpha[c] <= 0.0:
             self._alpha[c] = 0.0
             return "target"
-        return self._move(c, -1.0, 0.0, to_margin=False, loo=loo)
+        return self._move(c, -1.0, 0.0, to_margin=False, loo=loo, loo_below=loo_below)
 
     # -- points in and out --------------------------------------------------------------------------
-    def _add_point(self, row: Any, ypm: float, Ci: float) -> int:
-        """Append a point (a one-row matrix, label ±1, box bound C_i) at α = 0 and learn it exactly:
-        the adiabatic increment. Returns its id."""
+    def _add_point(self, row: Any, ypm: float, Ci: float, lin: float | None = None, a_i: float | None = None,
+                   *, learn: bool = True) -> int:
+        """Append a point (a one-row matrix, sign s_i = ±1, box bound C_i, linear term c_i (default 1;
+        ``nan``: ½ Q_ii), equality coefficient a_i (default s_i)) at α = 0 and learn it exactly: the
+        adiabatic increment (``learn=False``: leave it a reserve point, g not yet computed).
+        Returns its id."""
         slot = int(self._op.append(row, [ypm])[0])
         self._sync_capacity()
         pid = self._next_id
@@ -440,8 +478,14 @@ class PathEngine:
             self._QM[:self._nq, slot] = Qc[self._qm_slot[:self._nq]]
         self._alpha[slot] = 0.0
         self._Cv[slot] = Ci
+        ci = 1.0 if lin is None else float(lin)
+        self._lin[slot] = 0.5 * float(Qc[slot]) if np.isnan(ci) else ci
+        self._a[slot] = ypm if a_i is None else float(a_i)
+        if not learn:
+            self._status[slot] = RESERVE
+            return pid
         hw = self._op.n_slots
-        self._g[slot] = float(Qc @ self._alpha[:hw]) + ypm * self._b - 1.0
+        self._g[slot] = float(Qc @ self._alpha[:hw]) + self._a[slot] * self._b - self._lin[slot]
         self._status[slot] = CANDIDATE
         self._increment(slot, Qc)
         return pid
@@ -456,6 +500,8 @@ class PathEngine:
         self._status[slot] = DEAD
         self._g[slot] = 0.0
         self._Cv[slot] = 0.0
+        self._lin[slot] = 0.0
+        self._a[slot] = 0.0
         del self._slot_of[int(self._id[slot])]
         self._id[slot] = -1
 
@@ -480,7 +526,7 @@ class PathEngine:
         if free.size:
             rows = self._op.rows(free)
             block = rows[:, free]
-            self._fac.a = self._op.s_buffer
+            self._fac.a = self._a
             try:
                 self._fac.refactor(0.5 * (block + block.T), free)
                 for k, sl in enumerate(free.tolist()):
@@ -539,9 +585,9 @@ class PathEngine:
         mem = self._fac.members
         rows = self._qmrow[mem]
         aE = np.where(self._status[:hw] == ERROR, self._alpha[:hw], 0.0)
-        y = self._op.s_buffer[:hw]
-        r = 1.0 - self._QM[rows, :hw] @ aE
-        x, mu = self._fac.solve_kkt(r, -float(y @ aE))
+        y = self._a[:hw]
+        r = self._lin[mem] - self._QM[rows, :hw] @ aE
+        x, mu = self._fac.solve_kkt(r, self._beq - float(y @ aE))
         Cm = self._Cv[mem]
         slack = 1e-9 * Cm if not strict else 1e-12 * Cm
         over = np.maximum(-x - slack, x - Cm - slack)
@@ -555,9 +601,9 @@ class PathEngine:
     def _recompute_g(self) -> None:
         """g from scratch; the margin vectors' g (0 by definition) is kept as :attr:`_m_resid`."""
         hw = self._op.n_slots
-        y = self._op.s_buffer[:hw]
+        y = self._a[:hw]
         a = np.where(self._op.alive, self._alpha[:hw], 0.0)
-        self._g[:hw] = self._op.matvec(a) + y * self._b - 1.0
+        self._g[:hw] = self._op.matvec(a) + y * self._b - self._lin[:hw]
         isM = self._status[:hw] == MARGIN
         self._m_resid = float(np.abs(self._g[:hw][isM]).max(initial=0.0))
         self._g[:hw][isM] = 0.0
@@ -589,7 +635,7 @@ class PathEngine:
             mem = self._fac.members
             rows = self._qmrow[mem]
             block = self._QM[rows][:, mem]
-            self._fac.a = self._op.s_buffer
+            self._fac.a = self._a
             try:
                 self._fac.refactor(0.5 * (block + block.T), mem)
             except np.linalg.LinAlgError:
@@ -606,8 +652,8 @@ class PathEngine:
         """The worst violation of the state's conditions, read from the maintained quantities in O(n).
 
         Sign conditions of g by set (E: g ≤ 0, R: g ≥ 0, M: g = 0 as of the last recomputation),
-        α at its set's value, no point left a candidate, and the equality residual |yᵀα| (relative
-        to Σα, in units of g per unit α: ×qmax). Rounding-size values are below :meth:`_vtol`.
+        α at its set's value, no point left a candidate, and the equality residual |aᵀα − β| (in
+        units of g per unit α: ×qmax). Rounding-size values are below :meth:`_vtol`.
         """
         hw = self._op.n_slots
         if hw == 0:
@@ -622,8 +668,8 @@ class PathEngine:
         am, cm = a[isM], Cv[isM]
         out = max(float(np.maximum(-am, am - cm).max(initial=0.0)), 0.0) * self._qmax
         out = max(out, float(g[isE].max(initial=0.0)), float(-g[isR].min(initial=0.0)), self._m_resid)
-        y = self._op.s_buffer[:hw]
-        eq = abs(float(y[alive] @ a[alive]))
+        y = self._a[:hw]
+        eq = abs(float(y[alive] @ a[alive]) - self._beq)
         return max(out, eq * self._qmax)
 
     def _guard_tol(self) -> float:
@@ -645,6 +691,57 @@ class PathEngine:
         raise RuntimeError(f"incremental SVM: {what} left a state that fails its check (violation "
                            f"{self._violation():.3g} > {self._guard_tol():.3g}) and the repair did not "
                            "restore it; refit with fit(X, y)")
+
+    # -- the problem, and a batch start ----------------------------------------------------------------
+    def _append_many(self, X: Any, s: FloatArray, Cs: FloatArray, lin: float | FloatArray,
+                     a: FloatArray | None = None) -> IndexArray:
+        """Append points as reserve points at α = 0 (no g yet): signs s, bounds Cs, linear terms
+        ``lin`` (``nan``: ½ Q_ii), equality coefficients ``a`` (default s). Returns their slots."""
+        n = int(X.shape[0])
+        slots = self._op.append(X, s)
+        self._sync_capacity()
+        ids = np.arange(self._next_id, self._next_id + n, dtype=np.int64)
+        self._next_id += n
+        self._id[slots] = ids
+        self._slot_of.update(zip(ids.tolist(), slots.tolist()))
+        self._Cv[slots] = Cs
+        diag = self._op.diag()
+        li = np.broadcast_to(np.asarray(lin, dtype=np.float64), (n,))
+        self._lin[slots] = np.where(np.isnan(li), 0.5 * diag[slots], li)
+        self._a[slots] = s if a is None else a
+        self._alpha[slots] = 0.0
+        self._status[slots] = RESERVE
+        self._qmax = float(diag.max(initial=0.0))
+        return slots
+
+    def _batch(self, slots: IndexArray, batch_tol: float, x0: FloatArray | None = None) -> None:
+        """Solve the current points' problem by SMO (tolerance relative to the gradient's scale,
+        iterations capped), then polish that point into an exact state."""
+        from qpcore.solve import solve
+        from strategies.smo import SMO
+
+        qp = self.qp()
+        # an absolute tolerance can lie below the rounding of a large kernel times a large C, and
+        # SMO would never stop; the cap bounds an ill-conditioned run (the polish makes any
+        # near-optimal point exact)
+        scale = max(1.0, self._qmax * float(self._Cv[slots].max(initial=0.0)))
+        n = int(slots.size)
+        res = solve(qp, SMO(), x0, tol=batch_tol * scale, max_iter=max(10_000, 50 * n))
+        self._polish(slots, np.asarray(res.x, dtype=np.float64), -float(res.multipliers[0]))
+
+    def qp(self) -> QP:
+        """The dual over the current points as a ``qpcore.QP`` (x = :attr:`alpha`, static KernelQ)."""
+        Q, sl = self._op.snapshot()
+        n = sl.size
+        return QP(Q, -self._lin[sl], np.zeros(n), self._Cv[sl].copy(), self._a[sl][None, :], np.array([self._beq]))
+
+    def objective(self) -> float:
+        """The dual objective ½αᵀQα − eᵀα, from the problem."""
+        return self.qp().objective(self._alpha[self._op.slots()])
+
+    def certificate(self) -> KKT:
+        """``qpcore.kkt(self.qp(), self.alpha)``: computed from the problem alone."""
+        return kkt(self.qp(), self._alpha[self._op.slots()])
 
     # -- snapshots (leave-one-out) ------------------------------------------------------------------
     def _save(self) -> dict[str, Any]:
@@ -674,3 +771,148 @@ class PathEngine:
             self._qmrow[:hw] = snap["qmrow"]
             self._fac = copy.deepcopy(snap["fac"])
             self._m_changes = snap["changes"]
+
+    # -- the regularization path ---------------------------------------------------------------------
+    def _c_path(self, C1: float, nu: float | None = None) -> list[Breakpoint]:
+        """Move C exactly from its current value to ``C1`` (up or down), scaling every C_i with it.
+
+        α_E = C_i·(C/C₀) moves with C, the margin α and b through M's factor (the right-hand side's
+        derivative in C is −[Q_ME w_E; a_Eᵀw_E]; c and β are constant), and the path breaks where
+        a set changes. With ``nu``, it stops where ν(C) = eᵀα/(C l) equals ``nu`` (``C1`` is then
+        only the far end searched). Leaves the state solved at the C reached (:attr:`C`).
+        """
+        op = self._op
+        hw = op.n_slots
+        y = self._a[:hw]
+        alpha, g, st = self._alpha, self._g, self._status
+        C = self.C
+        w = self._Cv[:hw] / C                      # C_i = w_i C along the path
+        s = 1.0 if C1 > C else -1.0
+        out: list[Breakpoint] = []
+
+        def mark(event: str, who: int) -> None:
+            stv = st[:hw]
+            out.append(Breakpoint(C=C, event=event, id=int(self._id[who]) if who >= 0 else -1,
+                                  n_margin=int((stv == MARGIN).sum()), n_error=int((stv == ERROR).sum()),
+                                  n_reserve=int((stv == RESERVE).sum())))
+
+        wE = np.where(st[:hw] == ERROR, w, 0.0)
+        u = op.matvec(wE)                          # Q_:E w_E, updated as E changes
+        blocked: set[int] = set()
+        S = target = 0.0
+        if nu is not None:
+            # ν(C) = eᵀα/(C l) (Chang and Lin 2001): α is affine in C on a segment, so the C where
+            # ν(C) meets the target is a root of a linear equation there
+            target = float(nu) * float(op.n_alive)
+            S = float(alpha[:hw][op.alive].sum())
+            if abs(S - target * C) <= 1e-13 * max(S, 1e-300):
+                C1 = C
+        for _ in range(20 * hw + 1000):
+            if C == C1:
+                break
+            self.stats["steps"] += 1
+            stE, stR = st[:hw] == ERROR, st[:hw] == RESERVE
+            if self._fac.size == 0:
+                # no margin vector: shift the bias to the nearest point's g = 0 and let it track it
+                alive = (stE | stR) & op.alive
+                if not alive.any():
+                    break
+                cand = np.flatnonzero(alive)
+                k = int(cand[np.argmin(np.abs(g[cand]))])
+                db = -float(g[k]) / float(y[k])
+                self._b += db
+                g[:hw] += y * db
+                g[k] = 0.0
+                if self._add_margin(k, np.asarray(op.row(k))) is not None:
+                    raise RuntimeError("c_path: a single point is singular")
+                if stE[k]:
+                    u -= w[k] * np.asarray(op.row(k))
+                    wE[k] = 0.0
+                mark("bias", k)
+                continue
+            mem = self._fac.members
+            rows = self._qmrow[mem]
+            yw = float(y @ wE)
+            x, mu = self._fac.solve_kkt(-u[mem], -yw)
+            coef = np.zeros(self._nq)
+            coef[rows] = x
+            gam = (coef @ self._QM[:self._nq])[:hw] + u + mu * y
+            sg = s * gam
+            dx = s * x
+            lam, event, who = abs(C1 - C), "end", -1
+            dS = 0.0
+            if nu is not None:
+                dS = float(dx.sum()) + s * float(wE[op.alive[:hw]].sum())
+                den = dS - target * s
+                if den != 0.0:
+                    lstar = (target * C - S) / den
+                    if 0.0 <= lstar <= lam:
+                        lam = lstar
+            btol = 1e-13 * (1.0 + float(np.abs(dx).max(initial=0.0)))
+            am, wm = alpha[mem], w[mem]
+            # a margin α can head for 0 and for the moving ceiling w_k·C at once (C falling faster
+            # than α): both limits count, the nearer one wins
+            l_dn = np.full(mem.size, np.inf)
+            dn = dx < -btol
+            l_dn[dn] = am[dn] / -dx[dn]
+            l_up = np.full(mem.size, np.inf)
+            upr = dx - s * wm                      # d(α_k − w_k C)/dλ
+            up = upr > btol
+            l_up[up] = (wm[up] * C - am[up]) / upr[up]
+            lm = np.minimum(l_dn, l_up)
+            k = int(np.argmin(lm))
+            if lm[k] < lam:
+                lam, who = max(float(lm[k]), 0.0), int(mem[k])
+                event = "margin->error" if l_up[k] < l_dn[k] else "margin->reserve"
+            tol_g = 1e-12 * (self._qmax * (1.0 + float(np.abs(x).sum()) + float(np.abs(wE).sum())) + abs(mu))
+            hit = entry_event(g, sg, stE, stR, blocked, tol_g)
+            if hit is not None and hit[0] < lam:
+                lam, who = max(hit[0], 0.0), hit[1]
+                event = "error->margin" if stE[who] else "reserve->margin"
+            if event == "end" and nu is not None:
+                C1 = C + s * lam                   # where ν(C) meets the target (or the far end)
+            C = C1 if event == "end" else C + s * lam
+            S += lam * dS
+            alpha[mem] = np.clip(am + lam * dx, 0.0, wm * C)
+            e = np.flatnonzero(stE)
+            alpha[e] = w[e] * C
+            self._b += s * lam * mu
+            g[:hw] += lam * sg
+            if lam > 0:
+                blocked.clear()
+            if event == "end":
+                break
+            g[who] = 0.0
+            if event == "margin->error":
+                self._remove_margin(who, ERROR)
+                alpha[who] = w[who] * C
+                u += w[who] * np.asarray(op.row(who))
+                wE[who] = w[who]
+            elif event == "margin->reserve":
+                self._remove_margin(who, RESERVE)
+            else:
+                row = np.asarray(op.row(who))
+                if self._add_margin(who, row) is not None:
+                    blocked.add(who)
+                    continue
+                if event == "error->margin":
+                    u -= w[who] * row
+                    wE[who] = 0.0
+            if lam == 0.0 and event.startswith("margin"):
+                blocked.add(who)
+            mark(event, who)
+        else:
+            raise RuntimeError("c_path: no convergence")
+        if nu is not None and C != C1:
+            raise RuntimeError("nu_path: ν(C) did not reach the target within the C range searched")
+        self.C = C1
+        self._Cv[:hw] = w * C1
+        e = np.flatnonzero(st[:hw] == ERROR)
+        alpha[e] = self._Cv[e]
+        # g from scratch, then the guard: never hand back a model that looks solved and is not
+        self.refresh()
+        self._ensure("c_path")
+        mark("end", -1)
+        return out
+
+

@@ -137,10 +137,7 @@ def test_polish_from_a_rough_point_is_exact(iters: int) -> None:
     m = IncrementalSVM(Kernel("poly", gamma=2.0, degree=3, coef0=1), 620.0)
     y = Y_POLY.astype(np.float64)
     m._encode(y)
-    sl = m._op.append(X_POLY, y)
-    m._sync_capacity()
-    m._Cv[sl] = 620.0
-    m._qmax = float(m._op.diag().max())
+    sl = m._append_many(X_POLY, y, np.full(y.size, 620.0), 1.0)
     res = solve(m.qp(), SMO(), tol=1e-8, max_iter=iters)
     m._polish(sl, np.asarray(res.x), -float(res.multipliers[0]))
     m._ensure("test")
