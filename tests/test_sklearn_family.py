@@ -4,10 +4,13 @@ data with duplicated rows and on real subsets."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
@@ -278,3 +281,33 @@ def test_abalone_subset_agrees_with_libsvm(strategy: str) -> None:
         ours.fit(X, t)
         ref.fit(X, t)
         _agree(ours, ref, X, classifier=False)
+
+
+# --- properties of the fitted models on generated data -------------------------------------------
+
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(6, 30), d=st.integers(1, 3), dup=st.booleans(),
+       nu=st.sampled_from([0.2, 0.5, 0.9]), C=st.sampled_from([0.1, 1.0, 50.0]))
+def test_fitted_family_properties(seed: int, n: int, d: int, dup: bool, nu: float, C: float) -> None:
+    """Every fit is certified to tol, its coefficients are dual feasible (one-class: 0 ≤ α ≤ 1,
+    Σα = νl; ε-SVR: |α − α*| ≤ C, Σ = 0; ν-SVR: |α − α*| ≤ C), and predict follows the decision."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    if dup:
+        X[n // 2:] = X[: n - n // 2]
+    t = X[:, 0] + 0.1 * rng.standard_normal(n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        oc = KernelOneClassSVM(nu=nu, gamma=0.5, tol=1e-6).fit(X)
+        svr = KernelSVR(C=C, epsilon=0.05, gamma=0.5, tol=1e-6).fit(X, t)
+        nsvr = KernelNuSVR(C=C, nu=nu, gamma=0.5, tol=1e-6).fit(X, t)
+    for est in (oc, svr, nsvr):
+        assert est.result_.kkt.measure <= 1e-6 and est.fit_status_ == 0
+    a = oc.dual_coef_[0]
+    assert np.all((a > 0) & (a <= 1 + 1e-12)) and a.sum() == pytest.approx(nu * n, rel=1e-9)
+    dec = oc.decision_function(X)
+    np.testing.assert_array_equal(oc.predict(X), np.where(dec > 0, 1, -1))
+    for est, box in ((svr, C), (nsvr, C)):
+        coef = est.dual_coef_[0]
+        assert np.all(np.abs(coef) <= box * (1 + 1e-12))
+        assert abs(coef.sum()) <= 1e-9 * C * n
+    np.testing.assert_allclose(svr.predict(X), svr.model_.decision_function(X), atol=1e-12)
