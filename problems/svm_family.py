@@ -111,6 +111,18 @@ def _targets(y: ArrayLike, n: int) -> FloatArray:
     return out
 
 
+def _weights(weight: ArrayLike | None, n: int) -> FloatArray:
+    """Per-point weights (ones when None): finite, ≥ 0, one per row."""
+    if weight is None:
+        return np.ones(n)
+    w = np.asarray(weight, dtype=np.float64)
+    if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any():
+        raise ProblemError(f"weight: expected ({n},) finite values ≥ 0, got shape {w.shape}")
+    if not (w > 0).any():
+        raise ProblemError("weight: every weight is 0")
+    return w
+
+
 def _default_kernel(X: Any, kernel: Kernel | None) -> Kernel:
     return Kernel("rbf", gamma=1.0 / max(1, X.shape[1])) if kernel is None else kernel
 
@@ -265,7 +277,8 @@ def svdd(X: Any, C: float | ArrayLike = 1.0, kernel: Kernel | None = None, **kw:
                          classes=np.array([-1, 1]), x0=_greedy(1.0, Cv), params={})
 
 
-def one_class(X: Any, nu: float = 0.5, kernel: Kernel | None = None, **kw: Any) -> FamilyProblem:
+def one_class(X: Any, nu: float = 0.5, kernel: Kernel | None = None, *, weight: ArrayLike | None = None,
+              **kw: Any) -> FamilyProblem:
     """Schölkopf's one-class SVM as LIBSVM solves it (``svm-train -s 2``).
 
     min ½αᵀKα, 0 ≤ α ≤ 1, eᵀα = νl; decision f(x) = Σ α_i k(x_i, x) − rho, +1 (inlier) where
@@ -280,6 +293,9 @@ def one_class(X: Any, nu: float = 0.5, kernel: Kernel | None = None, **kw: Any) 
         vectors.
     kernel : Kernel, optional
         Default RBF with γ = 1/features.
+    weight : array_like, optional
+        Instance weights as scikit-learn's LIBSVM takes them: point i's box is w_i and the sum
+        ν·Σw (weight 0 leaves a point out).
     **kw
         Passed to the ``KernelQ`` (``cache_bytes``, ``dtype``, ``compute_dtype``).
 
@@ -290,19 +306,22 @@ def one_class(X: Any, nu: float = 0.5, kernel: Kernel | None = None, **kw: Any) 
     Raises
     ------
     ProblemError
-        Bad data, fewer than two rows, ν outside (0, 1].
+        Bad data or weights, fewer than two rows, ν outside (0, 1].
     """
     nu = check_nu(nu)
     X = _check_points(X, "the one-class SVM")
     n = int(X.shape[0])
+    w = _weights(weight, n)
     kernel = _default_kernel(X, kernel)
     Q = KernelQ(X, kernel, **kw)
-    qp = abstract_form(Q, np.zeros(n), np.ones(n), -nu * n, 1.0)
+    total = nu * float(w.sum())
+    qp = QP(Q, np.zeros(n), np.zeros(n), w, np.ones((1, n)), np.array([total]))
     return FamilyProblem(kind="one-class", qp=qp, X=_stored(X, Q, kernel), kernel=kernel, y=None,
-                         classes=np.array([-1, 1]), x0=_greedy(nu * n, np.ones(n)), params={"nu": nu})
+                         classes=np.array([-1, 1]), x0=_greedy(total, w), params={"nu": nu})
 
 
-def nu_svc(X: Any, y: ArrayLike, nu: float = 0.5, kernel: Kernel | None = None, **kw: Any) -> FamilyProblem:
+def nu_svc(X: Any, y: ArrayLike, nu: float = 0.5, kernel: Kernel | None = None, *, weight: ArrayLike | None = None,
+           **kw: Any) -> FamilyProblem:
     """The ν-SVC of Schölkopf et al. (2000) as LIBSVM solves it (``svm-train -s 1``).
 
     min ½αᵀ(yyᵀ∘K)α, 0 ≤ α ≤ 1, Σ_{y=+1} α = Σ_{y=−1} α = νl/2: two disjoint groups (LIBSVM's
@@ -319,6 +338,9 @@ def nu_svc(X: Any, y: ArrayLike, nu: float = 0.5, kernel: Kernel | None = None, 
         In (0, 1], and at most 2·min(n₊, n₋)/l (LIBSVM's "specified nu is infeasible").
     kernel : Kernel, optional
         Default RBF with γ = 1/features.
+    weight : array_like, optional
+        Instance weights as scikit-learn's LIBSVM takes them: point i's box is w_i and each
+        group's sum ν·Σw/2 (then ν is feasible while ν·Σw/2 ≤ each class's total weight).
     **kw
         Passed to the ``KernelQ``.
 
@@ -335,19 +357,22 @@ def nu_svc(X: Any, y: ArrayLike, nu: float = 0.5, kernel: Kernel | None = None, 
     X = _check_points(X, "the ν-SVC")
     n = int(X.shape[0])
     ypm, classes = two_class_labels(y, n)
-    n_pos, n_neg = int((ypm > 0).sum()), int((ypm < 0).sum())
-    if nu * n / 2.0 > min(n_pos, n_neg):
-        raise ProblemError(f"nu: specified nu is infeasible: ν·l/2 = {nu * n / 2:.6g} exceeds the smaller class "
-                           f"({min(n_pos, n_neg)} of {n} rows); take ν ≤ {2.0 * min(n_pos, n_neg) / n:.6g}")
+    w = _weights(weight, n)
+    w_pos, w_neg = float(w[ypm > 0].sum()), float(w[ypm < 0].sum())
+    half = nu * (w_pos + w_neg) / 2.0
+    if half > min(w_pos, w_neg) * (1.0 + 1e-12):
+        what = "rows" if weight is None else "total weight"
+        raise ProblemError(f"nu: specified nu is infeasible: ν·l/2 = {half:.6g} exceeds the smaller class "
+                           f"({min(w_pos, w_neg):.6g} {what} of {w_pos + w_neg:.6g}); take ν ≤ "
+                           f"{2.0 * min(w_pos, w_neg) / (w_pos + w_neg):.6g}")
     kernel = _default_kernel(X, kernel)
     Q = KernelQ(X, kernel, scale=ypm, **kw)
     A = np.vstack([(ypm > 0), (ypm < 0)]).astype(np.float64)
-    half = nu * n / 2.0
-    qp = QP(Q, np.zeros(n), np.zeros(n), np.ones(n), A, np.array([half, half]))
+    qp = QP(Q, np.zeros(n), np.zeros(n), w, A, np.array([half, half]))
     x0 = np.zeros(n)
     for grp in (ypm > 0, ypm < 0):
         idx = np.flatnonzero(grp)
-        x0[idx] = _greedy(half, np.ones(idx.size))
+        x0[idx] = _greedy(half, w[idx])
     return FamilyProblem(kind="nu-svc", qp=qp, X=_stored(X, Q, kernel), kernel=kernel, y=ypm, classes=classes,
                          x0=x0, params={"nu": nu})
 
@@ -399,8 +424,8 @@ def epsilon_svr(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, epsilon: float
                          classes=np.zeros(0), x0=np.zeros(2 * n), params={"epsilon": eps})
 
 
-def nu_svr(X: Any, y: ArrayLike, C: float = 1.0, nu: float = 0.5, kernel: Kernel | None = None,
-           **kw: Any) -> FamilyProblem:
+def nu_svr(X: Any, y: ArrayLike, C: float = 1.0, nu: float = 0.5, kernel: Kernel | None = None, *,
+           weight: ArrayLike | None = None, **kw: Any) -> FamilyProblem:
     """ν-support vector regression (Schölkopf et al. 2000) as LIBSVM solves it (``svm-train -s 4``).
 
     The ε-SVR operator with c = [−y; y] and two groups: Σα = Σα* = Cνl/2, 0 ≤ x ≤ C. The tube
@@ -418,6 +443,9 @@ def nu_svr(X: Any, y: ArrayLike, C: float = 1.0, nu: float = 0.5, kernel: Kernel
         In (0, 1].
     kernel : Kernel, optional
         Default RBF with γ = 1/features.
+    weight : array_like, optional
+        Instance weights as scikit-learn's LIBSVM takes them: point i's boxes are C·w_i and the
+        sums Cν·Σw/2.
     **kw
         Passed to the operator.
 
@@ -437,14 +465,16 @@ def nu_svr(X: Any, y: ArrayLike, C: float = 1.0, nu: float = 0.5, kernel: Kernel
     if np.ndim(C):
         raise ProblemError("C: ν-SVR takes one C (its sums are Cνl/2)")
     Cs = float(check_C(C, 1)[0])
+    w = _weights(weight, n)
     kernel = _default_kernel(X, kernel)
     Q = DoubledKernelQ(X, kernel, **kw)
     A = np.zeros((2, 2 * n))
     A[0, :n] = 1.0
     A[1, n:] = 1.0
-    half = Cs * nu * n / 2.0
-    qp = QP(Q, np.concatenate([-yt, yt]), np.zeros(2 * n), np.full(2 * n, Cs), A, np.array([half, half]))
-    start = _greedy(half, np.full(n, Cs))
+    half = Cs * nu * float(w.sum()) / 2.0
+    ub = Cs * w
+    qp = QP(Q, np.concatenate([-yt, yt]), np.zeros(2 * n), np.concatenate([ub, ub]), A, np.array([half, half]))
+    start = _greedy(half, ub)
     return FamilyProblem(kind="nu-svr", qp=qp, X=_stored(X, Q.base, kernel), kernel=kernel, y=yt,
                          classes=np.zeros(0), x0=np.concatenate([start, start]), params={"nu": nu, "C": Cs})
 

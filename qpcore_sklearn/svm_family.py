@@ -72,34 +72,6 @@ def _kept(sw: FloatArray, n_min: int = 2) -> NDArray[np.intp]:
     return rows
 
 
-def _weighted(prob: FamilyProblem, w: FloatArray) -> tuple[QP, FloatArray]:
-    """A ν or one-class problem with LIBSVM's instance weights, and its greedy start.
-
-    Point i's box is multiplied by w_i and every sum (νl, νl/2, Cνl/2) by mean(w): the sums
-    become ν·Σw (over 2, times C), as scikit-learn's LIBSVM computes them. Each equality row is a
-    group of 0/1 coefficients, filled in order up to its bounds (LIBSVM's start).
-
-    Raises
-    ------
-    ProblemError
-        A weighted sum the group's boxes cannot hold (ν infeasible for these weights).
-    """
-    qp = prob.qp
-    n = qp.c.size
-    ub = np.broadcast_to(qp.ub, (n,)) * np.tile(w, n // w.size)
-    b = np.asarray(qp.b, dtype=np.float64) * float(w.mean())
-    x0 = np.zeros(n)
-    for row, total in zip(np.asarray(qp.A), b):
-        idx = np.flatnonzero(row)
-        cap = float(ub[idx].sum())
-        if total > cap * (1.0 + 1e-12):
-            raise ProblemError(f"nu: specified nu is infeasible for these sample weights: a sum of {total:.6g} "
-                               f"exceeds its group's total weight {cap:.6g}; take a smaller ν")
-        before = np.cumsum(ub[idx]) - ub[idx]
-        x0[idx] = np.clip(total - before, 0.0, ub[idx])
-    return QP(qp.Q, qp.c, qp.lb, ub, qp.A, b), x0
-
-
 def _uniform(w: FloatArray) -> bool:
     return bool(np.all(w == w[0]))
 
@@ -288,10 +260,9 @@ class KernelNuSVC(KernelSVC):
         if np.unique(labels).size < 2:
             raise ValueError("sample_weight: the samples of nonzero weight hold fewer than two classes")
         Xp = X[rows][:, rows] if kernel.name == "precomputed" else X[rows]
-        prob = nu_svc(Xp, labels, nu, kernel, cache_bytes=cache_bytes)
-        qp, x0 = _weighted(prob, sw[rows])
-        start = prev[0] if prev is not None and len(prev) == 1 and prev[0].size == rows.size else x0
-        res = qpcore.solve(qp, strategy, x0=start, **solve_kw)
+        prob = nu_svc(Xp, labels, nu, kernel, weight=sw[rows], cache_bytes=cache_bytes)
+        start = prev[0] if prev is not None and len(prev) == 1 and prev[0].size == rows.size else prob.x0
+        res = qpcore.solve(prob.qp, strategy, x0=start, **solve_kw)
         m = prob.decode(res)
         support = rows[m.support]
         order = np.lexsort((support, y_idx[support]))
@@ -329,8 +300,8 @@ class _KernelFamily(BaseEstimator):  # type: ignore[misc]
         _check_common(self)
 
     def _problem(self, X: Any, y: FloatArray | None, w: FloatArray, kernel: Kernel,
-                 cache_bytes: int) -> tuple[FamilyProblem, QP, FloatArray]:
-        """The builder's problem over the kept rows, the QP to solve (weighted) and its start."""
+                 cache_bytes: int) -> FamilyProblem:
+        """The builder's problem over the kept rows, with their weights."""
         raise NotImplementedError
 
     def _fit(self, X: Any, y: Any, sample_weight: Any) -> None:
@@ -357,9 +328,10 @@ class _KernelFamily(BaseEstimator):  # type: ignore[misc]
         kernel = Kernel(self.kernel, gamma=gamma, degree=int(self.degree), coef0=float(self.coef0))  # type: ignore[arg-type]
         Xp = X[rows][:, rows] if kernel.name == "precomputed" else X[rows]
         try:
-            prob, qp, x0 = self._problem(Xp, None if yv is None else yv[rows], sw[rows], kernel,
-                                         int(float(self.cache_size) * (1 << 20)))
-            res = qpcore.solve(qp, strategy, x0=x0, tol=float(self.tol), max_iter=_cap(self.max_iter, qp.c.size),
+            prob = self._problem(Xp, None if yv is None else yv[rows], sw[rows], kernel,
+                                 int(float(self.cache_size) * (1 << 20)))
+            qp = prob.qp
+            res = qpcore.solve(qp, strategy, x0=prob.x0, tol=float(self.tol), max_iter=_cap(self.max_iter, qp.c.size),
                                time_limit=self.time_limit, reporter=self.progress)
             m = prob.decode(res)
         except ProblemError as exc:
@@ -476,11 +448,9 @@ class KernelOneClassSVM(OutlierMixin, _KernelFamily):  # type: ignore[misc]
         _check_common(self)
 
     def _problem(self, X: Any, y: FloatArray | None, w: FloatArray, kernel: Kernel,
-                 cache_bytes: int) -> tuple[FamilyProblem, QP, FloatArray]:
-        prob = one_class(X, float(self.nu), kernel, cache_bytes=cache_bytes)
-        if _uniform(w) and w[0] == 1.0:
-            return prob, prob.qp, prob.x0
-        return (prob, *_weighted(prob, w))
+                 cache_bytes: int) -> FamilyProblem:
+        return one_class(X, float(self.nu), kernel, weight=None if _uniform(w) and w[0] == 1.0 else w,
+                         cache_bytes=cache_bytes)
 
     def fit(self, X: Any, y: Any = None, sample_weight: Any = None) -> KernelOneClassSVM:
         """Fit the novelty detector.
@@ -620,11 +590,10 @@ class KernelSVR(RegressorMixin, _KernelFamily):  # type: ignore[misc]
         _check_common(self)
 
     def _problem(self, X: Any, y: FloatArray | None, w: FloatArray, kernel: Kernel,
-                 cache_bytes: int) -> tuple[FamilyProblem, QP, FloatArray]:
+                 cache_bytes: int) -> FamilyProblem:
         assert y is not None
         C = float(self.C) if _uniform(w) and w[0] == 1.0 else float(self.C) * w
-        prob = epsilon_svr(X, y, C, self.epsilon, kernel, cache_bytes=cache_bytes)
-        return prob, prob.qp, prob.x0
+        return epsilon_svr(X, y, C, self.epsilon, kernel, cache_bytes=cache_bytes)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> KernelSVR:
         """Fit the regression.
@@ -733,12 +702,10 @@ class KernelNuSVR(RegressorMixin, _KernelFamily):  # type: ignore[misc]
         _check_common(self)
 
     def _problem(self, X: Any, y: FloatArray | None, w: FloatArray, kernel: Kernel,
-                 cache_bytes: int) -> tuple[FamilyProblem, QP, FloatArray]:
+                 cache_bytes: int) -> FamilyProblem:
         assert y is not None
-        prob = nu_svr(X, y, float(self.C), float(self.nu), kernel, cache_bytes=cache_bytes)
-        if _uniform(w) and w[0] == 1.0:
-            return prob, prob.qp, prob.x0
-        return (prob, *_weighted(prob, w))
+        return nu_svr(X, y, float(self.C), float(self.nu), kernel, weight=None if _uniform(w) and w[0] == 1.0 else w,
+                      cache_bytes=cache_bytes)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> KernelNuSVR:
         """Fit the regression.

@@ -239,7 +239,7 @@ def test_one_row_and_weights_refused() -> None:
     three = np.arange(40) % 3
     with pytest.raises(ValueError, match="two classes only"):
         KernelNuSVC(nu=0.3).fit(X, three, sample_weight=np.linspace(1, 2, 40))
-    with pytest.raises(ValueError, match="infeasible for these sample weights"):
+    with pytest.raises(ValueError, match="specified nu is infeasible.*total weight"):
         # ν·l/2 = 18 fits 20 rows a class, but ν·Σw/2 = 9.9 exceeds class 0's total weight 2
         KernelNuSVC(nu=0.9).fit(X, (np.arange(40) < 20).astype(int),
                                 sample_weight=np.r_[np.full(20, 0.1), np.ones(20)])
