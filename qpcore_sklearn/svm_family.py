@@ -27,7 +27,7 @@ from problems.multiclass import MulticlassSVM, Trained, problems_of, train_multi
 from problems.svm import SVMModel
 from problems.svm_family import FamilyProblem, check_nu, epsilon_svr, nu_svc, nu_svr, one_class
 from qpcore.operators import Kernel
-from qpcore.problem import QP, ProblemError
+from qpcore.problem import ProblemError
 from qpcore.solve import Strategy
 from qpcore.state import Result, Status
 from qpcore_sklearn._params import gamma_value, positive
