@@ -489,7 +489,7 @@ def bench_problem(spec: Spec, src: Source, tol: float, solvers: list[str], ctx: 
 # The incremental one-class SVM (strategies.incremental, being written): adapters to its API
 # ---------------------------------------------------------------------------------------------
 
-INCREMENTAL_CLASSES = ("IncrementalOneClass", "IncrementalOneClassSVM")
+INCREMENTAL_CLASSES = ("IncrementalOneClass",)
 
 
 def incremental_class() -> tuple[Any, str]:
@@ -506,9 +506,17 @@ def incremental_class() -> tuple[Any, str]:
 
 
 def inc_new(cls: Any, spec: Spec, ctx: Ctx) -> Any:
+    """The model in ``nu`` mode: C = 1/(νl) follows the points (an exact C path after each learn),
+    so that its state is LIBSVM's one-class solution scaled by 1/(νl)."""
     from qpcore import Kernel
 
     return cls(Kernel("rbf", gamma=spec.gamma), nu=spec.nu, cache_bytes=ctx.cache_mb << 20)
+
+
+def inc_objective(model: Any) -> float:
+    """The model's objective in LIBSVM's scale: its α is LIBSVM's times C = 1/(νl) and c = 0, so
+    ½αᵀKα is LIBSVM's times C²."""
+    return float(model.objective()) / float(model.C) ** 2
 
 
 def _learn_one(model: Any, x: Any, threads: int) -> dict[str, Any]:
@@ -582,7 +590,7 @@ def inc_check(model: Any, Xs: Any, Xd: np.ndarray, y: np.ndarray, n0: int, spec:
     """After one more learn (untimed): the model's objective against a tight batch solve on the n0 + 1 rows."""
     try:
         pid = model.learn(Xs[n0])
-        f_inc = float(model.objective)
+        f_inc = inc_objective(model)
         model.unlearn(pid)
         s2 = Spec("incremental", "one-class", "adult", n0 + 1, spec.gamma, nu=spec.nu)
         qp = eval_qp(s2, Xd[:n0 + 1], y[:n0 + 1])
