@@ -26,7 +26,7 @@ from strategies.incremental_path import ERROR, MARGIN, RESERVE, Breakpoint, Path
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["Breakpoint", "IncrementalSVM", "LOOResult", "WindowReport"]
+__all__ = ["Breakpoint", "IncrementalNuSVC", "IncrementalOneClass", "IncrementalSVM", "LOOResult", "WindowReport"]
 
 
 @attrs.frozen
@@ -204,7 +204,7 @@ class IncrementalSVM(PathEngine):
         Cs = np.full(n, self.C) if C_i is None else np.broadcast_to(np.asarray(C_i, dtype=np.float64), (n,))
         ids = np.empty(n, dtype=np.int64)
         for k in range(n):
-            ids[k] = self.learn(X[k], yy[k], float(Cs[k]))
+            ids[k] = self.learn(X[k], yy[k], None if C_i is None else float(Cs[k]))
         return ids
 
     def fit(self, X: Any, y: ArrayLike, C_i: ArrayLike | None = None, *, method: str = "batch",
@@ -275,27 +275,13 @@ class IncrementalSVM(PathEngine):
         """
         t0 = time.perf_counter()
         sl = self._op.slots()
-        hw = self._op.n_slots
-        y = self._op.s_buffer
-        dec = np.full(hw, np.nan)
-        err = np.zeros(hw, dtype=bool)
-        res = self._status[sl] == RESERVE
-        dec[sl[res]] = y[sl[res]] * (self._g[sl[res]] + 1.0)
-        snap = self._save()
-        try:
-            for c in sl[~res].tolist():
-                why = self._decrement(c, loo=True)
-                if why == "loo":
-                    err[c] = True
-                else:
-                    f = float(y[c]) * (float(self._g[c]) + 1.0)
-                    dec[c] = f
-                    err[c] = (f > 0.0) != (y[c] > 0)
-                self._restore(snap)
-        finally:
-            self._qm_written = None
-        return LOOResult(errors=int(err[sl].sum()), n=int(sl.size), ids=self._id[sl].copy(), error=err[sl].copy(),
-                         decision=dec[sl].copy(), seconds=time.perf_counter() - t0)
+        y = self._op.s_buffer[sl]
+        gv = self._loo_values(-1.0)
+        stopped = np.isneginf(gv)
+        dec = np.where(stopped, np.nan, y * (gv + 1.0))
+        err = stopped | ((dec > 0.0) != (y > 0))
+        return LOOResult(errors=int(err.sum()), n=int(sl.size), ids=self._id[sl].copy(), error=err,
+                         decision=dec, seconds=time.perf_counter() - t0)
 
     # -- sliding window ----------------------------------------------------------------------------
     def window(self, X_stream: Any, y_stream: ArrayLike, size: int,
@@ -353,6 +339,48 @@ class IncrementalSVM(PathEngine):
         if not (np.isfinite(C1) and C1 > 0):
             raise ProblemError(f"C1: must be finite and > 0, got {C1!r}")
         return self._c_path(C1)
+
+    def current_nu(self) -> float:
+        """ν(C) = eᵀα/(C l): the ν of the ν-SVC this C-SVC solution solves (Chang and Lin 2001)."""
+        return self._nu_now()
+
+    def nu_path(self, nu: float) -> list[Breakpoint]:
+        """Walk the C path exactly until ν(C) = eᵀα/(C l) equals ``nu``.
+
+        On a segment of the path α is affine in C, so the C where ν(C) meets ``nu`` is found
+        exactly there (C = (S₀ − C₀·dS)/(ν l − dS), dS = d(eᵀα)/dC). ν(C) does not increase
+        with C, so the walk goes up when ν(C) > ``nu`` and down otherwise. The model is then the
+        ν-SVC solution for ``nu`` scaled by C (LIBSVM's α = α/C, r = 1/C).
+
+        Returns
+        -------
+        list of Breakpoint
+            As :meth:`c_path`; the last entry is at the C found (:attr:`C`).
+
+        Raises
+        ------
+        ProblemError
+            ``nu`` outside (0, 1], or infeasible for the class balance (ν l / 2 > min(l₊, l₋),
+            LIBSVM's "specified nu is infeasible"), or below every ν(C) (the path reaches no C).
+        """
+        nu = float(nu)
+        if not (0.0 < nu <= 1.0):
+            raise ProblemError(f"nu: must be in (0, 1], got {nu!r}")
+        y = self.y
+        npos, nneg = int((y > 0).sum()), int((y < 0).sum())
+        if nu * y.size / 2.0 > min(npos, nneg):
+            raise ProblemError(f"nu: specified nu is infeasible ({nu} · {y.size} / 2 > min({npos}, {nneg}))")
+        now = self._nu_now()
+        if abs(now - nu) <= 1e-13 * nu:
+            return []
+        far = self.C * 1e10 if now > nu else self.C * 1e-10
+        try:
+            return self._c_path(far, nu)
+        except RuntimeError as exc:
+            if "did not reach" in str(exc):
+                raise ProblemError(f"nu: {nu} is below every ν(C) of these points (the C path reached C = "
+                                   f"{self.C:.3g} at ν = {self._nu_now():.6g})") from exc
+            raise
 
     # -- reading the model -------------------------------------------------------------------------
     @property
@@ -429,4 +457,451 @@ class IncrementalSVM(PathEngine):
         if self.classes is None:
             raise ProblemError("the model has seen no labels yet")
         out: NDArray[Any] = np.where(self.decision_function(X) > 0, self.classes[1], self.classes[0])
+        return out
+
+
+class IncrementalNuSVC(IncrementalSVM):
+    """A ν-SVC kept exactly solved under additions and removals: the C-SVC with ν(C) held at ν.
+
+    The C-SVC solution at C solves the ν-SVC for ν(C) = eᵀα(C)/(C l) (Chang and Lin 2001), so
+    after each learn or unlearn (exact at the current C) the C path moves C exactly to where ν(C)
+    equals :attr:`nu` again (:meth:`IncrementalSVM.nu_path`). In LIBSVM's scaling the model is
+    α_libsvm = α/C ∈ [0, 1] with Σα_libsvm = ν l, r = 1/C, rho = −b/C; its decision function
+    Σ α_j y_j K(x_j, x) + b is scikit-learn's ``NuSVC`` one (``dual_coef_`` = α y, ``intercept_`` = b).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    nu : float
+        ν in (0, 1].
+    tol, classes, refresh_every, capacity, cache_bytes
+        As :class:`IncrementalSVM`.
+    C0 : float
+        The C the first points are learned at, before ν can be met.
+
+    Attributes
+    ----------
+    nu_reached : bool
+        Whether the state is the ν-SVC's: false while ν is infeasible for the points held (one
+        class only, or ν l / 2 > min(l₊, l₋)); the state is then the C-SVC's at :attr:`C`.
+    """
+
+    def __init__(self, kernel: Kernel, nu: float = 0.5, *, tol: float = 1e-9, classes: ArrayLike | None = None,
+                 C0: float = 1.0, refresh_every: int = 500, capacity: int = 64,
+                 cache_bytes: int = 128 << 20) -> None:
+        if not (np.isfinite(nu) and 0.0 < nu <= 1.0):
+            raise ProblemError(f"nu: must be in (0, 1], got {nu!r}")
+        super().__init__(kernel, C0, tol=tol, classes=classes, refresh_every=refresh_every, capacity=capacity,
+                         cache_bytes=cache_bytes)
+        self.nu = float(nu)
+        self.nu_reached = False
+
+    def feasible(self) -> bool:
+        """Whether ν is feasible for the points held: ν l / 2 ≤ min(l₊, l₋)."""
+        y = self.y
+        return bool(y.size) and self.nu * y.size / 2.0 <= min(int((y > 0).sum()), int((y < 0).sum()))
+
+    def _sync_nu(self) -> None:
+        self.nu_reached = self.feasible()
+        if self.nu_reached:
+            super().nu_path(self.nu)
+
+    def learn(self, x: ArrayLike, y: Any, C_i: float | None = None) -> int:
+        """Add one example, re-solve exactly at the current C, then restore ν(C) = ν by the C path."""
+        if C_i is not None and float(C_i) != self.C:
+            raise ProblemError("C_i: a ν-SVC has no per-point C")
+        pid = super().learn(x, y)
+        self._sync_nu()
+        return pid
+
+    def unlearn(self, pid: int) -> None:
+        """Remove example ``pid`` exactly, then restore ν(C) = ν by the C path."""
+        super().unlearn(pid)
+        self._sync_nu()
+
+    def fit(self, X: Any, y: ArrayLike, C_i: ArrayLike | None = None, *, method: str = "batch",
+            batch_tol: float = 1e-8) -> IncrementalNuSVC:
+        """Train from scratch: the C-SVC at the current C (see :meth:`IncrementalSVM.fit`), then the
+        C path to ν(C) = ν. Raises ``ProblemError`` when ν is infeasible for the class balance."""
+        if C_i is not None:
+            raise ProblemError("C_i: a ν-SVC has no per-point C")
+        yy = np.asarray(y)
+        if method == "incremental":
+            self._reset()
+            self._encode(yy)
+            for k in range(int(X.shape[0])):
+                IncrementalSVM.learn(self, X[k], yy[k])
+        else:
+            super().fit(X, yy, method=method, batch_tol=batch_tol)
+        if not self.feasible():
+            ypm = self.y
+            raise ProblemError(f"nu: specified nu is infeasible ({self.nu} · {ypm.size} / 2 > "
+                               f"min({int((ypm > 0).sum())}, {int((ypm < 0).sum())}))")
+        self._sync_nu()
+        return self
+
+    def nu_path(self, nu: float) -> list[Breakpoint]:
+        """Change ν exactly (the C path to ν(C) = ``nu``); :attr:`nu` becomes ``nu``."""
+        out = super().nu_path(nu)
+        self.nu = float(nu)
+        self.nu_reached = True
+        return out
+
+    def c_path(self, C1: float) -> list[Breakpoint]:
+        """Not for a ν-SVC, whose C follows ν: use :meth:`nu_path`."""
+        raise ProblemError("c_path: a ν-SVC's C follows ν; use nu_path(nu)")
+
+    def leave_one_out(self) -> LOOResult:
+        """The exact leave-one-out error of the ν-SVC at :attr:`nu`.
+
+        For each point, α_c is decremented to 0 and the C path restores ν(C) = ν over the other
+        l − 1 points (the batch ν-SVC without the point); f₋c(x_c) is read off and the state
+        restored from a snapshot. Points without which ν is infeasible get NaN (not an error).
+        """
+        t0 = time.perf_counter()
+        sl = self._op.slots()
+        y = self._op.s_buffer[sl]
+        gv = self._loo_values(-1.0, nu=self.nu, every=True)
+        dec = y * (gv + 1.0)
+        err = ~np.isnan(dec) & ((dec > 0.0) != (y > 0))
+        return LOOResult(errors=int(err.sum()), n=int(sl.size), ids=self._id[sl].copy(), error=err,
+                         decision=dec, seconds=time.perf_counter() - t0)
+
+    @property
+    def dual_coef_(self) -> FloatArray:
+        """α_i y_i (the order of :attr:`ids`): scikit-learn's ``NuSVC.dual_coef_`` over all points."""
+        return self.alpha * self.y
+
+    @property
+    def intercept_(self) -> float:
+        """b: scikit-learn's ``NuSVC.intercept_``."""
+        return self._b
+
+    @property
+    def libsvm_alpha(self) -> FloatArray:
+        """LIBSVM's ν-SVC α = α/C, in [0, 1] with Σ = ν l."""
+        return self.alpha / self.C
+
+    @property
+    def r(self) -> float:
+        """LIBSVM's r = 1/C (the margin's scale)."""
+        return 1.0 / self.C
+
+    @property
+    def rho(self) -> float:
+        """LIBSVM's rho = −b/C (before its rescaling by r)."""
+        return -self._b / self.C
+
+
+class IncrementalOneClass(PathEngine):
+    """A one-class SVM kept exactly solved under additions and removals (Laskov et al. 2006, section 2).
+
+    The abstract form with Q = K, a = 1 and Σα = 1 (β = 1), 0 ≤ α ≤ C, and the linear term
+    c = 0 (``form="ocsvm"``: Schölkopf's one-class SVM, LIBSVM's ``-s 2``) or c = ½ diag K
+    (``form="svdd"``: Tax and Duin's data description, the SVDD dual max Σα_i K_ii − αᵀKα halved;
+    the same as the one-class SVM for a kernel with a constant diagonal, such as the RBF). With
+    C = 1/(ν l) the state is LIBSVM's one-class solution scaled by 1/(ν l): α_libsvm = α/C and
+    rho = −b/C, b the equality's multiplier; the decision function (Σ α_j K(x_j, x) − c(x) + b)/C
+    is positive inside.
+
+    ``nu`` mode (pass ``nu``): C = 1/(ν l) is kept as points come and go (by the exact C path
+    after each learn and before each unlearn), so that the state equals scikit-learn's
+    ``OneClassSVM(nu=nu)`` on the same points. ``C`` mode (pass ``C``): C is fixed; with fewer
+    than ⌈1/C⌉ points no feasible state exists, so the first points are buffered (:attr:`ready`
+    false, no model) and solved in one batch once l·C ≥ 1.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    nu : float, optional
+        ν in (0, 1] (``nu`` mode).
+    C : float, optional
+        The box bound (``C`` mode); exactly one of ``nu`` and ``C``.
+    form : {"ocsvm", "svdd"}
+        The linear term (see above).
+    tol, refresh_every, capacity, cache_bytes
+        As :class:`IncrementalSVM`.
+    """
+
+    def __init__(self, kernel: Kernel, nu: float | None = None, C: float | None = None, *, form: str = "ocsvm",
+                 tol: float = 1e-9, refresh_every: int = 500, capacity: int = 64,
+                 cache_bytes: int = 128 << 20) -> None:
+        if not isinstance(kernel, Kernel):
+            raise ProblemError("kernel: pass a qpcore.Kernel")
+        if (nu is None) == (C is None):
+            raise ProblemError("pass exactly one of nu and C")
+        if nu is not None and not (np.isfinite(nu) and 0.0 < nu <= 1.0):
+            raise ProblemError(f"nu: must be in (0, 1], got {nu!r}")
+        if C is not None and not (np.isfinite(C) and C > 0):
+            raise ProblemError(f"C: must be finite and > 0, got {C!r}")
+        if form not in ("ocsvm", "svdd"):
+            raise ProblemError(f"form: 'ocsvm' or 'svdd', got {form!r}")
+        self.nu: float | None = None if nu is None else float(nu)
+        self.form = form
+        self.refresh_every = int(refresh_every)
+        super().__init__(kernel, 1.0 if C is None else float(C), capacity=capacity, cache_bytes=cache_bytes,
+                         tol=tol)
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._beq = 1.0
+        self.ready = False
+
+    @property
+    def _lin_value(self) -> float:
+        return float("nan") if self.form == "svdd" else 0.0
+
+    def _C_for(self, l: int) -> float:
+        assert self.nu is not None
+        return 1.0 / (self.nu * l)
+
+    def _row(self, x: Any) -> Any:
+        xs: Any = x
+        if sp.issparse(xs):
+            return sp.csr_matrix(xs.reshape(1, -1) if xs.ndim == 1 else xs)
+        return np.atleast_2d(np.asarray(xs, dtype=np.float64))
+
+    def _tick(self) -> None:
+        self._since_refresh += 1
+        if self.refresh_every > 0 and self._since_refresh >= self.refresh_every:
+            self.refresh()
+
+    def _start(self) -> None:
+        """Solve the buffered points in one batch (SMO, then the polish into an exact state)."""
+        sl = self._op.slots()
+        if self.nu is not None:
+            self.C = self._C_for(int(sl.size))
+        self._Cv[sl] = self.C
+        self._alpha[sl] = 0.0
+        self._status[sl] = RESERVE
+        x0 = np.full(sl.size, 1.0 / sl.size)          # feasible: Σ = 1, each 1/l ≤ C
+        self._batch(sl, 1e-10, x0)
+        self.ready = True
+
+    # -- public: learning --------------------------------------------------------------------------
+    def learn(self, x: ArrayLike) -> int:
+        """Add one point and re-solve exactly; returns its id.
+
+        ``nu`` mode: the point is learned at the current C (the adiabatic increment), then the
+        C path takes C to 1/(ν l) for the new l. ``C`` mode: learned at C, or buffered while
+        l·C < 1 (then solved in one batch when l·C reaches 1).
+        """
+        row = self._row(x)
+        if not self.ready:
+            pid = self._add_point(row, 1.0, self.C, self._lin_value, 1.0, learn=False)
+            if self.nu is not None or self.n * self.C >= 1.0 - 1e-12:
+                self._start()
+                self._ensure("learn")
+            self.stats["learned"] += 1
+            return pid
+        pid = self._add_point(row, 1.0, self.C, self._lin_value, 1.0)
+        self.stats["learned"] += 1
+        if self.nu is not None:
+            self._c_path(self._C_for(self.n))
+        self._tick()
+        self._ensure("learn")
+        return pid
+
+    def learn_many(self, X: Any) -> NDArray[np.int64]:
+        """Learn the rows of X one at a time; returns their ids."""
+        n = int(X.shape[0])
+        ids = np.empty(n, dtype=np.int64)
+        for k in range(n):
+            ids[k] = self.learn(X[k])
+        return ids
+
+    def unlearn(self, pid: int) -> None:
+        """Remove point ``pid`` exactly (``nu`` mode: the C path first takes C to 1/(ν(l − 1)), which
+        leaves the others room for its share; then α is decremented to 0 and the point dropped).
+
+        Raises
+        ------
+        ProblemError
+            ``C`` mode, when the points left could not hold Σα = 1 ((l − 1)·C < 1).
+        """
+        slot = self._slot(pid)
+        left = self.n - 1
+        if not self.ready or left == 0:
+            self._drop(slot)
+            if left == 0:
+                self._reset()
+            return
+        if self.nu is None and left * self.C < 1.0 - 1e-12:
+            raise ProblemError(f"unlearn: {left} points at C = {self.C} cannot hold Σα = 1 (need l·C ≥ 1)")
+        if self.nu is not None:
+            self._c_path(self._C_for(left))
+        self._remove_point(slot)
+        self.stats["unlearned"] += 1
+        self._tick()
+        self._ensure("unlearn")
+
+    def _drop(self, slot: int) -> None:
+        self._alpha[slot] = 0.0
+        self._status[slot] = RESERVE
+        self._remove_point(slot)
+
+    def fit(self, X: Any, *, method: str = "batch") -> IncrementalOneClass:
+        """Train from scratch on the rows of X (``"batch"``: SMO then the polish; ``"incremental"``:
+        :meth:`learn_many`). ``C`` mode raises ``ProblemError`` when l·C < 1."""
+        self._reset()
+        n = int(X.shape[0])
+        if n == 0:
+            raise ProblemError("X: no points")
+        if self.nu is None and n * self.C < 1.0 - 1e-12:
+            raise ProblemError(f"X: {n} points at C = {self.C} cannot hold Σα = 1 (need l·C ≥ 1)")
+        if method == "incremental":
+            self.learn_many(X)
+            return self
+        if method != "batch":
+            raise ProblemError(f"method: 'batch' or 'incremental', got {method!r}")
+        if not sp.issparse(X):
+            X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        self._append_many(X, np.ones(n), np.full(n, self.C), self._lin_value, np.ones(n))
+        self._start()
+        self.stats["learned"] += n
+        self._ensure("fit")
+        return self
+
+    # -- leave-one-out, window, paths ----------------------------------------------------------------
+    def leave_one_out(self) -> LOOResult:
+        """The exact leave-one-out outliers: a point is an error when the model without it (``nu``
+        mode: at C = 1/(ν(l − 1))) puts it outside (decision ≤ 0, LIBSVM's −1).
+
+        ``C`` mode: reserve points (α = 0, inside) keep the model and cost nothing; for the others
+        α_c is decremented adiabatically to 0, stopping early once its g < 0 (certainly outside,
+        as g only falls on the way). ``nu`` mode: every point, after the C path to 1/(ν(l − 1)).
+        The state is restored from a snapshot after each point.
+        """
+        self._need_model()
+        t0 = time.perf_counter()
+        sl = self._op.slots()
+        l = int(sl.size)
+        if self.nu is not None:
+            gv = self._loo_values(0.0, every=True, C_after=self._C_for(l - 1) if l > 1 else None)
+            scale = self._C_for(l - 1) if l > 1 else self.C
+        else:
+            gv = self._loo_values(0.0)
+            scale = self.C
+        dec = np.where(np.isneginf(gv), np.nan, gv / scale)
+        err = np.isneginf(gv) | (gv <= 0.0)
+        return LOOResult(errors=int(err.sum()), n=l, ids=self._id[sl].copy(), error=err, decision=dec,
+                         seconds=time.perf_counter() - t0)
+
+    def window(self, X_stream: Any, size: int,
+               callback: Callable[[IncrementalOneClass, int], None] | None = None) -> WindowReport:
+        """A sliding window over a stream: learn the newest point, unlearn the oldest beyond ``size``.
+
+        ``online_errors`` counts the points the model (once ready) called outliers before
+        learning them.
+        """
+        if size < 1:
+            raise ProblemError("size: must be ≥ 1")
+        live: deque[int] = deque(sorted(self._slot_of))
+        t0 = time.perf_counter()
+        out = unl = 0
+        n = int(X_stream.shape[0])
+        for k in range(n):
+            x = X_stream[k]
+            if self.ready:
+                out += int(self.predict(np.atleast_2d(np.asarray(x.toarray() if sp.issparse(x) else x)))[0] < 0)
+            live.append(self.learn(x))
+            while len(live) > size:
+                self.unlearn(live.popleft())
+                unl += 1
+            if callback is not None:
+                callback(self, k)
+        return WindowReport(learned=n, unlearned=unl, online_errors=out, seconds=time.perf_counter() - t0)
+
+    def c_path(self, C1: float) -> list[Breakpoint]:
+        """Move C exactly to ``C1`` (``C`` mode; l·C1 ≥ 1). In ``nu`` mode use :meth:`nu_path`."""
+        self._need_model()
+        if self.nu is not None:
+            raise ProblemError("c_path: in nu mode C follows ν; use nu_path(nu)")
+        C1 = float(C1)
+        if not (np.isfinite(C1) and C1 > 0 and self.n * C1 >= 1.0 - 1e-12):
+            raise ProblemError(f"C1: must be finite with l·C1 ≥ 1, got {C1!r} for l = {self.n}")
+        return self._c_path(C1)
+
+    def nu_path(self, nu: float) -> list[Breakpoint]:
+        """Move ν exactly (the C path to C = 1/(ν l)); the model enters (or stays in) ``nu`` mode."""
+        self._need_model()
+        nu = float(nu)
+        if not (0.0 < nu <= 1.0):
+            raise ProblemError(f"nu: must be in (0, 1], got {nu!r}")
+        out = self._c_path(1.0 / (nu * self.n))
+        self.nu = nu
+        return out
+
+    # -- reading the model -------------------------------------------------------------------------
+    def _need_model(self) -> None:
+        if not self.ready:
+            raise ProblemError(f"no model yet: {self.n} points at C = {self.C} cannot hold Σα = 1 (need l·C ≥ 1)")
+
+    @property
+    def n(self) -> int:
+        """Number of points held."""
+        return self._op.n_alive
+
+    @property
+    def ids(self) -> NDArray[np.int64]:
+        """Ids of the points, in the order of :meth:`qp`'s variables."""
+        return self._id[self._op.slots()].copy()
+
+    @property
+    def alpha(self) -> FloatArray:
+        """α over the points (Σα = 1; the order of :attr:`ids`)."""
+        return self._alpha[self._op.slots()].copy()
+
+    @property
+    def bias(self) -> float:
+        """b, the multiplier of Σα = 1 (g = Kα − c + b)."""
+        return self._b
+
+    @property
+    def libsvm_alpha(self) -> FloatArray:
+        """LIBSVM's one-class α = α/C (in [0, 1], Σ = ν l when C = 1/(ν l))."""
+        return self.alpha / self.C
+
+    @property
+    def rho(self) -> float:
+        """LIBSVM's rho = −b/C (``form="ocsvm"``; scikit-learn's ``offset_``)."""
+        return -self._b / self.C
+
+    @property
+    def support_(self) -> NDArray[np.int64]:
+        """Ids of the support vectors (α > 0)."""
+        sl = self._op.slots()
+        return self._id[sl[self._alpha[sl] > 0]].copy()
+
+    def _self_term(self, X: Any) -> FloatArray:
+        if self.form == "ocsvm":
+            return np.zeros(int(X.shape[0]))
+        out: FloatArray = 0.5 * np.asarray(self.kernel.self_values(X), dtype=np.float64)
+        return out
+
+    def score_samples(self, X: Any, block: int = 4096) -> FloatArray:
+        """(Σ α_j K(x_j, x) − c(x))/C: scikit-learn's ``score_samples`` (``form="ocsvm"``)."""
+        self._need_model()
+        sl = self._op.slots()
+        sv = sl[self._alpha[sl] > 0]
+        coef = self._alpha[sv]
+        if not sp.issparse(X):
+            X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        nrow = int(X.shape[0])
+        out = np.empty(nrow)
+        for s0 in range(0, nrow, block):
+            out[s0:s0 + block] = self._op.kernel_with(X[s0:s0 + block], sv) @ coef if sv.size else 0.0
+        res: FloatArray = (out - self._self_term(X)) / self.C
+        return res
+
+    def decision_function(self, X: Any) -> FloatArray:
+        """(Σ α_j K(x_j, x) − c(x) + b)/C: positive inside (scikit-learn's ``decision_function``)."""
+        out: FloatArray = self.score_samples(X) + self._b / self.C
+        return out
+
+    def predict(self, X: Any) -> NDArray[np.int64]:
+        """+1 (inlier) where the decision function is positive, else −1 (LIBSVM's rule)."""
+        out: NDArray[np.int64] = np.where(self.decision_function(X) > 0, 1, -1).astype(np.int64)
         return out

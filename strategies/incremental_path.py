@@ -747,7 +747,8 @@ class PathEngine:
     def _save(self) -> dict[str, Any]:
         hw = self._op.n_slots
         self._qm_written = set()
-        return {"alpha": self._alpha[:hw].copy(), "g": self._g[:hw].copy(), "b": self._b,
+        return {"alpha": self._alpha[:hw].copy(), "g": self._g[:hw].copy(), "b": self._b, "C": self.C,
+                "Cv": self._Cv[:hw].copy(),
                 "status": self._status[:hw].copy(), "qmrow": self._qmrow[:hw].copy(), "nq": self._nq,
                 "QM": self._QM[:self._nq, :hw].copy(), "qm_slot": self._qm_slot[:self._nq].copy(),
                 "fac": copy.deepcopy(self._fac), "changes": self._m_changes}
@@ -757,6 +758,8 @@ class PathEngine:
         self._alpha[:hw] = snap["alpha"]
         self._g[:hw] = snap["g"]
         self._b = snap["b"]
+        self.C = snap["C"]
+        self._Cv[:hw] = snap["Cv"]
         self._status[:hw] = snap["status"]
         if self._m_changes != snap["changes"]:
             nq = snap["nq"]
@@ -773,13 +776,17 @@ class PathEngine:
             self._m_changes = snap["changes"]
 
     # -- the regularization path ---------------------------------------------------------------------
-    def _c_path(self, C1: float, nu: float | None = None) -> list[Breakpoint]:
+    def _c_path(self, C1: float, nu: float | None = None, *, count: int | None = None,
+                guard: bool = True) -> list[Breakpoint]:
         """Move C exactly from its current value to ``C1`` (up or down), scaling every C_i with it.
 
         α_E = C_i·(C/C₀) moves with C, the margin α and b through M's factor (the right-hand side's
         derivative in C is −[Q_ME w_E; a_Eᵀw_E]; c and β are constant), and the path breaks where
         a set changes. With ``nu``, it stops where ν(C) = eᵀα/(C l) equals ``nu`` (``C1`` is then
-        only the far end searched). Leaves the state solved at the C reached (:attr:`C`).
+        only the far end searched; ``count``: the l of ν(C), default the number of points; a
+        point left a candidate at α = 0 stays out). Leaves the state solved at the C reached
+        (:attr:`C`); ``guard=False`` skips the closing refresh and check (leave-one-out's inner
+        paths, whose candidate the check would reject; the snapshot restores the state after).
         """
         op = self._op
         hw = op.n_slots
@@ -803,18 +810,25 @@ class PathEngine:
         if nu is not None:
             # ν(C) = eᵀα/(C l) (Chang and Lin 2001): α is affine in C on a segment, so the C where
             # ν(C) meets the target is a root of a linear equation there
-            target = float(nu) * float(op.n_alive)
-            S = float(alpha[:hw][op.alive].sum())
-            if abs(S - target * C) <= 1e-13 * max(S, 1e-300):
-                C1 = C
+            target = float(nu) * float(op.n_alive if count is None else count)
         for _ in range(20 * hw + 1000):
+            if nu is not None:
+                S = float(alpha[:hw][op.alive].sum())      # exact each segment (no drift, O(n))
+                if abs(S - target * C) <= 1e-12 * (S + target * C):
+                    C1 = C                             # reached (also where ν(C) is flat)
             if C == C1:
                 break
             self.stats["steps"] += 1
             stE, stR = st[:hw] == ERROR, st[:hw] == RESERVE
             if self._fac.size == 0:
-                # no margin vector: shift the bias to the nearest point's g = 0 and let it track it
+                # no margin vector: shift the bias to the nearest point's g = 0 and let it track it.
+                # When α_E = w_E·C moves aᵀα (β ≠ 0: the one-class), the point must also be able to
+                # compensate: one whose α can rise (R) or fall (E) as the equality asks
                 alive = (stE | stR) & op.alive
+                drift = s * float(y @ wE)
+                if abs(drift) > 1e-12 * float(np.abs(y).max(initial=0.0)) * float(wE.sum()):
+                    up = -drift * y > 0.0              # a_k·dα_k = −drift: dα_k > 0 wanted
+                    alive &= np.where(up, stR, stE)
                 if not alive.any():
                     break
                 cand = np.flatnonzero(alive)
@@ -872,7 +886,6 @@ class PathEngine:
             if event == "end" and nu is not None:
                 C1 = C + s * lam                   # where ν(C) meets the target (or the far end)
             C = C1 if event == "end" else C + s * lam
-            S += lam * dS
             alpha[mem] = np.clip(am + lam * dx, 0.0, wm * C)
             e = np.flatnonzero(stE)
             alpha[e] = w[e] * C
@@ -903,8 +916,14 @@ class PathEngine:
             mark(event, who)
         else:
             raise RuntimeError("c_path: no convergence")
-        if nu is not None and C != C1:
-            raise RuntimeError("nu_path: ν(C) did not reach the target within the C range searched")
+        S = float(alpha[:hw][op.alive].sum())
+        missed = nu is not None and abs(S - target * C) > 1e-9 * (S + target * C)
+        if not guard:
+            self.C = C1
+            self._Cv[:hw] = w * C1
+            e = np.flatnonzero(st[:hw] == ERROR)
+            alpha[e] = self._Cv[e]
+            return out
         self.C = C1
         self._Cv[:hw] = w * C1
         e = np.flatnonzero(st[:hw] == ERROR)
@@ -912,7 +931,53 @@ class PathEngine:
         # g from scratch, then the guard: never hand back a model that looks solved and is not
         self.refresh()
         self._ensure("c_path")
+        if missed:
+            raise RuntimeError("nu_path: ν(C) did not reach the target within the C range searched")
         mark("end", -1)
         return out
 
+    def _loo_values(self, loo_below: float, nu: float | None = None, every: bool = False,
+                    C_after: float | None = None) -> FloatArray:
+        """Each point's leave-one-out margin value g₋ᵢ(xᵢ), over :meth:`qpcore.dynamic.DynamicKernelQ.slots`.
 
+        For each point with α > 0 (``every``: each point), α_c is decremented adiabatically to 0 —
+        stopping early, with −inf, once g_c < ``loo_below``, a certain verdict since g_c only falls
+        on the way — and with ``nu`` the C path then restores ν(C) = ν over the other l − 1
+        points; with ``C_after`` the C path first moves C there (the one-class ν mode: C = 1/(ν(l − 1)),
+        which leaves room for α_c's share). The state is restored from a snapshot after each point
+        (bit for bit, no drift).
+        A reserve point's value is its g when it is not recomputed; NaN where no state exists
+        without the point.
+        """
+        sl = self._op.slots()
+        hw = self._op.n_slots
+        out = np.full(hw, np.nan)
+        res = self._status[sl] == RESERVE
+        out[sl[res]] = self._g[sl[res]]
+        work = sl if every else sl[~res]
+        snap = self._save()
+        try:
+            for c in work.tolist():
+                try:
+                    if C_after is not None:
+                        self._c_path(C_after, guard=False)
+                    why = self._decrement(c, loo=nu is None, loo_below=loo_below)
+                    if why == "loo":
+                        out[c] = -np.inf
+                    else:
+                        if nu is not None:
+                            far = self.C * 1e10 if self._nu_now(int(sl.size) - 1) > nu else self.C * 1e-10
+                            self._c_path(far, nu, count=int(sl.size) - 1, guard=False)
+                        out[c] = float(self._g[c])
+                except RuntimeError:
+                    out[c] = np.nan            # no state without this point (an infeasible ν or C)
+                self._restore(snap)
+        finally:
+            self._qm_written = None
+        return out[sl]
+
+    def _nu_now(self, count: int | None = None) -> float:
+        """ν(C) = eᵀα / (C l) over the points (l = ``count``, default their number)."""
+        sl = self._op.slots()
+        l = int(sl.size) if count is None else int(count)
+        return float(self._alpha[sl].sum()) / (self.C * l) if l else 0.0
