@@ -484,7 +484,8 @@ class IncrementalNuSVC(IncrementalSVM):
     ----------
     nu_reached : bool
         Whether the state is the ν-SVC's: false while ν is infeasible for the points held (one
-        class only, or ν l / 2 > min(l₊, l₋)); the state is then the C-SVC's at :attr:`C`.
+        class only, or ν l / 2 > min(l₊, l₋)) or below every ν(C) (overlapping classes: the
+        ν-SVC's w is 0 and r = 0); the state is then the C-SVC's at :attr:`C`.
     """
 
     def __init__(self, kernel: Kernel, nu: float = 0.5, *, tol: float = 1e-9, classes: ArrayLike | None = None,
@@ -504,8 +505,18 @@ class IncrementalNuSVC(IncrementalSVM):
 
     def _sync_nu(self) -> None:
         self.nu_reached = self.feasible()
-        if self.nu_reached:
+        if not self.nu_reached:
+            return
+        snap = self._save()
+        try:
             super().nu_path(self.nu)
+        except ProblemError:
+            # ν below every ν(C) of these points: the ν-SVC's solution has w = 0 (r = 0) and no C
+            # counterpart; keep the C-SVC state the path started from until more points arrive
+            self._restore(snap)
+            self.nu_reached = False
+        finally:
+            self._qm_written = None
 
     def learn(self, x: ArrayLike, y: Any, C_i: float | None = None) -> int:
         """Add one example, re-solve exactly at the current C, then restore ν(C) = ν by the C path."""
@@ -539,6 +550,9 @@ class IncrementalNuSVC(IncrementalSVM):
             raise ProblemError(f"nu: specified nu is infeasible ({self.nu} · {ypm.size} / 2 > "
                                f"min({int((ypm > 0).sum())}, {int((ypm < 0).sum())}))")
         self._sync_nu()
+        if not self.nu_reached:
+            raise ProblemError(f"nu: {self.nu} is below every ν(C) of these points: the ν-SVC's solution "
+                               "has w = 0 (overlapping classes); choose a larger nu")
         return self
 
     def nu_path(self, nu: float) -> list[Breakpoint]:

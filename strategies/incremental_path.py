@@ -919,6 +919,8 @@ class PathEngine:
         S = float(alpha[:hw][op.alive].sum())
         missed = nu is not None and abs(S - target * C) > 1e-9 * (S + target * C)
         if not guard:
+            if missed:
+                raise RuntimeError("nu_path: ν(C) did not reach the target within the C range searched")
             self.C = C1
             self._Cv[:hw] = w * C1
             e = np.flatnonzero(st[:hw] == ERROR)
