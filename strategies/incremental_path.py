@@ -179,6 +179,7 @@ class PathEngine:
         self._since_refresh = 0
         self._m_changes = 0
         self._m_resid = 0.0
+        self._repairing = False
         self._beq = 0.0                            # aᵀα = β
         self._qm_written: set[int] | None = None
 
@@ -277,8 +278,10 @@ class PathEngine:
         y = self._a[:hw]
         alpha, g, Cv, st = self._alpha, self._g, self._Cv, self._status
         blocked: set[int] = set()
-        resolved = False
-        vtol = self._vtol()
+        resolved = 0
+        # while repairing, the other violators wait their turn (joining would set their g to 0
+        # by fiat); otherwise a point a rounding step put past 0 joins at once
+        vtol = self._vtol() if self._repairing else np.inf
         max_steps = 20 * hw + 1000
         for _ in range(max_steps):
             self.stats["steps"] += 1
@@ -335,11 +338,13 @@ class PathEngine:
             hit = entry_event(g, sg, stE, stR, blocked, tol_g, vtol)
             if hit is not None and hit[0] < lam:
                 lam, event, who = max(hit[0], 0.0), "join", hit[1]
-            if lam == 0.0 and event in ("m->E", "m->R", "join") and not resolved:
+            if lam == 0.0 and event in ("m->E", "m->R", "join") and resolved < 5:
                 # a degenerate vertex (several points at g = 0 on a bound): taking its events one
                 # at a time can cycle or let a point cross its bound; choose the sets at once
-                resolved = True
-                if self._resolve_tie(c, s, Qc):
+                resolved += 1
+                twins = self._resolve_tie(c, s, Qc)
+                if twins is not None:
+                    blocked = twins                # dependent on M: γ ≡ 0 until the next step
                     continue
             if not np.isfinite(lam):
                 if abs(alpha[c] - target) <= 1e-9 * Cv[c]:
@@ -357,7 +362,7 @@ class PathEngine:
             g[:hw] += lam * sg
             if lam > 0.0:
                 blocked.clear()
-                resolved = False
+                resolved = 0
             # the event
             if event == "target":
                 alpha[c] = target
@@ -386,7 +391,7 @@ class PathEngine:
                 blocked.add(who)
         raise RuntimeError(f"incremental SVM: no convergence in {max_steps} path segments")
 
-    def _resolve_tie(self, c: int, s: float, Qc: FloatArray) -> bool:
+    def _resolve_tie(self, c: int, s: float, Qc: FloatArray) -> set[int] | None:
         """Choose the margin set at a degenerate vertex from the direction problem.
 
         At a vertex where points outside M sit at g = 0 (ties), or margin vectors sit at a bound,
@@ -394,8 +399,10 @@ class PathEngine:
         min ½dᵀQ_TT d + s·dᵀQ_Tc over T = M ∪ ties, subject to y_Tᵀd = −s·y_c, d ≥ 0 where α is at
         0 and d ≤ 0 where α is at its C_i (free inside): its KKT conditions are exactly "every
         point's g keeps its sign" (γ = Qd + yμ is 0 on the moving points, of the right sign on the
-        others). M becomes the points that move (and the inner ones). Returns False (nothing
-        changed) when the problem has no feasible direction or is too large to solve densely.
+        others). M becomes the points that move (and the inner ones); a point that would move but
+        depends on M (a duplicate) is traded along the null direction for a member at a bound, or
+        stays out with γ ≡ 0. Returns those points (None, nothing changed, when the problem has no
+        feasible direction or is too large to solve densely).
         """
         from qpcore.problem import QP, ProblemError
         from qpcore.reference import dense_reference
@@ -408,36 +415,82 @@ class PathEngine:
         mem = self._fac.members
         T = np.concatenate([mem, ties]).astype(np.intp)
         if T.size == 0 or T.size > 400:
-            return False
+            return None
         y = self._a[:hw]
         H = self._op.rows(T)[:, T]
         H = 0.5 * (H + H.T)
         am, Cm = alpha[T], Cv[T]
         at0 = am <= 1e-13 * Cm
         atC = am >= Cm * (1.0 - 1e-13)
-        lo = np.where(at0, 0.0, -np.inf)
-        hi = np.where(atC & ~at0, 0.0, np.inf)
-        try:
-            qp = QP(H, s * Qc[T], lo, hi, y[T][None, :], np.array([-s * float(y[c])]))
-            d, _ = dense_reference(qp)
-        except (ProblemError, RuntimeError, np.linalg.LinAlgError):
-            return False
+        # a box far beyond any step's size keeps the problem bounded where H is singular (duplicate
+        # points make the optimal d a ray); a solution on it is not trusted
+        B = 1e6
+        lo = np.where(at0, 0.0, -B)
+        hi = np.where(atC & ~at0, 0.0, B)
+        # where the optimal d is a ray, a small ridge picks its short (least-norm) member
+        dmax = max(1.0, float(np.abs(np.diag(H)).max(initial=0.0)))
+        d = None
+        for ridge in (0.0, 1e-10 * dmax, 1e-7 * dmax):
+            try:
+                Hr = H + ridge * np.eye(T.size) if ridge else H
+                qp = QP(Hr, s * Qc[T], lo, hi, y[T][None, :], np.array([-s * float(y[c])]))
+                d, _ = dense_reference(qp)
+            except (ProblemError, RuntimeError, np.linalg.LinAlgError):
+                d = None
+            if d is not None and float(np.abs(d).max(initial=0.0)) < 1e-3 * B:
+                break
+            d = None
+        if d is None:
+            return None
         dtol = 1e-9 * max(1.0, float(np.abs(d).max(initial=0.0)))
         inner = ~(at0 | atC)
         keep = inner | (np.abs(d) > dtol)
         self.stats["ties"] += 1
+        # the sign each d_i must keep (+1: α at 0, −1: α at C_i, 0: free), and d by slot
+        sig = np.where(at0, 1.0, np.where(atC, -1.0, 0.0))
+        pos = {int(t): k for k, t in enumerate(T.tolist())}
         nm = mem.size
+        twins: set[int] = set()
         for k in range(nm):
             if not keep[k]:
                 sl = int(T[k])
                 self._remove_margin(sl, RESERVE if at0[k] else ERROR)
                 g[sl] = 0.0
         for k in range(nm, T.size):
-            if keep[k]:
-                sl = int(T[k])
-                g[sl] = 0.0
-                self._add_margin(sl, np.asarray(self._op.row(sl)))
-        return True
+            if not keep[k]:
+                continue
+            sl = int(T[k])
+            g[sl] = 0.0
+            row = np.asarray(self._op.row(sl))
+            for _ in range(self._fac.size + 2):
+                dep = self._add_margin(sl, row)
+                if dep is None:
+                    break
+                # [Q_sl; a_sl] depends on M's: d can move along the null direction v without
+                # changing γ; move it until a sign-constrained component (sl's own, or a member
+                # at a bound) reaches 0 — that one stays out (or leaves) M
+                ix = np.array([pos[int(j)] for j in dep.members.tolist()], dtype=np.intp)
+                v = dep.direction
+                best_t, best_j = np.inf, -1
+                for sgn in (1.0, -1.0):
+                    vv = sgn * v
+                    hit = (sig[ix] * vv < 0.0) & (np.abs(vv) > 1e-14 * float(np.abs(v).max()))
+                    if hit.any():
+                        tj = -d[ix[hit]] / vv[hit]
+                        q = int(np.argmin(tj))
+                        if tj[q] < abs(best_t):
+                            best_t, best_j = sgn * max(float(tj[q]), 0.0), int(np.flatnonzero(hit)[q])
+                if best_j < 0:
+                    break
+                d[ix] += best_t * v
+                j = int(dep.members[best_j])
+                d[pos[j]] = 0.0
+                if j == sl:
+                    twins.add(sl)                  # sl needs not move: it stays in its set at g = 0
+                    break
+                self._remove_margin(j, RESERVE if at0[pos[j]] else ERROR)
+                g[j] = 0.0
+        return twins
 
     def _increment(self, c: int, Qc: FloatArray | None = None) -> None:
         """c (α_c at 0 or anywhere below C, not in M) learned: increase α_c until g_c = 0 or α_c = C."""
@@ -612,6 +665,13 @@ class PathEngine:
         """Repair exactly the E and R points whose g has the wrong sign beyond rounding."""
         hw = self._op.n_slots
         thr = self._vtol()
+        self._repairing = True
+        try:
+            self._repair_loop(hw, thr)
+        finally:
+            self._repairing = False
+
+    def _repair_loop(self, hw: int, thr: float) -> None:
         for _ in range(hw + 1):
             st, g = self._status[:hw], self._g[:hw]
             bad = np.flatnonzero(((st == ERROR) & (g > thr)) | ((st == RESERVE) & (g < -thr)))
