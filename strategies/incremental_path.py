@@ -179,6 +179,7 @@ class PathEngine:
         self._since_refresh = 0
         self._m_changes = 0
         self._m_resid = 0.0
+        self._drift = 0.0                          # a bound on the rounding g gathered since recomputed
         self._repairing = False
         self._beq = 0.0                            # aᵀα = β
         self._qm_written: set[int] | None = None
@@ -282,6 +283,7 @@ class PathEngine:
         # while repairing, the other violators wait their turn (joining would set their g to 0
         # by fiat); otherwise a point a rounding step put past 0 joins at once
         vtol = self._vtol() if self._repairing else np.inf
+        snap = self._gtol()
         max_steps = 20 * hw + 1000
         for _ in range(max_steps):
             self.stats["steps"] += 1
@@ -293,6 +295,7 @@ class PathEngine:
             event, who = "target", c
             stE = st[:hw] == ERROR
             stR = st[:hw] == RESERVE
+            scale = 0.0
             if m == 0:
                 # no margin vector: α_c cannot move (aᵀα = β), the bias alone does, Δb = s·a_c·t,
                 # until a point that can compensate α_c reaches g = 0 (or, learning, c itself does)
@@ -360,6 +363,8 @@ class PathEngine:
                 alpha[mem] = np.clip(alpha[mem] + lam * dx, 0.0, Cv[mem])
                 self._b += s * lam * mu
             g[:hw] += lam * sg
+            # a bound on the rounding this update adds to every g (its terms' size times a few ulps)
+            self._drift += 1e-15 * lam * scale
             if lam > 0.0:
                 blocked.clear()
                 resolved = 0
@@ -376,14 +381,16 @@ class PathEngine:
                 if self._add_margin(c, Qc) is None:
                     return "margin"
                 raise RuntimeError("incremental SVM: candidate dependent at its margin event")
-            if event in ("m->E", "m->R"):
+            # g of a point changing set keeps its computed value (≈ 0): set to 0 by fiat, the
+            # rounding a step left there (or a crossing) would be hidden from the guard
+            if abs(g[who]) <= snap:
                 g[who] = 0.0
+            if event in ("m->E", "m->R"):
                 self._remove_margin(who, ERROR if event == "m->E" else RESERVE)
                 if lam == 0.0:
                     blocked.add(who)   # no zero-length in/out cycling of the same point
                 continue
             # an E or R point reached g = 0
-            g[who] = 0.0
             row = np.asarray(op.row(who))
             dep = self._add_margin(who, row)
             if dep is not None:
@@ -660,6 +667,7 @@ class PathEngine:
         isM = self._status[:hw] == MARGIN
         self._m_resid = float(np.abs(self._g[:hw][isM]).max(initial=0.0))
         self._g[:hw][isM] = 0.0
+        self._drift = 0.0
 
     def _repair_violators(self) -> None:
         """Repair exactly the E and R points whose g has the wrong sign beyond rounding."""
@@ -711,7 +719,7 @@ class PathEngine:
     def _violation(self) -> float:
         """The worst violation of the state's conditions, read from the maintained quantities in O(n).
 
-        Sign conditions of g by set (E: g ≤ 0, R: g ≥ 0, M: g = 0 as of the last recomputation),
+        Sign conditions of g by set (E: g ≤ 0, R: g ≥ 0; M: g = 0, recomputed from M's buffered rows),
         α at its set's value, no point left a candidate, and the equality residual |aᵀα − β| (in
         units of g per unit α: ×qmax). Rounding-size values are below :meth:`_vtol`.
         """
@@ -728,6 +736,12 @@ class PathEngine:
         am, cm = a[isM], Cv[isM]
         out = max(float(np.maximum(-am, am - cm).max(initial=0.0)), 0.0) * self._qmax
         out = max(out, float(g[isE].max(initial=0.0)), float(-g[isR].min(initial=0.0)), self._m_resid)
+        if self._fac.size:
+            # the margin vectors' true g from their buffered rows, O(|M| n) like one path step:
+            # drift of the path (g is 0 there by definition) shows here first
+            mem = self._fac.members
+            gm = self._QM[self._qmrow[mem], :hw] @ np.where(alive, a, 0.0) + self._a[mem] * self._b - self._lin[mem]
+            out = max(out, float(np.abs(gm).max()))
         y = self._a[:hw]
         eq = abs(float(y[alive] @ a[alive]) - self._beq)
         return max(out, eq * self._qmax)
@@ -737,8 +751,13 @@ class PathEngine:
         return max(0.5 * self.tol, self._vtol())
 
     def _ensure(self, what: str) -> None:
-        """After an operation: check the state in O(n); on a violation re-derive it exactly (refresh,
-        repair of the violators) or raise, so that no uncertified state is presented."""
+        """After an operation: check the state in O(n) (O(|M| n) for M's own g); on a violation
+        re-derive it exactly (refresh, repair of the violators) or raise, so that no uncertified
+        state is presented. g is recomputed first when the bound on the rounding its updates
+        gathered (each step adds ~1e-15 × step × the size of its terms) nears the tolerance."""
+        if self._drift > 0.5 * self._guard_tol():
+            # the rounding the maintained g may carry could hide a violation: recompute it
+            self.refresh()
         if self._violation() <= self._guard_tol():
             return
         self.stats["guards"] += 1
@@ -951,11 +970,13 @@ class PathEngine:
             alpha[e] = w[e] * C
             self._b += s * lam * mu
             g[:hw] += lam * sg
+            self._drift += 1e-3 * tol_g * lam          # the rounding bound, as in _move
             if lam > 0:
                 blocked.clear()
             if event == "end":
                 break
-            g[who] = 0.0
+            if abs(g[who]) <= self._gtol():
+                g[who] = 0.0
             if event == "margin->error":
                 self._remove_margin(who, ERROR)
                 alpha[who] = w[who] * C
