@@ -361,7 +361,8 @@ class IncrementalSVM(PathEngine):
         ------
         ProblemError
             ``nu`` outside (0, 1], or infeasible for the class balance (ν l / 2 > min(l₊, l₋),
-            LIBSVM's "specified nu is infeasible"), or below every ν(C) (the path reaches no C).
+            LIBSVM's "specified nu is infeasible"), or below every ν(C) (the path reaches no C);
+            the model is then restored as it was.
         """
         nu = float(nu)
         if not (0.0 < nu <= 1.0):
@@ -370,17 +371,31 @@ class IncrementalSVM(PathEngine):
         npos, nneg = int((y > 0).sum()), int((y < 0).sum())
         if nu * y.size / 2.0 > min(npos, nneg):
             raise ProblemError(f"nu: specified nu is infeasible ({nu} · {y.size} / 2 > min({npos}, {nneg}))")
-        now = self._nu_now()
-        if abs(now - nu) <= 1e-13 * nu:
-            return []
-        far = self.C * 1e10 if now > nu else self.C * 1e-10
+        out: list[Breakpoint] = []
+        snap = self._save()
         try:
-            return self._c_path(far, nu)
-        except RuntimeError as exc:
-            if "did not reach" in str(exc):
-                raise ProblemError(f"nu: {nu} is below every ν(C) of these points (the C path reached C = "
-                                   f"{self.C:.3g} at ν = {self._nu_now():.6g})") from exc
+            for _ in range(4):
+                now = self._nu_now()
+                if abs(now - nu) <= 1e-12 * nu:
+                    break
+                far = self.C * 1e10 if now > nu else self.C * 1e-10
+                try:
+                    out += self._c_path(far, nu)
+                    break
+                except RuntimeError as exc:
+                    # the walk ended at its far end, or lost digits of ν(C) = eᵀα/(C l) on the way
+                    # from a very large C: walk on from where it stopped
+                    if "did not reach" not in str(exc):
+                        raise
+            else:
+                raise ProblemError(f"nu: {nu} is out of reach of ν(C) for these points (below every ν(C): "
+                                   f"the C path went to C = {self.C:.3g}, ν = {self._nu_now():.6g})")
+        except BaseException:
+            self._restore(snap)                # the model as it was
             raise
+        finally:
+            self._qm_written = None
+        return out
 
     # -- reading the model -------------------------------------------------------------------------
     @property
@@ -507,16 +522,12 @@ class IncrementalNuSVC(IncrementalSVM):
         self.nu_reached = self.feasible()
         if not self.nu_reached:
             return
-        snap = self._save()
         try:
             super().nu_path(self.nu)
         except ProblemError:
             # ν below every ν(C) of these points: the ν-SVC's solution has w = 0 (r = 0) and no C
-            # counterpart; keep the C-SVC state the path started from until more points arrive
-            self._restore(snap)
+            # counterpart; the C-SVC state the path started from stays until more points arrive
             self.nu_reached = False
-        finally:
-            self._qm_written = None
 
     def learn(self, x: ArrayLike, y: Any, C_i: float | None = None) -> int:
         """Add one example, re-solve exactly at the current C, then restore ν(C) = ν by the C path."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from qpcore.operators import Kernel
 from qpcore.problem import QP, ProblemError
@@ -261,3 +263,60 @@ def test_nu_svc_infeasible_and_first_points() -> None:
         IncrementalNuSVC(RBF, nu=1.5)
     with pytest.raises(ProblemError):
         IncrementalSVM(RBF, 1.0).fit(X, y).nu_path(0.0)
+
+
+# -- properties ----------------------------------------------------------------------------------
+
+@st.composite
+def one_class_data(draw: st.DrawFn) -> tuple[np.ndarray, Kernel, float, str]:
+    """Points with duplicates, a kernel, ν and the linear term's form."""
+    n = draw(st.integers(3, 25))
+    d = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    X = rng.standard_normal((n, d))
+    if draw(st.booleans()):
+        X = X.round(1)
+    for _ in range(draw(st.integers(0, n // 3))):
+        i, j = rng.integers(0, n, size=2)
+        X[j] = X[i]
+    kernel = draw(st.sampled_from([Kernel("linear"), Kernel("rbf", gamma=0.5), Kernel("rbf", gamma=2.0),
+                                   Kernel("poly", gamma=0.5, degree=2, coef0=1.0)]))
+    return X, kernel, draw(st.floats(0.05, 1.0)), draw(st.sampled_from(["ocsvm", "svdd"]))
+
+
+@given(one_class_data(), st.data())
+def test_one_class_every_state_is_the_batch_optimum(data: tuple[np.ndarray, Kernel, float, str],
+                                                    draw: st.DataObject) -> None:
+    X, kernel, nu, form = data
+    m = IncrementalOneClass(kernel, nu=nu, form=form)
+    order = draw.draw(st.permutations(range(len(X))))
+    ids = [m.learn(X[k]) for k in order]
+    assert_solved(m)
+    for pid in draw.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=2, unique=True)):
+        if m.n > 1:
+            m.unlearn(pid)
+            assert_solved(m)
+
+
+@given(st.integers(0, 2**32 - 1), st.floats(0.1, 0.9), st.data())
+def test_nu_svc_every_reached_state_is_the_batch_optimum(seed: int, nu: float, draw: st.DataObject) -> None:
+    X, y = two_class(int(draw.draw(st.integers(6, 24))), seed % 1000)
+    m = IncrementalNuSVC(RBF, nu=nu)
+    order = draw.draw(st.permutations(range(len(y))))
+    for k in order:
+        m.learn(X[k], y[k])
+    held = np.asarray(order)
+    if m.nu_reached:
+        keep = np.sort(held)
+        # the model's variables follow the learning order: compare the objective on that order
+        ref = nu_reference(X[held], y[held], nu)
+        Q = np.outer(y[held], y[held]) * RBF.block(X[held], X[held])
+        f_ref, f = 0.5 * ref @ Q @ ref, 0.5 * m.libsvm_alpha @ Q @ m.libsvm_alpha
+        assert abs(f - f_ref) <= 1e-8 * max(1.0, f_ref), (f, f_ref)
+        assert keep.size == m.n
+    elif m.feasible():
+        # feasible by the class counts yet not reached: ν lies below every ν(C), where the
+        # ν-SVC's optimum has w = 0 (objective 0)
+        ref = nu_reference(X[held], y[held], nu)
+        Q = np.outer(y[held], y[held]) * RBF.block(X[held], X[held])
+        assert 0.5 * ref @ Q @ ref <= 1e-9
