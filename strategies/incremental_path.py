@@ -719,7 +719,7 @@ class PathEngine:
     def _violation(self) -> float:
         """The worst violation of the state's conditions, read from the maintained quantities in O(n).
 
-        Sign conditions of g by set (E: g ≤ 0, R: g ≥ 0; M: g = 0, recomputed from M's buffered rows),
+        Sign conditions of g by set (E: g ≤ 0, R: g ≥ 0, M: g = 0; and M's g as last recomputed),
         α at its set's value, no point left a candidate, and the equality residual |aᵀα − β| (in
         units of g per unit α: ×qmax). Rounding-size values are below :meth:`_vtol`.
         """
@@ -736,12 +736,9 @@ class PathEngine:
         am, cm = a[isM], Cv[isM]
         out = max(float(np.maximum(-am, am - cm).max(initial=0.0)), 0.0) * self._qmax
         out = max(out, float(g[isE].max(initial=0.0)), float(-g[isR].min(initial=0.0)), self._m_resid)
-        if self._fac.size:
-            # the margin vectors' true g from their buffered rows, O(|M| n) like one path step:
-            # drift of the path (g is 0 there by definition) shows here first
-            mem = self._fac.members
-            gm = self._QM[self._qmrow[mem], :hw] @ np.where(alive, a, 0.0) + self._a[mem] * self._b - self._lin[mem]
-            out = max(out, float(np.abs(gm).max()))
+        # a margin vector's g is carried along (its rate is 0 by construction, and a point joins M
+        # with the g it reached, never 0 by fiat), so a crossing at its entry shows here
+        out = max(out, float(np.abs(g[isM]).max(initial=0.0)))
         y = self._a[:hw]
         eq = abs(float(y[alive] @ a[alive]) - self._beq)
         return max(out, eq * self._qmax)
@@ -751,7 +748,7 @@ class PathEngine:
         return max(0.5 * self.tol, self._vtol())
 
     def _ensure(self, what: str) -> None:
-        """After an operation: check the state in O(n) (O(|M| n) for M's own g); on a violation
+        """After an operation: check the state in O(n) from the maintained quantities; on a violation
         re-derive it exactly (refresh, repair of the violators) or raise, so that no uncertified
         state is presented. g is recomputed first when the bound on the rounding its updates
         gathered (each step adds ~1e-15 × step × the size of its terms) nears the tolerance."""
