@@ -16,7 +16,7 @@ is unlearned, as with ``numpy.delete``).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Self
 
 import attrs
 import numpy as np
@@ -30,7 +30,7 @@ from qpcore.kkt import KKT
 from qpcore.operators import Kernel
 from qpcore_sklearn._params import gamma_value, positive
 from strategies.incremental import IncrementalSVM
-from strategies.incremental_path import RESERVE
+from strategies.incremental_path import RESERVE, PathEngine
 
 __all__ = ["IncrementalSVC", "LeaveOneOut"]
 
@@ -46,14 +46,58 @@ def _dense(X: Any) -> Any:
     return X.toarray() if sp.issparse(X) else X
 
 
-class _CPModel(IncrementalSVM):
-    """The incremental SVM plus the two things the estimator needs from its internals: the stored
-    points, and the leave-one-out decrement carried all the way to α_c = 0."""
+def stored_points(model: PathEngine, slots: IndexArray) -> FloatArray:
+    """The points ``model`` holds in ``slots`` (a copy): the support vectors the estimators keep
+    (the engine offers no public reader of its points)."""
+    out: FloatArray = np.array(model._op.points[slots], dtype=np.float64)
+    return out
 
-    def stored_points(self, slots: IndexArray) -> FloatArray:
-        """The points held in ``slots`` (a copy)."""
-        out: FloatArray = np.array(self._op.points[slots], dtype=np.float64)
-        return out
+
+def check_kernel_params(est: Any) -> None:
+    """The parameters every incremental estimator shares: kernel, degree, coef0, tol, fit_method,
+    cache_size, refresh_every."""
+    if est.kernel not in _KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(_KERNELS)}, got {est.kernel!r}")
+    positive("tol", est.tol)
+    if est.fit_method not in ("batch", "incremental"):
+        raise ValueError(f"fit_method must be 'batch' or 'incremental', got {est.fit_method!r}")
+    positive("cache_size", est.cache_size, unit=" (MB)")
+    if not isinstance(est.refresh_every, (int, np.integer)):
+        raise ValueError(f"refresh_every must be an integer, got {est.refresh_every!r}")
+    if est.kernel == "poly" and not (isinstance(est.degree, (int, np.integer)) and est.degree >= 1):
+        raise ValueError(f"degree must be a positive integer, got {est.degree!r}")
+    if not (isinstance(est.coef0, (int, float, np.number)) and np.isfinite(est.coef0)):
+        raise ValueError(f"coef0 must be a finite number, got {est.coef0!r}")
+
+
+def make_kernel(est: Any, X: Any) -> Kernel:
+    """The estimator's kernel for a first batch X (``gamma="scale"`` from X), kept as ``_gamma``
+    and ``_kernel_obj``."""
+    est._gamma = gamma_value(est.gamma, str(est.kernel), X)
+    est._kernel_obj = Kernel(est.kernel, gamma=est._gamma, degree=int(est.degree), coef0=float(est.coef0))
+    return est._kernel_obj  # type: ignore[no-any-return]
+
+
+def check_positions(indices: ArrayLike, n: int) -> IndexArray:
+    """``indices`` as distinct non-negative positions in a training set of ``n`` points, leaving
+    at least one; a ValueError naming ``indices`` otherwise."""
+    idx = np.atleast_1d(np.asarray(indices))
+    if idx.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError(f"indices: pass integer positions in the training set, got {indices!r}")
+    if (idx < -n).any() or (idx >= n).any():
+        raise ValueError(f"indices: out of range for a training set of {n} points")
+    idx = np.where(idx < 0, idx + n, idx).astype(np.intp)
+    if np.unique(idx).size != idx.size:
+        raise ValueError("indices: repeated positions")
+    if idx.size == n:
+        raise ValueError("indices: cannot remove every training point (fit again instead)")
+    return idx
+
+
+class _CPModel(IncrementalSVM):
+    """The incremental SVM plus the leave-one-out decrement carried all the way to α_c = 0."""
 
     def loo_decision(self) -> FloatArray:
         """f₋c(x_c) for every point, in the order of :attr:`ids` (ascending slots).
@@ -83,7 +127,8 @@ class _CPModel(IncrementalSVM):
 
 @attrs.frozen
 class LeaveOneOut:
-    """Exact leave-one-out results of an :class:`IncrementalSVC`, in training-set order.
+    """Exact leave-one-out results of a binary incremental classifier (:class:`IncrementalSVC`,
+    :class:`~qpcore_sklearn.incremental_family.IncrementalNuSVC`), in training-set order.
 
     Attributes
     ----------
@@ -115,7 +160,246 @@ class LeaveOneOut:
         return int(self.correct.size - self.correct.sum())
 
 
-class IncrementalSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
+class _BinaryIncremental(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
+    """What the binary incremental classifiers share: the classes, ``fit``/``partial_fit``/``unlearn``
+    over an :class:`~strategies.incremental.IncrementalSVM`, SVC's fitted attributes, prediction and
+    the certificate. Subclasses give the parameters (``_check_params``) and the model (``_new_model``)."""
+
+    _model: IncrementalSVM
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _check_params(self) -> None:
+        raise NotImplementedError
+
+    def _new_model(self, X: Any) -> IncrementalSVM:
+        raise NotImplementedError
+
+    def _encode(self, y: NDArray[Any]) -> FloatArray:
+        """±1 labels (+1 for ``classes_[1]``); a label outside ``classes_`` is an error."""
+        known = np.isin(y, self.classes_)
+        if not known.all():
+            bad = np.unique(y[~known])
+            raise ValueError(f"y: labels {bad.tolist()} are not among the classes {self.classes_.tolist()} "
+                             "(declared on the first partial_fit, or seen by fit)")
+        return np.where(y == self.classes_[1], 1.0, -1.0)
+
+    # -- fitting ----------------------------------------------------------------------------------
+
+    def _build(self, X: Any, ypm: FloatArray, *, strict: bool) -> None:
+        """A fresh model on (X, ±1 labels): batch-solved and polished, or learned point by point
+        (``strict``: from :meth:`fit`, where the training set is complete; otherwise the first
+        batch of :meth:`partial_fit`)."""
+        model = self._new_model(X)
+        X = _dense(X)
+        if self.fit_method == "batch":
+            model.fit(X, ypm, batch_tol=float(self.tol))
+        else:
+            model.learn_many(X, ypm)
+        self._model = model
+        self._changed()
+
+    def fit(self, X: Any, y: Any) -> Self:
+        """Fit the classifier from scratch (the exact optimum of its dual on X, y).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training points (sparse input is stored dense by the model).
+        y : array-like of shape (n_samples,)
+            Labels: exactly two distinct values of any type.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            NaN/inf, a shape mismatch, fewer or more than two classes, invalid parameters.
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        k = self.classes_.size
+        if k < 2:
+            raise ValueError(f"y: the training data must hold 2 classes, got {k} class: {self.classes_.tolist()}")
+        if k > 2:
+            raise ValueError(f"Only binary classification is supported. The type of the target is "
+                             f"{type_of_target(y)} ({k} classes: {self.classes_.tolist()}).")
+        self._build(X, self._encode(y), strict=True)
+        return self
+
+    def partial_fit(self, X: Any, y: Any, classes: ArrayLike | None = None) -> Self:
+        """Add the points of (X, y) to the training set, exactly.
+
+        After the call the model is the batch optimum over every point seen (minus those
+        unlearned), whatever the batches were. The first call fixes the classes, the number of
+        features and the kernel (``gamma="scale"`` is computed from this first batch); on a fitted
+        model (after :meth:`fit` or an earlier call) the points are added to it.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            New points.
+        y : array-like of shape (n_samples,)
+            Their labels, each one of the two classes.
+        classes : array-like of shape (2,), optional
+            The two labels; required on the first call (as in scikit-learn's ``partial_fit``),
+            and if given later it must equal ``classes_``. A batch may hold one class only.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            NaN/inf, a feature count different from the first call's, ``classes`` missing on the
+            first call, not two classes, different from ``classes_``, or a label not among them.
+        """
+        first = not hasattr(self, "_model")
+        if first:
+            self._check_params()
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit "
+                                 "(the two labels, e.g. classes=np.unique(y_all))")
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C", reset=first)
+        check_classification_targets(y)
+        if classes is not None:
+            cls = np.unique(np.asarray(classes))
+            if first:
+                if cls.size != 2:
+                    raise ValueError(f"Only binary classification is supported: classes must hold exactly 2 "
+                                     f"labels, got {cls.size}: {cls.tolist()}")
+            elif not np.array_equal(cls, self.classes_):
+                raise ValueError(f"classes={cls.tolist()} is not the same as on the first call to partial_fit "
+                                 f"({self.classes_.tolist()})")
+        if first:
+            known = np.isin(y, cls)
+            if not known.all():
+                raise ValueError(f"y: labels {np.unique(y[~known]).tolist()} are not among classes={cls.tolist()}")
+            self.classes_ = cls
+            self._build(X, self._encode(y), strict=False)
+            return self
+        ypm = self._encode(y)
+        self._model.learn_many(_dense(X), ypm)
+        self._changed()
+        return self
+
+    def unlearn(self, indices: ArrayLike) -> Self:
+        """Remove training points exactly (the Cauwenberghs–Poggio decrement).
+
+        After the call the model equals a fit on the current training set without these points;
+        the remaining points keep their order (later indices shift down, as with ``numpy.delete``).
+
+        Parameters
+        ----------
+        indices : int or array-like of int
+            Positions in the current training set (the indexing of ``support_`` and of
+            :meth:`leave_one_out`), distinct; negative values count from the end.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            Indices that are not integers, out of range, repeated, or that would remove every point.
+        """
+        check_is_fitted(self)
+        idx = check_positions(indices, int(self._ids.size))
+        if idx.size == 0:
+            return self
+        for pid in self._ids[idx].tolist():
+            self._model.unlearn(int(pid))
+        self._changed()
+        return self
+
+    def _changed(self) -> None:
+        """Read the model into SVC's fitted attributes (training-set order = arrival order)."""
+        m = self._model
+        sl = m._op.slots()
+        ids = m.ids
+        order = np.argsort(ids, kind="stable")
+        self._ids = ids[order]
+        alpha, ypm = m.alpha[order], m.y[order]
+        sv = np.flatnonzero(alpha > 0)
+        sv = sv[np.lexsort((sv, ypm[sv] > 0))]           # by class, then by index (LIBSVM's order)
+        self.support_ = sv.astype(np.int32)
+        self.n_support_ = np.array([int((ypm[sv] < 0).sum()), int((ypm[sv] > 0).sum())], dtype=np.int32)
+        self.support_vectors_ = stored_points(m, sl[order][sv])
+        self.dual_coef_ = (alpha[sv] * ypm[sv])[None, :]
+        self.intercept_ = np.array([m.bias])
+        self.shape_fit_ = (int(self._ids.size), int(self.n_features_in_))
+        self._loo: LeaveOneOut | None = None
+
+    # -- prediction -------------------------------------------------------------------------------
+
+    def decision_function(self, X: Any) -> FloatArray:
+        """Decision values f(x) = Σ αᵢyᵢK(xᵢ, x) + b.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Positive values mean ``classes_[1]``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
+        out = np.full(X.shape[0], float(self.intercept_[0]))
+        if self.support_.size:
+            for s in range(0, X.shape[0], 2048):
+                out[s:s + 2048] += self._kernel_obj.block(X[s:s + 2048], self.support_vectors_) @ self.dual_coef_[0]
+        return out
+
+    def predict(self, X: Any) -> NDArray[Any]:
+        """Predicted labels: ``classes_[1]`` where the decision value is positive.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        dec = self.decision_function(X)
+        out: NDArray[Any] = self.classes_[(dec > 0).astype(np.intp)]
+        return out
+
+    # -- certificate ------------------------------------------------------------------------------
+
+    def certificate(self) -> KKT:
+        """The KKT certificate of the current model, computed from the dual problem alone.
+
+        Returns
+        -------
+        qpcore.kkt.KKT
+            ``qpcore.kkt`` of the dual over the current training set at the model's α (an O(n²)
+            kernel evaluation); ``.measure`` is the maximal-violating-pair gap.
+        """
+        check_is_fitted(self)
+        return self._model.certificate()
+
+    @property
+    def n_updates_(self) -> dict[str, int]:
+        """Counters of the incremental model: points ``learned`` and ``unlearned``, path
+        ``steps``, ``refreshes``, ``repairs``."""
+        check_is_fitted(self)
+        return dict(self._model.stats)
+
+
+class IncrementalSVC(_BinaryIncremental):
     """Binary kernel SVM classifier kept exactly solved under additions and removals.
 
     The C-SVC dual min ½αᵀ(yyᵀ∘K)α − eᵀα, 0 ≤ α ≤ C, yᵀα = 0 is maintained by the
@@ -186,6 +470,8 @@ class IncrementalSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     per support vector, each followed by a restore from a snapshot (no drift accumulates).
     """
 
+    _model: _CPModel
+
     def __init__(self, C: float = 1.0, kernel: str = "rbf", degree: int = 3, gamma: str | float = "scale",
                  coef0: float = 0.0, tol: float = 1e-3, fit_method: str = "batch", cache_size: float = 200,
                  refresh_every: int = 500) -> None:
@@ -198,248 +484,15 @@ class IncrementalSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         self.fit_method = fit_method
         self.cache_size = cache_size
         self.refresh_every = refresh_every
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
-        return tags
-
     # -- parameters -------------------------------------------------------------------------------
 
     def _check_params(self) -> None:
         positive("C", self.C)
-        if self.kernel not in _KERNELS:
-            raise ValueError(f"kernel must be one of {', '.join(_KERNELS)}, got {self.kernel!r}")
-        positive("tol", self.tol)
-        if self.fit_method not in ("batch", "incremental"):
-            raise ValueError(f"fit_method must be 'batch' or 'incremental', got {self.fit_method!r}")
-        positive("cache_size", self.cache_size, unit=" (MB)")
-        if not isinstance(self.refresh_every, (int, np.integer)):
-            raise ValueError(f"refresh_every must be an integer, got {self.refresh_every!r}")
-        if self.kernel == "poly" and not (isinstance(self.degree, (int, np.integer)) and self.degree >= 1):
-            raise ValueError(f"degree must be a positive integer, got {self.degree!r}")
-        if not (isinstance(self.coef0, (int, float, np.number)) and np.isfinite(self.coef0)):
-            raise ValueError(f"coef0 must be a finite number, got {self.coef0!r}")
-
-    def _gamma_value(self, X: Any) -> float:
-        return gamma_value(self.gamma, str(self.kernel), X)
+        check_kernel_params(self)
 
     def _new_model(self, X: Any) -> _CPModel:
-        self._gamma = self._gamma_value(X)
-        self._kernel_obj = Kernel(self.kernel, gamma=self._gamma, degree=int(self.degree),  # type: ignore[arg-type]
-                                  coef0=float(self.coef0))
-        return _CPModel(self._kernel_obj, float(self.C), classes=np.array([-1.0, 1.0]),
+        return _CPModel(make_kernel(self, X), float(self.C), classes=np.array([-1.0, 1.0]),
                         refresh_every=int(self.refresh_every), cache_bytes=int(float(self.cache_size) * (1 << 20)))
-
-    def _encode(self, y: NDArray[Any]) -> FloatArray:
-        """±1 labels (+1 for ``classes_[1]``); a label outside ``classes_`` is an error."""
-        known = np.isin(y, self.classes_)
-        if not known.all():
-            bad = np.unique(y[~known])
-            raise ValueError(f"y: labels {bad.tolist()} are not among the classes {self.classes_.tolist()} "
-                             "(declared on the first partial_fit, or seen by fit)")
-        return np.where(y == self.classes_[1], 1.0, -1.0)
-
-    # -- fitting ----------------------------------------------------------------------------------
-
-    def _build(self, X: Any, ypm: FloatArray) -> None:
-        """A fresh model on (X, ±1 labels): batch-solved and polished, or learned point by point."""
-        model = self._new_model(X)
-        X = _dense(X)
-        if self.fit_method == "batch":
-            model.fit(X, ypm, batch_tol=float(self.tol))
-        else:
-            model.learn_many(X, ypm)
-        self._model = model
-        self._changed()
-
-    def fit(self, X: Any, y: Any) -> IncrementalSVC:
-        """Fit the classifier from scratch (the exact C-SVC optimum on X, y).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Training points (sparse input is stored dense by the model).
-        y : array-like of shape (n_samples,)
-            Labels: exactly two distinct values of any type.
-
-        Returns
-        -------
-        IncrementalSVC
-            self.
-
-        Raises
-        ------
-        ValueError
-            NaN/inf, a shape mismatch, fewer or more than two classes, invalid parameters.
-        """
-        self._check_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        k = self.classes_.size
-        if k < 2:
-            raise ValueError(f"y: the training data must hold 2 classes, got {k} class: {self.classes_.tolist()}")
-        if k > 2:
-            raise ValueError(f"Only binary classification is supported. The type of the target is "
-                             f"{type_of_target(y)} ({k} classes: {self.classes_.tolist()}).")
-        self._build(X, self._encode(y))
-        return self
-
-    def partial_fit(self, X: Any, y: Any, classes: ArrayLike | None = None) -> IncrementalSVC:
-        """Add the points of (X, y) to the training set, exactly.
-
-        After the call the model is the C-SVC optimum over every point seen (minus those
-        unlearned), whatever the batches were. The first call fixes the classes, the number of
-        features and the kernel (``gamma="scale"`` is computed from this first batch); on a fitted
-        model (after :meth:`fit` or an earlier call) the points are added to it.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            New points.
-        y : array-like of shape (n_samples,)
-            Their labels, each one of the two classes.
-        classes : array-like of shape (2,), optional
-            The two labels; required on the first call (as in scikit-learn's ``partial_fit``),
-            and if given later it must equal ``classes_``. A batch may hold one class only.
-
-        Returns
-        -------
-        IncrementalSVC
-            self.
-
-        Raises
-        ------
-        ValueError
-            NaN/inf, a feature count different from the first call's, ``classes`` missing on the
-            first call, not two classes, different from ``classes_``, or a label not among them.
-        """
-        first = not hasattr(self, "_model")
-        if first:
-            self._check_params()
-            if classes is None:
-                raise ValueError("classes must be passed on the first call to partial_fit "
-                                 "(the two labels, e.g. classes=np.unique(y_all))")
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C", reset=first)
-        check_classification_targets(y)
-        if classes is not None:
-            cls = np.unique(np.asarray(classes))
-            if first:
-                if cls.size != 2:
-                    raise ValueError(f"Only binary classification is supported: classes must hold exactly 2 "
-                                     f"labels, got {cls.size}: {cls.tolist()}")
-            elif not np.array_equal(cls, self.classes_):
-                raise ValueError(f"classes={cls.tolist()} is not the same as on the first call to partial_fit "
-                                 f"({self.classes_.tolist()})")
-        if first:
-            known = np.isin(y, cls)
-            if not known.all():
-                raise ValueError(f"y: labels {np.unique(y[~known]).tolist()} are not among classes={cls.tolist()}")
-            self.classes_ = cls
-            self._build(X, self._encode(y))
-            return self
-        ypm = self._encode(y)
-        self._model.learn_many(_dense(X), ypm)
-        self._changed()
-        return self
-
-    def unlearn(self, indices: ArrayLike) -> IncrementalSVC:
-        """Remove training points exactly (the Cauwenberghs–Poggio decrement).
-
-        After the call the model equals a fit on the current training set without these points;
-        the remaining points keep their order (later indices shift down, as with ``numpy.delete``).
-
-        Parameters
-        ----------
-        indices : int or array-like of int
-            Positions in the current training set (the indexing of ``support_`` and of
-            :meth:`leave_one_out`), distinct; negative values count from the end.
-
-        Returns
-        -------
-        IncrementalSVC
-            self.
-
-        Raises
-        ------
-        ValueError
-            Indices that are not integers, out of range, repeated, or that would remove every point.
-        """
-        check_is_fitted(self)
-        idx = np.atleast_1d(np.asarray(indices))
-        if idx.size == 0:
-            return self
-        if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
-            raise ValueError(f"indices: pass integer positions in the training set, got {indices!r}")
-        n = self._ids.size
-        if (idx < -n).any() or (idx >= n).any():
-            raise ValueError(f"indices: out of range for a training set of {n} points")
-        idx = np.where(idx < 0, idx + n, idx)
-        if np.unique(idx).size != idx.size:
-            raise ValueError("indices: repeated positions")
-        if idx.size == n:
-            raise ValueError("indices: cannot remove every training point (fit again instead)")
-        for pid in self._ids[idx].tolist():
-            self._model.unlearn(int(pid))
-        self._changed()
-        return self
-
-    def _changed(self) -> None:
-        """Read the model into SVC's fitted attributes (training-set order = arrival order)."""
-        m = self._model
-        sl = m._op.slots()
-        ids = m.ids
-        order = np.argsort(ids, kind="stable")
-        self._ids = ids[order]
-        alpha, ypm = m.alpha[order], m.y[order]
-        sv = np.flatnonzero(alpha > 0)
-        sv = sv[np.lexsort((sv, ypm[sv] > 0))]           # by class, then by index (LIBSVM's order)
-        self.support_ = sv.astype(np.int32)
-        self.n_support_ = np.array([int((ypm[sv] < 0).sum()), int((ypm[sv] > 0).sum())], dtype=np.int32)
-        self.support_vectors_ = m.stored_points(sl[order][sv])
-        self.dual_coef_ = (alpha[sv] * ypm[sv])[None, :]
-        self.intercept_ = np.array([m.bias])
-        self.shape_fit_ = (int(self._ids.size), int(self.n_features_in_))
-        self._loo: LeaveOneOut | None = None
-
-    # -- prediction -------------------------------------------------------------------------------
-
-    def decision_function(self, X: Any) -> FloatArray:
-        """Decision values f(x) = Σ αᵢyᵢK(xᵢ, x) + b.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            Positive values mean ``classes_[1]``.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
-        out = np.full(X.shape[0], float(self.intercept_[0]))
-        if self.support_.size:
-            for s in range(0, X.shape[0], 2048):
-                out[s:s + 2048] += self._kernel_obj.block(X[s:s + 2048], self.support_vectors_) @ self.dual_coef_[0]
-        return out
-
-    def predict(self, X: Any) -> NDArray[Any]:
-        """Predicted labels: ``classes_[1]`` where the decision value is positive.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        dec = self.decision_function(X)
-        out: NDArray[Any] = self.classes_[(dec > 0).astype(np.intp)]
-        return out
 
     # -- leave-one-out ----------------------------------------------------------------------------
 
@@ -484,24 +537,3 @@ class IncrementalSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             return self._loo.score
         res = self._model.leave_one_out()
         return 1.0 - res.errors / res.n if res.n else 0.0
-
-    # -- certificate ------------------------------------------------------------------------------
-
-    def certificate(self) -> KKT:
-        """The KKT certificate of the current model, computed from the dual problem alone.
-
-        Returns
-        -------
-        qpcore.kkt.KKT
-            ``qpcore.kkt`` of the dual over the current training set at the model's α (an O(n²)
-            kernel evaluation); ``.measure`` is the maximal-violating-pair gap.
-        """
-        check_is_fitted(self)
-        return self._model.certificate()
-
-    @property
-    def n_updates_(self) -> dict[str, int]:
-        """Counters of the incremental model: points ``learned`` and ``unlearned``, path
-        ``steps``, ``refreshes``, ``repairs``."""
-        check_is_fitted(self)
-        return dict(self._model.stats)
