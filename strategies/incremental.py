@@ -5,7 +5,8 @@
 ``leave_one_out``, ``window``, ``c_path``, ``decision_function``/``predict`` and ``certificate``
 (:func:`qpcore.kkt` on :meth:`IncrementalSVM.qp`, from the problem alone). The state it keeps
 and the exact steps on it (the margin, error and reserve sets, the margin factor, the adiabatic
-increment and decrement) are :class:`strategies.incremental_path.PathEngine`, which it extends.
+increment and decrement) are :class:`strategies.incremental_path.PathEngine`, and the paths in C
+and ν :class:`strategies.incremental_regpath.RegularizationPath`, which it extends.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
-from strategies.incremental_path import ERROR, MARGIN, RESERVE, Breakpoint, PathEngine
+from strategies.incremental_path import ERROR, MARGIN, RESERVE
+from strategies.incremental_regpath import Breakpoint, RegularizationPath
 
 FloatArray = NDArray[np.float64]
 
@@ -88,7 +90,7 @@ class WindowReport:
         return self.learned / self.seconds if self.seconds > 0 else float("inf")
 
 
-class IncrementalSVM(PathEngine):
+class IncrementalSVM(RegularizationPath):
     """A C-SVC kept exactly solved under additions and removals (Cauwenberghs–Poggio).
 
     Parameters
@@ -619,7 +621,7 @@ class IncrementalNuSVC(IncrementalSVM):
         return -self._b / self.C
 
 
-class IncrementalOneClass(PathEngine):
+class IncrementalOneClass(RegularizationPath):
     """A one-class SVM kept exactly solved under additions and removals (Laskov et al. 2006, section 2).
 
     The abstract form with Q = K, a = 1 and Σα = 1 (β = 1), 0 ≤ α ≤ C, and the linear term
