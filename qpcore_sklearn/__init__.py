@@ -13,14 +13,17 @@ none of them imports it, and scikit-learn is never a runtime dependency of the l
   OCAS, the active-set OCAS or BMRM.
 - :class:`IncrementalSVC`: the exact incremental/decremental SVM of Cauwenberghs and Poggio:
   ``partial_fit`` that equals a batch fit, ``unlearn``, exact leave-one-out.
+- :class:`IncrementalOneClassSVM`, :class:`IncrementalNuSVC`: the same for the one-class SVM and the
+  ν-SVC at a fixed ν (``OneClassSVM``'s and ``NuSVC``'s parameters and fitted attributes).
 """
 
 from __future__ import annotations
 
 from qpcore_sklearn.incremental import IncrementalSVC
+from qpcore_sklearn.incremental_family import IncrementalNuSVC, IncrementalOneClassSVM
 from qpcore_sklearn.linear import LinearSVMClassifier
 from qpcore_sklearn.svm import KernelSVC
 from qpcore_sklearn.svm_family import KernelNuSVC, KernelNuSVR, KernelOneClassSVM, KernelSVR
 
-__all__ = ["IncrementalSVC", "KernelNuSVC", "KernelNuSVR", "KernelOneClassSVM", "KernelSVC", "KernelSVR",
+__all__ = ["IncrementalNuSVC", "IncrementalOneClassSVM", "IncrementalSVC", "KernelNuSVC", "KernelNuSVR", "KernelOneClassSVM", "KernelSVC", "KernelSVR",
            "LinearSVMClassifier"]
