@@ -9,11 +9,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from sklearn.svm import NuSVC, OneClassSVM
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from qpcore import QP, DenseQ, Kernel
+from qpcore.reference import dense_reference
 from qpcore_sklearn import IncrementalNuSVC, IncrementalOneClassSVM, KernelNuSVC, KernelOneClassSVM
 
 GAMMA = 0.5
@@ -204,8 +206,14 @@ def test_nu_svc_waits_for_a_feasible_nu_while_streaming() -> None:
     for i in range(10, 40):
         m.partial_fit(X[i:i + 1], y[i:i + 1])
         npos = int((y[:i + 1] == "pos").sum())
-        assert m.nu_reached_ == (0.5 * (i + 1) / 2 <= npos and npos > 0) or not m.nu_reached_
+        if m.nu_reached_:                              # never before ν is feasible for the balance
+            assert 0.5 * (i + 1) / 2 <= npos
+        assert hasattr(m, "support_") == m.nu_reached_
     same_nu_svc(m, X, X, y, 0.5)
+    m.unlearn(np.flatnonzero(y == "pos")[1:].tolist())  # one positive left: ν infeasible again
+    assert not m.nu_reached_ and not hasattr(m, "dual_coef_")
+    with pytest.raises(ValueError, match="not met"):
+        m.leave_one_out()
 
 
 def test_nu_svc_unlearn_equals_refit_without_the_points() -> None:
@@ -294,6 +302,62 @@ def test_random_one_class_streams_stay_libsvm(data: Any) -> None:
     np.testing.assert_array_equal(m.support_vectors_, X[pos][m.support_])
     assert m.dual_coef_.sum() == pytest.approx(nu * pos.size, rel=1e-10)
     assert (m.dual_coef_ <= 1.0).all()
+
+
+@st.composite
+def _nu_stream(draw: st.DrawFn) -> tuple[int, float, list[tuple[str, Any]]]:
+    """A seed, ν, and partial_fit chunks and unlearn calls over ≤ 24 two-class points."""
+    n = draw(st.integers(6, 24))
+    nu = draw(st.sampled_from([0.3, 0.5, 0.8]))
+    ops: list[tuple[str, Any]] = []
+    s = held = 0
+    while s < n:
+        k = draw(st.integers(1, n - s))
+        ops.append(("fit", (s, s + k)))
+        s += k
+        held += k
+        if held > 4 and draw(st.booleans()):
+            ops.append(("unlearn", [draw(st.integers(2, held - 1))]))   # rows 0, 1 (one per class) stay
+            held -= 1
+    return draw(st.integers(0, 2**16)), nu, ops
+
+
+@settings(max_examples=15, deadline=None)
+@given(_nu_stream())
+def test_random_nu_svc_streams_solve_libsvms_dual(data: Any) -> None:
+    seed, nu, ops = data
+    X, y = two_class(24, seed)
+    m = IncrementalNuSVC(nu=nu, gamma=GAMMA)
+    pos = np.zeros(0, dtype=np.intp)
+    for op, arg in ops:
+        if op == "fit":
+            m.partial_fit(X[arg[0]:arg[1]], y[arg[0]:arg[1]], classes=["neg", "pos"])
+            pos = np.concatenate([pos, np.arange(arg[0], arg[1])])
+        else:
+            m.unlearn(arg)
+            pos = np.delete(pos, arg)
+    Xc, yc = X[pos], np.where(y[pos] == "pos", 1.0, -1.0)
+    n = pos.size
+    feasible = nu * n / 2 <= min((yc > 0).sum(), (yc < 0).sum())
+    # distinct points and an RBF kernel separate any labelling, so ν(C) → 0 as C grows: ν is met
+    # exactly when the class balance admits it
+    assert m.nu_reached_ == feasible
+    event("ν met" if feasible else "ν infeasible")
+    if not feasible:
+        return
+    # LIBSVM's ν-SVC dual, read from NuSVC's attributes alone: α = |dual_coef_|·r with
+    # 1/r = Σ|dual_coef_|/(νl); feasible, and at the optimum of an independent dense solve
+    coef = np.zeros(n)
+    coef[m.support_] = m.dual_coef_[0]
+    np.testing.assert_array_equal(np.sign(coef[m.support_]), yc[m.support_])
+    alpha = np.abs(coef) * nu * n / np.abs(coef).sum()
+    assert (alpha <= 1.0 + 1e-12).all()
+    np.testing.assert_allclose([alpha[yc > 0].sum(), alpha[yc < 0].sum()], nu * n / 2, rtol=1e-10)
+    Q = np.outer(yc, yc) * Kernel("rbf", gamma=GAMMA).block(Xc, Xc)
+    A = np.vstack([(yc > 0).astype(float), (yc < 0).astype(float)])
+    _, f_ref = dense_reference(QP(DenseQ(Q), np.zeros(n), np.zeros(n), np.ones(n), A, np.full(2, nu * n / 2)))
+    assert 0.5 * alpha @ Q @ alpha <= f_ref + 1e-9 * max(1.0, abs(f_ref))
+    np.testing.assert_array_equal(m.support_vectors_, Xc[m.support_])
 
 
 # -- bad input ---------------------------------------------------------------------------------------
