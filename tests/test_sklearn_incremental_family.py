@@ -21,8 +21,21 @@ from qpcore_sklearn import IncrementalNuSVC, IncrementalOneClassSVM, KernelNuSVC
 GAMMA = 0.5
 
 
+def _expected(estimator: Any) -> dict[str, str]:
+    """The checks the default ν-SVC cannot pass (the other instances pass every check)."""
+    if not (isinstance(estimator, IncrementalNuSVC) and estimator.nu == 0.5):
+        return {}
+    infeasible = "ν = 0.5 is infeasible for this check's labels (33 against 7: νl/2 = 10 > 7); LIBSVM refuses it too"
+    guard = ("the engine's batch fit fails its guard on the C path to ν on this data (RuntimeError); "
+             "fit_method='incremental' solves it")
+    return {"check_estimator_sparse_array": infeasible, "check_estimator_sparse_matrix": infeasible,
+            "check_fit_check_is_fitted": guard, "check_n_features_in": guard}
+
+
 @parametrize_with_checks([IncrementalOneClassSVM(), IncrementalOneClassSVM(kernel="linear", fit_method="incremental"),
-                          IncrementalNuSVC(nu=0.1), IncrementalNuSVC(nu=0.2, gamma=2.0, fit_method="incremental")])
+                          IncrementalNuSVC(), IncrementalNuSVC(nu=0.1),
+                          IncrementalNuSVC(nu=0.2, gamma=2.0, fit_method="incremental")],
+                         expected_failed_checks=_expected)
 def test_sklearn_estimator_checks(estimator: Any, check: Any) -> None:
     check(estimator)
 
@@ -260,6 +273,19 @@ def test_nu_svc_leave_one_out_equals_brute_force(nu: float) -> None:
     np.testing.assert_array_equal(loo.predictions[sure], np.where(brute > 0, "pos", "neg")[sure])
     assert loo.errors == int(((brute > 0) != (y == "pos")).sum()) > 0
     assert m.loo_score() == pytest.approx(loo.score) == pytest.approx(np.mean((brute > 0) == (y == "pos")))
+
+
+@pytest.mark.xfail(raises=RuntimeError, strict=False,
+                   reason="strategies.incremental.IncrementalNuSVC.fit (batch): the C path to ν fails its guard here")
+def test_nu_svc_batch_fit_on_far_blobs_equals_the_incremental_route() -> None:
+    # scikit-learn's check_fit_check_is_fitted data: two features around 100, random labels
+    rng = np.random.RandomState(42)
+    X = rng.normal(loc=100, size=(100, 2))
+    y = rng.randint(low=0, high=2, size=100)
+    inc = IncrementalNuSVC(nu=0.5, fit_method="incremental").fit(X, y)
+    assert inc.certificate().ok(1e-6)
+    batch = IncrementalNuSVC(nu=0.5).fit(X, y)
+    np.testing.assert_allclose(batch.decision_function(X), inc.decision_function(X), atol=1e-6)
 
 
 # -- random streams --------------------------------------------------------------------------------
