@@ -495,23 +495,15 @@ def bench_problem(spec: Spec, src: Source, tol: float, solvers: list[str], ctx: 
 
 
 # ---------------------------------------------------------------------------------------------
-# The incremental one-class SVM (strategies.incremental, being written): adapters to its API
+# The incremental one-class SVM (strategies.incremental_oneclass)
 # ---------------------------------------------------------------------------------------------
-
-INCREMENTAL_CLASSES = ("IncrementalOneClass",)
 
 
 def incremental_class() -> tuple[Any, str]:
-    """(the incremental one-class model's class, "") or (None, why it is not available)."""
-    try:
-        import strategies.incremental as m
-    except Exception as e:  # noqa: BLE001 - any failure means "not available"
-        return None, f"not available (strategies.incremental: {type(e).__name__}: {e})"
-    for name in INCREMENTAL_CLASSES:
-        cls = vars(m).get(name)
-        if cls is not None:
-            return cls, ""
-    return None, f"not available (strategies.incremental has none of {', '.join(INCREMENTAL_CLASSES)})"
+    """(the incremental one-class model's class, "")."""
+    from strategies.incremental_oneclass import IncrementalOneClass
+
+    return IncrementalOneClass, ""
 
 
 def inc_new(cls: Any, spec: Spec, ctx: Ctx) -> Any:

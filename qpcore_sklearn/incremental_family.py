@@ -2,7 +2,7 @@
 
 :class:`IncrementalOneClassSVM` (``sklearn.svm.OneClassSVM``'s parameters and fitted attributes)
 and :class:`IncrementalNuSVC` (``sklearn.svm.NuSVC``'s, two classes) keep their dual *solved*
-while points come and go, through :class:`strategies.incremental.IncrementalOneClass` (ν mode)
+while points come and go, through :class:`strategies.incremental_oneclass.IncrementalOneClass` (ν mode)
 and :class:`strategies.incremental.IncrementalNuSVC`: ``partial_fit`` adds points by the adiabatic
 increment, ``unlearn`` removes them by the decrement, and both then move C exactly along its path
 to where the model is LIBSVM's for the fixed ν again (C = 1/(νl) for the one-class SVM; the C
@@ -38,7 +38,7 @@ from qpcore_sklearn.incremental import (
     stored_points,
 )
 from strategies.incremental import IncrementalNuSVC as _NuEngine
-from strategies.incremental import IncrementalOneClass
+from strategies.incremental_oneclass import IncrementalOneClass
 
 __all__ = ["IncrementalNuSVC", "IncrementalOneClassSVM", "OneClassLeaveOneOut"]
 
@@ -128,7 +128,7 @@ class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
     and removals.
 
     LIBSVM's dual min ½αᵀKα, 0 ≤ α ≤ 1, eᵀα = νl is kept in the scaled form of the abstract SVM
-    (α/(νl): Σα = 1, 0 ≤ α ≤ C = 1/(νl)) by :class:`strategies.incremental.IncrementalOneClass`:
+    (α/(νl): Σα = 1, 0 ≤ α ≤ C = 1/(νl)) by :class:`strategies.incremental_oneclass.IncrementalOneClass`:
     a new point is learned by the adiabatic increment at the current C, then the exact C path takes
     C to 1/(νl) for the new l; a removed point's share is first made room for (C to 1/(ν(l − 1)))
     and its α then decremented to 0. Every state is the batch optimum at the fixed ν, so

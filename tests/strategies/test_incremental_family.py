@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from qpcore.operators import Kernel
 from qpcore.problem import QP, ProblemError
 from qpcore.reference import dense_reference
-from strategies.incremental import IncrementalNuSVC, IncrementalOneClass, IncrementalSVM
+from strategies.incremental import IncrementalNuSVC, IncrementalSVM
+from strategies.incremental_oneclass import IncrementalOneClass
 
 RBF = Kernel("rbf", gamma=0.5)
 
