@@ -114,7 +114,6 @@ class DynamicKernelQ:
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.ROW_CACHE, Capability.BLOCK,
                                                                  Capability.CROSS})
     row_dtype: ClassVar[np.dtype[Any]] = np.dtype(np.float64)
-    row_eps: ClassVar[float] = float(np.finfo(np.float64).eps)
 
     def __init__(self, kernel: Kernel, n_features: int | None = None, *, capacity: int = 64,
                  cache_bytes: int = 128 << 20) -> None:
@@ -145,6 +144,19 @@ class DynamicKernelQ:
     def shape(self) -> tuple[int, int]:
         """(n_slots, n_slots)."""
         return (self._hw, self._hw)
+
+    @property
+    def row_eps(self) -> float:
+        """Relative error bound of the entries (units of max Q_ii), over the points held now.
+
+        float64's eps, except for RBF: the exponent −γ(‖x‖² + ‖y‖² − 2x·y) loses about
+        eps·4γ·max‖x‖² to cancellation, so points far from the origin carry that much more (as
+        :class:`qpcore.operators.KernelQ` declares for its single-precision blocks).
+        """
+        eps = float(np.finfo(np.float64).eps)
+        if self.kernel.name != "rbf":
+            return eps
+        return eps * (1.0 + 4.0 * self.kernel.gamma * float(self._sq[:self._hw].max(initial=0.0)))
 
     @property
     def psd(self) -> bool | None:

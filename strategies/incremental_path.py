@@ -236,8 +236,16 @@ class PathEngine:
         return 1e-13 * max(1.0, self._qmax * (1.0 + self.C))
 
     def _vtol(self) -> float:
-        """A wrong-signed g beyond this (E with g > 0, R with g < 0) is a violation, not rounding."""
-        return 1e-11 * max(1.0, self._qmax * self.C)
+        """A wrong-signed g beyond this (E with g > 0, R with g < 0) is a violation, not rounding.
+
+        Besides the rounding of the steps (the first term), g = Qα − c + ab carries the kernel
+        entries' own error, row_eps·qmax each (:attr:`qpcore.dynamic.DynamicKernelQ.row_eps`: for
+        RBF on points far from the origin, far above eps), times ‖α‖₁; M's factor and the
+        recomputed g each see it, hence twice, and twice again for the sums' rounding.
+        """
+        hw = self._op.n_slots
+        a1 = float(self._alpha[:hw][self._op.alive].sum())
+        return max(1e-11 * max(1.0, self._qmax * self.C), 4.0 * self._op.row_eps * self._qmax * a1)
 
     # -- the adiabatic move ------------------------------------------------------------------------
     def _move(self, c: int, s: float, target: float, *, to_margin: bool, loo: bool = False,

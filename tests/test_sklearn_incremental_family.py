@@ -26,10 +26,7 @@ def _expected(estimator: Any) -> dict[str, str]:
     if not (isinstance(estimator, IncrementalNuSVC) and estimator.nu == 0.5):
         return {}
     infeasible = "ν = 0.5 is infeasible for this check's labels (33 against 7: νl/2 = 10 > 7); LIBSVM refuses it too"
-    guard = ("the engine's batch fit fails its guard on the C path to ν on this data (RuntimeError); "
-             "fit_method='incremental' solves it")
-    return {"check_estimator_sparse_array": infeasible, "check_estimator_sparse_matrix": infeasible,
-            "check_fit_check_is_fitted": guard, "check_n_features_in": guard}
+    return {"check_estimator_sparse_array": infeasible, "check_estimator_sparse_matrix": infeasible}
 
 
 @parametrize_with_checks([IncrementalOneClassSVM(), IncrementalOneClassSVM(kernel="linear", fit_method="incremental"),
@@ -275,8 +272,6 @@ def test_nu_svc_leave_one_out_equals_brute_force(nu: float) -> None:
     assert m.loo_score() == pytest.approx(loo.score) == pytest.approx(np.mean((brute > 0) == (y == "pos")))
 
 
-@pytest.mark.xfail(raises=RuntimeError, strict=False,
-                   reason="strategies.incremental.IncrementalNuSVC.fit (batch): the C path to ν fails its guard here")
 def test_nu_svc_batch_fit_on_far_blobs_equals_the_incremental_route() -> None:
     # scikit-learn's check_fit_check_is_fitted data: two features around 100, random labels
     rng = np.random.RandomState(42)

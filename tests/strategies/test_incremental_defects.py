@@ -165,3 +165,50 @@ def test_the_guard_repairs_a_corrupted_state() -> None:
     m._b += 1e-3
     m.learn(X[0] + 0.05, y[0])
     assert_optimal(m)
+
+
+def test_nu_svc_batch_fit_on_far_blobs() -> None:
+    # points around (100, 100) (scikit-learn's check_fit_check_is_fitted data): the RBF exponent
+    # −γ(‖x‖² + ‖y‖² − 2x·y) loses digits to cancellation, so every kernel entry carries ~1e-11 and
+    # g = Qα − c + ab that times ‖α‖₁ (≈ 3e4 at the C of ν = 0.5); the guard's tolerance ignored it
+    # and refused the batch fit's correct state (violation 8.0e-9 > 6.2e-9 after the C path to ν)
+    from strategies.incremental import IncrementalNuSVC
+
+    rng = np.random.RandomState(42)
+    X = rng.normal(loc=100, size=(100, 2))
+    y = np.where(rng.randint(low=0, high=2, size=100) == 1, 1.0, -1.0)
+    kernel = Kernel("rbf", gamma=1 / (2 * X.var()))
+    # the operator declares that error (row_eps), and it bounds the entries' distance to K computed
+    # from centred points (RBF is translation invariant: no cancellation there)
+    from qpcore.dynamic import DynamicKernelQ
+
+    op = DynamicKernelQ(kernel)
+    op.append(X, y)
+    Xc = X - X.mean(0)
+    exact = np.exp(-kernel.gamma * ((Xc[:, None, :] - Xc[None, :, :]) ** 2).sum(-1)) * np.outer(y, y)
+    assert op.row_eps > 1e4 * np.finfo(np.float64).eps
+    assert float(np.abs(op.rows(np.arange(100)) - exact).max()) <= op.row_eps
+    batch = IncrementalNuSVC(kernel, nu=0.5).fit(X, y)
+    inc = IncrementalNuSVC(kernel, nu=0.5).fit(X, y, method="incremental")
+    assert batch.stats["guards"] == 0 and inc.stats["guards"] == 0
+    for m in (batch, inc):
+        assert m.current_nu() == pytest.approx(0.5, rel=1e-9)
+        qp = m.qp()
+        _, f_ref = dense_reference(qp)
+        assert qp.objective(m.alpha) == pytest.approx(f_ref, rel=1e-10)
+        assert m.certificate().ok(1e-6)
+    assert batch.C == pytest.approx(inc.C, rel=1e-8)
+    np.testing.assert_allclose(batch.decision_function(X), inc.decision_function(X), atol=1e-6)
+    # the widened tolerance (about 1e-6 here) still catches a wrong state: a wrong-signed g of an
+    # error vector, or α of a margin vector off by 1e-4, is found and re-derived
+    sl = batch._op.slots()
+    e = sl[batch._status[sl] == 2]
+    batch._g[e[0]] = 1e-4
+    batch._ensure("test")
+    assert batch.stats["guards"] == 1
+    mv = sl[batch._status[sl] == 1]
+    batch._alpha[mv[0]] += 1e-4
+    batch._ensure("test")
+    assert batch.stats["guards"] == 2
+    qp = batch.qp()
+    assert qp.objective(batch.alpha) == pytest.approx(dense_reference(qp)[1], rel=1e-10)
