@@ -190,10 +190,9 @@ class FamilyProblem:
         -------
         SVMModel
 
-        Raises
-        ------
-        ProblemError
-            A ν-SVC whose r is not positive (no margin: LIBSVM's decision would be undefined).
+        A ν-SVC whose r is 0 up to rounding (the classes' reduced convex hulls meet: no margin)
+        keeps its coefficients unscaled, where LIBSVM's division would make them infinite; its
+        ``r`` says so.
         """
         x = np.asarray(result.x, dtype=np.float64)
         lam = np.asarray(result.multipliers, dtype=np.float64)
@@ -205,11 +204,13 @@ class FamilyProblem:
             coef = x * self.y
             if self.kind == "nu-svc":
                 r = 0.5 * float(lam[0] + lam[1])
-                if not r > 0.0:
-                    raise ProblemError(f"nu-svc: r = {r:.3g} ≤ 0 at the solution: the classes are not separated "
-                                       "at this ν; take a larger ν")
-                coef = coef / r
-                rho = 0.5 * float(lam[0] - lam[1]) / r
+                rho = 0.5 * float(lam[0] - lam[1])
+                scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
+                if r > 1e-12 * scale:
+                    coef, rho = coef / r, rho / r
+                # else the margin is 0 up to rounding (the classes' reduced hulls meet at this ν):
+                # LIBSVM's division would blow the coefficients up; the model stays unscaled,
+                # the same decisions' signs, and says so with its r
             else:
                 rho = float(lam[0])
         elif self.kind == "one-class":

@@ -204,7 +204,8 @@ class KernelNuSVC(KernelSVC):
         ------
         ValueError
             Bad data or labels, ν outside (0, 1], an infeasible ν for the class balance, an
-            unknown strategy (before any solve starts); a pair whose solution has r ≤ 0.
+            unknown strategy (before any solve starts). A pair whose margin is 0 at the solution
+            (r = 0: the classes' reduced hulls meet) keeps its coefficients unscaled.
         """
         self._check_params()
         nu = float(self.nu)

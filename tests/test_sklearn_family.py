@@ -34,18 +34,10 @@ _EXPECTED_NU_SVC = {"check_sample_weight_equivalence_on_dense_data": _NU_WEIGHTS
                                                       "scale (NuSVC fails the same check)"}
 
 
-_NU_EXACT = ("at ν = 0.5 one class pair of the check's sparse data is degenerate (r = 0 at the optimum: the "
-             "reduced hulls meet), which SMO's free-subspace Newton steps reach and the fit refuses; LIBSVM "
-             "(NuSVC) passes by stopping at the tolerance with a small r > 0")
-
-
 def _expected(est: Any) -> dict[str, str]:
     if est.kernel == "precomputed":
         return {}
-    if isinstance(est, KernelNuSVC):
-        exact = {"check_estimator_sparse_tag": _NU_EXACT} if est.strategy == "smo" else {}
-        return {**_EXPECTED_NU_SVC, **exact}
-    return _EXPECTED
+    return _EXPECTED_NU_SVC if isinstance(est, KernelNuSVC) else _EXPECTED
 
 
 # One-class SVM with INCAS is left out here: it solves exactly, so its margin points' decision
