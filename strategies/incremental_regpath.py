@@ -83,7 +83,7 @@ class RegularizationPath(PathEngine):
                                   n_reserve=int((stv == RESERVE).sum())))
 
         wE = np.where(st[:hw] == ERROR, w, 0.0)
-        u = op.matvec(wE)                          # Q_:E w_E, updated as E changes
+        u = self._error_product(C)                 # Q_:E w_E, updated as E changes
         blocked: set[int] = set()
         S = target = 0.0
         if nu is not None:
@@ -211,12 +211,28 @@ class RegularizationPath(PathEngine):
         self._Cv[:hw] = w * C1
         e = np.flatnonzero(st[:hw] == ERROR)
         alpha[e] = self._Cv[e]
-        # g from scratch, then the guard: never hand back a model that looks solved and is not
-        self.refresh()
+        # the guard: never hand back a model that looks solved and is not (it recomputes g when
+        # the rounding the path's updates gathered nears the tolerance)
         self._ensure("c_path")
         if missed:
             raise RuntimeError("nu_path: ν(C) did not reach the target within the C range searched")
         mark("end", -1)
+        return out
+
+    def _error_product(self, C: float) -> FloatArray:
+        """Q_:E w_E (α_E = w_E C) from the maintained quantities, without a product with Q.
+
+        Qα = g + c − a b over the points (g = Qα − c + a b is kept), and its margin part Q_:M α_M
+        comes from M's buffered rows; what is left is the error vectors' part (reserve points
+        have α = 0). O(|M| n), where a product with Q costs n² kernel entries.
+        """
+        op = self._op
+        hw = op.n_slots
+        Qa = np.where(op.alive, self._g[:hw] + self._lin[:hw] - self._a[:hw] * self._b, 0.0)
+        mem = self._fac.members
+        if mem.size:
+            Qa -= self._alpha[mem] @ self._QM[self._qmrow[mem], :hw]
+        out: FloatArray = Qa / C
         return out
 
     def _loo_values(self, loo_below: float, nu: float | None = None, every: bool = False,

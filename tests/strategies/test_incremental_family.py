@@ -64,7 +64,11 @@ def test_one_class_nu_one_by_one_equals_libsvm(nu: float) -> None:
     agree = np.abs(sk.decision_function(X)) > 1e-6
     np.testing.assert_array_equal(m.predict(X)[agree], sk.predict(X)[agree])
     batch = IncrementalOneClass(RBF, nu=nu).fit(X)
-    np.testing.assert_allclose(batch.alpha, m.alpha, atol=1e-9)
+    ab, am = batch.alpha, m.alpha
+    ab[:3] += ab[37:]                       # the duplicates' shares are not unique: their sums are
+    am[:3] += am[37:]
+    np.testing.assert_allclose(ab[:37], am[:37], atol=1e-9)
+    assert batch.objective() == pytest.approx(m.objective(), rel=1e-12, abs=1e-15)
 
 
 def test_one_class_unlearn_equals_batch_without_the_point() -> None:
