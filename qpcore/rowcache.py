@@ -48,7 +48,8 @@ class RowCache:
         columns of cached rows, as the growing operator does); the slab is zero-filled either way.
     """
 
-    __slots__ = ("budget", "width", "dtype", "slots", "stats", "lend_views", "zeroed", "_map", "_slab", "_free")
+    __slots__ = ("budget", "width", "dtype", "slots", "stats", "lend_views", "zeroed", "_map", "_slab", "_free",
+                 "_where")
 
     def __init__(self, budget: int, width: int, dtype: Any, limit: int, stats: OperatorStats, *,
                  lend_views: bool = True, zeroed: bool = False) -> None:
@@ -62,6 +63,9 @@ class RowCache:
         self._free: list[int] = []
         self.width = 0
         self.slots = 0
+        # row id → slab slot (−1: not cached), beside the LRU map, so that a block of ids is
+        # looked up in one gather rather than one dict access each
+        self._where: IndexArray = np.full(max(0, int(limit)), -1, dtype=np.intp)
         self._shape(int(width), int(limit))
 
     def _shape(self, width: int, limit: int) -> None:
@@ -117,28 +121,34 @@ class RowCache:
             c.move_to_end(i)
             return
         slab = self._storage()
-        pos = self._free.pop() if self._free else c.popitem(last=False)[1]
+        if self._free:
+            pos = self._free.pop()
+        else:
+            old, pos = c.popitem(last=False)
+            self._where[old] = -1
         k = r.shape[0]
         slab[pos, :k] = r
         if k < self.width:
             slab[pos, k:] = 0
         c[i] = pos
+        self._where[i] = pos
 
     def discard(self, i: int) -> None:
         """Forget row i (if cached)."""
         pos = self._map.pop(i, None)
         if pos is not None:
             self._free.append(pos)
+            self._where[i] = -1
 
     def positions(self, ids: IndexArray) -> IndexArray:
         """The slab slot of each id (−1 where not cached), LRU order unchanged."""
-        get = self._map.get
-        return np.fromiter((get(int(k), -1) for k in ids), dtype=np.intp, count=ids.size)
+        out: IndexArray = self._where[np.asarray(ids, dtype=np.intp)]
+        return out
 
     def entries(self) -> tuple[IndexArray, IndexArray]:
-        """(ids, slots) of the cached rows, least recently used first."""
-        c = self._map
-        return (np.fromiter(c.keys(), dtype=np.intp, count=len(c)), np.fromiter(c.values(), dtype=np.intp, count=len(c)))
+        """(ids, slots) of the cached rows, by ascending id."""
+        ids = np.flatnonzero(self._where >= 0).astype(np.intp)
+        return ids, self._where[ids]
 
     @property
     def slab(self) -> NDArray[Any]:
@@ -153,6 +163,7 @@ class RowCache:
         keep = old[len(old) - self.slots:] if self.slots else []
         self._slab = None
         self._map = OrderedDict()
+        self._where = np.full(max(0, int(limit)), -1, dtype=np.intp)
         if not keep or old_slab is None:
             return
         slab = self._storage()
@@ -161,4 +172,5 @@ class RowCache:
         if w < self.width and not self.zeroed:
             slab[:len(keep), w:] = 0
         self._map = OrderedDict((i, k) for k, (i, _) in enumerate(keep))
+        self._where[np.fromiter((i for i, _ in keep), dtype=np.intp, count=len(keep))] = np.arange(len(keep))
         self._free = list(range(self.slots - 1, len(keep) - 1, -1))

@@ -134,7 +134,7 @@ class IncrementalOneClass(RegularizationPath):
         pid = self._add_point(row, 1.0, self.C, self._lin_value, 1.0)
         self.stats["learned"] += 1
         if self.nu is not None:
-            self._c_path(self._C_for(self.n))
+            self._c_path(self._C_for(self.n), check=False)    # checked once, below
         self._tick()
         self._ensure("learn")
         return pid

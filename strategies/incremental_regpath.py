@@ -56,7 +56,7 @@ class RegularizationPath(PathEngine):
 
     # -- the regularization path ---------------------------------------------------------------------
     def _c_path(self, C1: float, nu: float | None = None, *, count: int | None = None,
-                guard: bool = True) -> list[Breakpoint]:
+                guard: bool = True, check: bool = True) -> list[Breakpoint]:
         """Move C exactly from its current value to ``C1`` (up or down), scaling every C_i with it.
 
         α_E = C_i·(C/C₀) moves with C, the margin α and b through M's factor (the right-hand side's
@@ -65,7 +65,8 @@ class RegularizationPath(PathEngine):
         only the far end searched; ``count``: the l of ν(C), default the number of points; a
         point left a candidate at α = 0 stays out). Leaves the state solved at the C reached
         (:attr:`C`); ``guard=False`` skips the closing refresh and check (leave-one-out's inner
-        paths, whose candidate the check would reject; the snapshot restores the state after).
+        paths, whose candidate the check would reject; the snapshot restores the state after);
+        ``check=False`` leaves only the check to a caller that makes it next.
         """
         op = self._op
         hw = op.n_slots
@@ -213,7 +214,8 @@ class RegularizationPath(PathEngine):
         alpha[e] = self._Cv[e]
         # the guard: never hand back a model that looks solved and is not (it recomputes g when
         # the rounding the path's updates gathered nears the tolerance)
-        self._ensure("c_path")
+        if check:
+            self._ensure("c_path")
         if missed:
             raise RuntimeError("nu_path: ν(C) did not reach the target within the C range searched")
         mark("end", -1)
@@ -231,7 +233,10 @@ class RegularizationPath(PathEngine):
         Qa = np.where(op.alive, self._g[:hw] + self._lin[:hw] - self._a[:hw] * self._b, 0.0)
         mem = self._fac.members
         if mem.size:
-            Qa -= self._alpha[mem] @ self._QM[self._qmrow[mem], :hw]
+            # M's rows are the buffer's first rows (in any order): weight them in place, no gather
+            coef = np.zeros(self._nq)
+            coef[self._qmrow[mem]] = self._alpha[mem]
+            Qa -= coef @ self._QM[:self._nq, :hw]
         out: FloatArray = Qa / C
         return out
 
