@@ -401,26 +401,6 @@ class IncrementalSVM(RegularizationPath):
 
     # -- reading the model -------------------------------------------------------------------------
     @property
-    def n(self) -> int:
-        """Number of points held."""
-        return self._op.n_alive
-
-    @property
-    def ids(self) -> NDArray[np.int64]:
-        """Ids of the points, in the order of :meth:`qp`'s variables (ascending slots)."""
-        return self._id[self._op.slots()].copy()
-
-    @property
-    def alpha(self) -> FloatArray:
-        """α over the points (the order of :attr:`ids`)."""
-        return self._alpha[self._op.slots()].copy()
-
-    @property
-    def bias(self) -> float:
-        """b in f(x) = Σ α_j y_j K(x_j, x) + b."""
-        return self._b
-
-    @property
     def y(self) -> FloatArray:
         """The ±1 labels (the order of :attr:`ids`)."""
         return self._op.s_buffer[self._op.slots()].copy()

@@ -275,26 +275,6 @@ class IncrementalOneClass(RegularizationPath):
             raise ProblemError(f"no model yet: {self.n} points at C = {self.C} cannot hold Σα = 1 (need l·C ≥ 1)")
 
     @property
-    def n(self) -> int:
-        """Number of points held."""
-        return self._op.n_alive
-
-    @property
-    def ids(self) -> NDArray[np.int64]:
-        """Ids of the points, in the order of :meth:`qp`'s variables."""
-        return self._id[self._op.slots()].copy()
-
-    @property
-    def alpha(self) -> FloatArray:
-        """α over the points (Σα = 1; the order of :attr:`ids`)."""
-        return self._alpha[self._op.slots()].copy()
-
-    @property
-    def bias(self) -> float:
-        """b, the multiplier of Σα = 1 (g = Kα − c + b)."""
-        return self._b
-
-    @property
     def libsvm_alpha(self) -> FloatArray:
         """LIBSVM's one-class α = α/C (in [0, 1], Σ = ν l when C = 1/(ν l))."""
         return self.alpha / self.C

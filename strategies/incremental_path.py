@@ -789,6 +789,26 @@ class PathEngine:
         res = solve(qp, SMO(), x0, tol=batch_tol * scale, max_iter=max(10_000, 50 * n))
         self._polish(slots, np.asarray(res.x, dtype=np.float64), -float(res.multipliers[0]))
 
+    @property
+    def n(self) -> int:
+        """Number of points held."""
+        return self._op.n_alive
+
+    @property
+    def ids(self) -> NDArray[np.int64]:
+        """Ids of the points, in the order of :meth:`qp`'s variables (ascending slots)."""
+        return self._id[self._op.slots()].copy()
+
+    @property
+    def alpha(self) -> FloatArray:
+        """α over the points (the order of :attr:`ids`)."""
+        return self._alpha[self._op.slots()].copy()
+
+    @property
+    def bias(self) -> float:
+        """b, the equality's multiplier in g = Qα − c + a b (the C-SVC's bias: f(x) = Σ α_j y_j K(x_j, x) + b)."""
+        return self._b
+
     def qp(self) -> QP:
         """The dual over the current points as a ``qpcore.QP`` (x = :attr:`alpha`, static KernelQ)."""
         Q, sl = self._op.snapshot()
@@ -796,7 +816,7 @@ class PathEngine:
         return QP(Q, -self._lin[sl], np.zeros(n), self._Cv[sl].copy(), self._a[sl][None, :], np.array([self._beq]))
 
     def objective(self) -> float:
-        """The dual objective ½αᵀQα − eᵀα, from the problem."""
+        """The dual objective ½αᵀQα − cᵀα, from the problem."""
         return self.qp().objective(self._alpha[self._op.slots()])
 
     def certificate(self) -> KKT:
