@@ -521,7 +521,27 @@ class KernelOneClassSVM(OutlierMixin, _KernelFamily):  # type: ignore[misc]
         return np.where(self._decision(X) > 0, 1, -1).astype(np.int64)
 
 
-class KernelSVR(RegressorMixin, _KernelFamily):  # type: ignore[misc]
+class _KernelRegressor(RegressorMixin, _KernelFamily):  # type: ignore[misc]
+    """What ε-SVR and ν-SVR share: real targets, and a prediction that is the decision value."""
+
+    _regression: ClassVar[bool] = True
+
+    def predict(self, X: Any) -> FloatArray:
+        """Predicted values Σ (α_i − α*_i) K(x_i, x) − rho.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Points (precomputed kernel: K(X, training points)).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._decision(X)
+
+
+class KernelSVR(_KernelRegressor):
     """ε-support vector regression (LIBSVM's ε-SVR, ``sklearn.svm.SVR``) solved by any qpcore strategy.
 
     The dual over [α; α*] (:func:`problems.svm_family.epsilon_svr`: 2l variables served from l
@@ -566,7 +586,6 @@ class KernelSVR(RegressorMixin, _KernelFamily):  # type: ignore[misc]
         As in :class:`KernelOneClassSVM`.
     """
 
-    _regression: ClassVar[bool] = True
 
     def __init__(self, kernel: str = "rbf", degree: int = 3, gamma: str | float = "scale", coef0: float = 0.0,
                  tol: float = 1e-3, C: float = 1.0, epsilon: float = 0.1, shrinking: bool = True,
@@ -622,22 +641,8 @@ class KernelSVR(RegressorMixin, _KernelFamily):  # type: ignore[misc]
         self._fit(X, y, sample_weight)
         return self
 
-    def predict(self, X: Any) -> FloatArray:
-        """Predicted values Σ (α_i − α*_i) K(x_i, x) − rho.
 
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Points (precomputed kernel: K(X, training points)).
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self._decision(X)
-
-
-class KernelNuSVR(RegressorMixin, _KernelFamily):  # type: ignore[misc]
+class KernelNuSVR(_KernelRegressor):
     """ν-support vector regression (LIBSVM's ν-SVR, ``sklearn.svm.NuSVR``) solved by any qpcore strategy.
 
     The ε-SVR's doubled dual with c = [−y; y] and two groups, Σα = Σα* = Cνl/2
@@ -677,7 +682,6 @@ class KernelNuSVR(RegressorMixin, _KernelFamily):  # type: ignore[misc]
         As in :class:`KernelOneClassSVM`.
     """
 
-    _regression: ClassVar[bool] = True
 
     def __init__(self, nu: float = 0.5, C: float = 1.0, kernel: str = "rbf", degree: int = 3,
                  gamma: str | float = "scale", coef0: float = 0.0, shrinking: bool = True, tol: float = 1e-3,
@@ -734,17 +738,3 @@ class KernelNuSVR(RegressorMixin, _KernelFamily):  # type: ignore[misc]
         """
         self._fit(X, y, sample_weight)
         return self
-
-    def predict(self, X: Any) -> FloatArray:
-        """Predicted values Σ (α_i − α*_i) K(x_i, x) − rho.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Points (precomputed kernel: K(X, training points)).
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self._decision(X)
