@@ -586,7 +586,6 @@ class KernelSVR(_KernelRegressor):
         As in :class:`KernelOneClassSVM`.
     """
 
-
     def __init__(self, kernel: str = "rbf", degree: int = 3, gamma: str | float = "scale", coef0: float = 0.0,
                  tol: float = 1e-3, C: float = 1.0, epsilon: float = 0.1, shrinking: bool = True,
                  cache_size: float = 200, max_iter: int = -1, strategy: str | Strategy = "smo",
@@ -681,7 +680,6 @@ class KernelNuSVR(_KernelRegressor):
     fit_status_, shape_fit_, n_iter_, result_, status_, n_features_in_ :
         As in :class:`KernelOneClassSVM`.
     """
-
 
     def __init__(self, nu: float = 0.5, C: float = 1.0, kernel: str = "rbf", degree: int = 3,
                  gamma: str | float = "scale", coef0: float = 0.0, shrinking: bool = True, tol: float = 1e-3,
