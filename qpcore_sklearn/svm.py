@@ -229,6 +229,24 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             w[hit[0]] = float(weight)
         return w
 
+    def _validated(self, X: Any, y: Any, sample_weight: Any) -> tuple[Any, NDArray[np.intp], FloatArray]:
+        """Checked data, class indices (setting ``classes_``, at least two) and sample weights (≥ 0)."""
+        sparse_ok = self.kernel != "precomputed"
+        X, y = validate_data(self, X, y, accept_sparse="csr" if sparse_ok else False, dtype=np.float64,
+                             order="C")
+        check_classification_targets(y)
+        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
+            raise ValueError(f"X: a precomputed kernel must be square (n_samples × n_samples), got {X.shape}")
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if (sw < 0).any():
+            raise ValueError("sample_weight: negative weights are not allowed")
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        k = self.classes_.size
+        if k < 2:
+            raise ValueError(f"y: the training data must hold at least two classes, got {k} class: "
+                             f"{self.classes_.tolist()}")
+        return X, y_idx.astype(np.intp), np.asarray(sw, dtype=np.float64)
+
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> KernelSVC:
         """Fit the classifier.
 
@@ -254,20 +272,8 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         """
         self._check_params()
         strategy = make_strategy(self.strategy)
-        sparse_ok = self.kernel != "precomputed"
-        X, y = validate_data(self, X, y, accept_sparse="csr" if sparse_ok else False, dtype=np.float64,
-                             order="C")
-        check_classification_targets(y)
-        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
-            raise ValueError(f"X: a precomputed kernel must be square (n_samples × n_samples), got {X.shape}")
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if (sw < 0).any():
-            raise ValueError("sample_weight: negative weights are not allowed")
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        X, y_idx, sw = self._validated(X, y, sample_weight)
         k = self.classes_.size
-        if k < 2:
-            raise ValueError(f"y: the training data must hold at least two classes, got {k} class: "
-                             f"{self.classes_.tolist()}")
         C_i = float(self.C) * self._class_weights(y_idx, k)[y_idx] * sw
         keep = C_i > 0
         if np.unique(y_idx[keep]).size < 2:

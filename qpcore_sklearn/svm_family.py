@@ -19,7 +19,6 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, OutlierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 import qpcore
@@ -210,21 +209,8 @@ class KernelNuSVC(KernelSVC):
         self._check_params()
         nu = float(self.nu)
         strategy = make_strategy(self.strategy)
-        sparse_ok = self.kernel != "precomputed"
-        X, y = validate_data(self, X, y, accept_sparse="csr" if sparse_ok else False, dtype=np.float64,
-                             order="C")
-        check_classification_targets(y)
-        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
-            raise ValueError(f"X: a precomputed kernel must be square (n_samples × n_samples), got {X.shape}")
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if (sw < 0).any():
-            raise ValueError("sample_weight: negative weights are not allowed")
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
-        y_idx = y_idx.astype(np.intp)
+        X, y_idx, sw = self._validated(X, y, sample_weight)
         k = self.classes_.size
-        if k < 2:
-            raise ValueError(f"y: the training data must hold at least two classes, got {k} class: "
-                             f"{self.classes_.tolist()}")
         self._class_weights(y_idx, k)       # checked as NuSVC checks it; ν-SVC has no C to weigh
         keep = sw > 0
         gamma = self._gamma_value(X)
