@@ -39,7 +39,7 @@ __all__ = ["LOAD_MARGIN", "LOAD_TAU", "LoadMeter", "OTHERS_MARGIN", "PeakMemory"
            "add_run_arguments", "append_jsonl", "blas_threads", "blas_threads_under", "busy_seconds", "clean",
            "default_blas_threads", "fmt_exp", "fmt_flag", "fmt_loads", "fmt_ratio", "fmt_seconds",
            "fmt_summary_seconds", "in_child", "interleave", "load_store", "log", "machine_info", "markdown_table",
-           "median", "now_iso", "pin_blas_threads", "process_cpu", "ratio_stats", "read_jsonl",
+           "median", "now_iso", "summarize_runs", "pin_blas_threads", "process_cpu", "ratio_stats", "read_jsonl",
            "command_line", "need_sklearn", "resolve_run_arguments", "run_study", "save_row", "settle", "Study", "study_parser", "thread_limit", "thread_list_from_argv", "threads_from_argv",
            "timed"]
 
@@ -699,3 +699,20 @@ def need_sklearn(study: str, anchor: str) -> bool:
         log(f"benchmarks.{study}: scikit-learn is needed for the {anchor} anchor: pip install '.[bench]'")
         return False
     return True
+
+
+def summarize_runs(runs: list[dict[str, Any]], keep: tuple[str, ...] = ("x",)) -> dict[str, Any]:
+    """Median, min, max of the run times; loads; the median run's status, counts and ``keep`` keys
+    (its point ``x`` by default, kept for judging)."""
+    secs = [r["seconds"] for r in runs]
+    ok = [r for r in runs if math.isfinite(r["seconds"])]
+    med = median(secs) if secs else float("nan")
+    mid = min(ok, key=lambda r: abs(r["seconds"] - med)) if ok else (runs[0] if runs else {})
+    out = {"runs": len(runs), "times": [round(s, 4) if math.isfinite(s) else None for s in secs],
+           "seconds": med, "min": min(secs) if secs else None, "max": max(secs) if secs else None,
+           "loads": [r.get("load") for r in runs], "loaded": any(r.get("load", {}).get("loaded") for r in runs),
+           "status": mid.get("status"), "iterations": mid.get("iterations"), "n_sv": mid.get("n_sv"),
+           "peak_mb": max((r.get("peak_mb", 0.0) for r in runs), default=None),
+           "blas_threads": mid.get("blas_threads")}
+    out.update({k: mid.get(k) for k in keep})
+    return out

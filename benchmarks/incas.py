@@ -82,6 +82,7 @@ from benchmarks.harness import (  # noqa: E402
     run_study,
     study_parser,
     thread_limit,
+    summarize_runs,
 )
 
 SEED = 12                      # the subsets: rows default_rng(SEED).permutation(n_adult)[:n]
@@ -316,20 +317,6 @@ def run_ours(Xin: Any, y: np.ndarray, spec: Spec, solver: str, threads: int, ctx
     return out
 
 
-def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Median, min, max of the run times; loads; the median run's point (x kept for judging)."""
-    secs = [r["seconds"] for r in runs]
-    ok = [r for r in runs if math.isfinite(r["seconds"])]
-    med = median(secs) if secs else float("nan")
-    mid = min(ok, key=lambda r: abs(r["seconds"] - med)) if ok else (runs[0] if runs else {})
-    return {"runs": len(runs), "times": [round(s, 4) if math.isfinite(s) else None for s in secs],
-            "seconds": med, "min": min(secs) if secs else None, "max": max(secs) if secs else None,
-            "loads": [r.get("load") for r in runs], "loaded": any(r.get("load", {}).get("loaded") for r in runs),
-            "status": mid.get("status"), "iterations": mid.get("iterations"), "n_sv": mid.get("n_sv"),
-            "peak_mb": max((r.get("peak_mb", 0.0) for r in runs), default=None),
-            "blas_threads": mid.get("blas_threads"), "x": mid.get("x")}
-
-
 # ---------------------------------------------------------------------------------------------
 # Batch rows: hard regime, weak regime
 # ---------------------------------------------------------------------------------------------
@@ -401,7 +388,7 @@ def bench_batch(src: Source, spec: Spec, solvers: list[str], ctx: Ctx) -> dict[s
     f_ref, ref_by = min(objs) if objs else (None, None)
     anchor = runs["libsvm"]
     for k, rs in runs.items():
-        sm = summarize(rs)
+        sm = summarize_runs(rs)
         mid = next((r for r in rs if r.get("x") is sm["x"]), None)
         jd = mid.get("judge") if mid else None
         sm.pop("x", None)
@@ -670,7 +657,7 @@ def bench_loo(src: Source, sz: Sizes, ctx: Ctx) -> dict[str, Any]:
             fns[f"exact LOO@{t}"] = partial(run_our_loo, Xin, y, spec, ctx, t)
     runs = interleave(ctx, fns, "loo")
     br = runs["libsvm brute force"]
-    bs = summarize(br)
+    bs = summarize_runs(br)
     bs.pop("x", None)
     bs["errors"] = br[0].get("errors")
     bs["refits"] = br[0].get("refits")
@@ -680,7 +667,7 @@ def bench_loo(src: Source, sz: Sizes, ctx: Ctx) -> dict[str, Any]:
         ours: dict[str, Any] = {}
         for t in ctx.threads:
             rs = runs[f"exact LOO@{t}"]
-            s = summarize(rs)
+            s = summarize_runs(rs)
             s.pop("x", None)
             s.update(ratio_stats(rs, br) if len(br) == len(rs) else ratio_stats(rs, br))
             s["errors"] = rs[0]["errors"]

@@ -95,7 +95,6 @@ from benchmarks.harness import (  # noqa: E402
     interleave,
     log,
     machine_info,
-    median,
     need_sklearn,
     now_iso,
     ratio_stats,
@@ -103,7 +102,9 @@ from benchmarks.harness import (  # noqa: E402
     run_study,
     study_parser,
     thread_limit,
+    summarize_runs,
 )
+from benchmarks.svm import judge  # noqa: E402
 
 SEED = 25                      # the adult subsets: rows default_rng(SEED).permutation(n_adult)[:n]
 REF_TOL = 1e-9                 # the tight reference solve
@@ -320,12 +321,6 @@ def eval_qp(spec: Spec, X: Any, y: np.ndarray) -> Any:
     return spec.build(X, y, cache_bytes=0, dtype=np.float64).qp
 
 
-def judge(qp: Any, x: np.ndarray) -> dict[str, float]:
-    from benchmarks.svm import judge as _judge
-
-    return _judge(qp, np.asarray(x, dtype=np.float64))
-
-
 def n_support(x: np.ndarray, n: int) -> int:
     """Points with a nonzero coefficient (α_i, or α_i − α*_i over the 2l variables of a regression),
     as LIBSVM counts its support vectors."""
@@ -390,20 +385,6 @@ def run_ours(spec: Spec, Xin: Any, y: np.ndarray, solver: str, threads: int, ctx
     return {"seconds": seconds, "x": x, "status": str(res.status), "iterations": int(res.iterations),
             "kkt_gap_solve": float(res.kkt.gap), "n_sv": n_support(x, y.size), "peak_mb": mem.peak_mb,
             "blas_threads": eff}
-
-
-def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Median, min, max of the run times; loads; the median run's point (x kept for judging)."""
-    secs = [r["seconds"] for r in runs]
-    ok = [r for r in runs if math.isfinite(r["seconds"])]
-    med = median(secs) if secs else float("nan")
-    mid = min(ok, key=lambda r: abs(r["seconds"] - med)) if ok else (runs[0] if runs else {})
-    return {"runs": len(runs), "times": [round(s, 4) if math.isfinite(s) else None for s in secs],
-            "seconds": med, "min": min(secs) if secs else None, "max": max(secs) if secs else None,
-            "loads": [r.get("load") for r in runs], "loaded": any(r.get("load", {}).get("loaded") for r in runs),
-            "status": mid.get("status"), "iterations": mid.get("iterations"), "n_sv": mid.get("n_sv"),
-            "peak_mb": max((r.get("peak_mb", 0.0) for r in runs), default=None),
-            "blas_threads": mid.get("blas_threads"), "x": mid.get("x"), "judge": mid.get("judge")}
 
 
 def reference(spec: Spec, X: Any, y: np.ndarray, qp: Any, ctx: Ctx) -> tuple[str, float | None]:
@@ -472,7 +453,7 @@ def bench_problem(spec: Spec, src: Source, tol: float, solvers: list[str], ctx: 
     anchor = runs["libsvm"]
     judged: dict[str, dict[str, Any]] = {}
     for k, rs in runs.items():
-        sm = summarize(rs)
+        sm = summarize_runs(rs, keep=("x", "judge"))
         jd = sm.pop("judge")
         sm.pop("x", None)
         sm["objective"] = jd["objective"] if jd else None
@@ -577,16 +558,14 @@ def bench_incremental(src: Source, sz: Sizes, ctx: Ctx) -> dict[str, Any]:
         runs = interleave(ctx, fns, "incremental", anchor="libsvm")
     finally:
         ctx.repeat = saved
-    lib = summarize(runs["libsvm"])
+    lib = summarize_runs(runs["libsvm"])
     lib.pop("x", None)
-    lib.pop("judge", None)
     out["libsvm_refit"] = dict(lib, tol=1e-3, rows=n0 + 1)
     if model is not None:
         learn_s: dict[str, Any] = {}
         for t in ctx.threads:
-            sm = summarize(runs[f"learn@{t}"])
+            sm = summarize_runs(runs[f"learn@{t}"])
             sm.pop("x", None)
-            sm.pop("judge", None)
             sm["speedup"] = lib["seconds"] / sm["seconds"] if sm["seconds"] and math.isfinite(lib["seconds"]) else None
             sm["bar"] = bool(sm["speedup"] is not None and sm["speedup"] >= BAR["incremental"])
             learn_s[str(t)] = sm
