@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
 from strategies.incremental_path import ERROR, MARGIN, RESERVE
-from strategies.incremental_regpath import Breakpoint, RegularizationPath
+from strategies.incremental_regpath import Breakpoint, NuNotReached, RegularizationPath
 
 FloatArray = NDArray[np.float64]
 
@@ -384,11 +384,10 @@ class IncrementalSVM(RegularizationPath):
                 try:
                     out += self._c_path(far, nu)
                     break
-                except RuntimeError as exc:
+                except NuNotReached:
                     # the walk ended at its far end, or lost digits of ν(C) = eᵀα/(C l) on the way
                     # from a very large C: walk on from where it stopped
-                    if "did not reach" not in str(exc):
-                        raise
+                    pass
             else:
                 raise ProblemError(f"nu: {nu} is out of reach of ν(C) for these points (below every ν(C): "
                                    f"the C path went to C = {self.C:.3g}, ν = {self._nu_now():.6g})")

@@ -22,7 +22,7 @@ from strategies.incremental_path import ERROR, MARGIN, RESERVE, PathEngine, entr
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["Breakpoint", "RegularizationPath"]
+__all__ = ["Breakpoint", "NuNotReached", "RegularizationPath"]
 
 
 @attrs.frozen
@@ -48,6 +48,10 @@ class Breakpoint:
     n_margin: int
     n_error: int
     n_reserve: int
+
+
+class NuNotReached(RuntimeError):
+    """A C path with a target ν ended (at its far end, or with digits of ν(C) lost) short of it."""
 
 
 class RegularizationPath(PathEngine):
@@ -202,7 +206,7 @@ class RegularizationPath(PathEngine):
         missed = nu is not None and abs(S - target * C) > 1e-9 * (S + target * C)
         if not guard:
             if missed:
-                raise RuntimeError("nu_path: ν(C) did not reach the target within the C range searched")
+                raise NuNotReached("nu_path: ν(C) did not reach the target within the C range searched")
             self.C = C1
             self._Cv[:hw] = w * C1
             e = np.flatnonzero(st[:hw] == ERROR)
@@ -217,7 +221,7 @@ class RegularizationPath(PathEngine):
         if check:
             self._ensure("c_path")
         if missed:
-            raise RuntimeError("nu_path: ν(C) did not reach the target within the C range searched")
+            raise NuNotReached("nu_path: ν(C) did not reach the target within the C range searched")
         mark("end", -1)
         return out
 
