@@ -362,10 +362,13 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
                    or cert.duality_gap <= strategy.tol_abs)
     else:
         gap_met = cert.measure <= tol * (1 + 1e-9) + 1e-12
-    if status is Status.CONVERGED:
-        if not cert.feasible(feas_tol):
-            status = Status.INFEASIBLE       # optimal-looking but off the feasible set: never a solution
-        elif not gap_met:
+    stopped_by = status
+    if not cert.feasible(feas_tol) and status not in (Status.UNBOUNDED, Status.NONFINITE):
+        # off the feasible set: never a solution, nor a "best point" to stop at, whatever ended the
+        # run (a limit, a stall); what ended it stays in stats["stopped_by"]
+        status = Status.INFEASIBLE
+    elif status is Status.CONVERGED:
+        if not gap_met:
             # the strategy's incremental gradient drifted; say so rather than claim convergence
             status = Status.STALLED
         elif state.nonconvex:
@@ -379,6 +382,7 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         "cache_misses": Qs.cache_misses,
         "gradient_drift": max_abs_diff(g, state.g) if certify else float("nan"),
         "x0_moved": x0_moved,
+        "stopped_by": stopped_by.code,
         **state.counters,
     }
     if keep_state == "none":
