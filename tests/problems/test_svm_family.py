@@ -219,7 +219,7 @@ def _family_problem(draw: Any) -> FamilyProblem:
     if kind == "nu-svc":
         y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
         rng.shuffle(y)
-        return nu_svc(X, y, nu, kernel)
+        return nu_svc(X, y, min(nu, 2.0 * (n // 2) / n), kernel)     # feasible for the class balance
     if kind == "one-class":
         return one_class(X, nu, kernel)
     if kind == "svdd":
@@ -236,7 +236,7 @@ def test_every_strategy_certifies_every_formulation(P: FamilyProblem, name: str,
     strat = make(name)
     if strat.accepts(P.qp) is not None:
         return
-    res = solve(P.qp, strat, x0=P.x0 if warm else None, tol=1e-7, max_iter=100_000)
+    res = solve(P.qp, strat, x0=P.x0 if warm else None, tol=1e-7, max_iter=100_000, time_limit=5.0)
     cert = kkt(P.qp, res.x)
     scale = max(1.0, float(np.abs(P.qp.c).max()), float(P.qp.Q.diag().max()) * float(P.qp.ub.max()))
     if res.status.name == "CONVERGED":
@@ -244,6 +244,11 @@ def test_every_strategy_certifies_every_formulation(P: FamilyProblem, name: str,
         ref_x, _ = dense_reference(P.qp)
         obj, best = P.qp.objective(res.x), P.qp.objective(ref_x)
         assert obj <= best + 1e-6 * max(1.0, abs(best)) * scale, (name, P.kind, obj, best)
+    elif res.status.name == "INFEASIBLE":
+        # the status says what the certificate says (GPCG stalls off the feasible set on poly
+        # kernels with entries near 1e10)
+        assert not cert.feasible(), (name, P.kind, cert.primal)
     else:
-        # an honest status: not converged means the certificate says so too
-        assert not (cert.feasible() and cert.measure <= 1e-7 * scale) or res.status.name != "FAILED"
+        # a run that stops short says which limit (or what) it met and returns a feasible best point
+        assert res.status.name in ("MAX_ITER", "TIME_LIMIT", "STALLED", "NONCONVEX"), (name, P.kind, res.status)
+        assert cert.feasible(), (name, P.kind, cert.primal)
