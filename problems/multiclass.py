@@ -10,6 +10,7 @@ the one-problem case. The scikit-learn estimator and the command line both build
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal
 
 import attrs
@@ -189,7 +190,7 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
                      strategy: Strategy, *, scheme: Scheme = "ovo", tol: float = 1e-3, max_iter: int | None = None,
                      time_limit: float | None = None, reporter: Reporter | None = None,
                      cache_bytes: int = 200 << 20, x0: list[FloatArray] | None = None,
-                     nu: float | None = None) -> Trained:
+                     nu: float | None = None, deadline: float | None = None) -> Trained:
     """Train one C-SVC (or ν-SVC) per binary problem and collect them.
 
     Parameters
@@ -216,6 +217,10 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
     nu : float, optional
         Train ν-SVCs (:func:`problems.svm_family.nu_svc`, LIBSVM's ``-s 1``) with this ν for every
         pair instead of C-SVCs; C then only says which points take part (C > 0).
+    deadline : float, optional
+        A ``time.perf_counter()`` instant: each problem's time limit is at most the time left
+        until it (a problem started after it gets a token limit and returns its start), so a
+        caller can bound the whole sequence of problems, not each one.
 
     Returns
     -------
@@ -261,7 +266,11 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
         else:
             prob = nu_svc(Xp, labels, nu, kernel, cache_bytes=cache_bytes)
             start = prob.x0 if start is None else start
-        res = qpcore.solve(prob.qp, strategy, x0=start, tol=tol, max_iter=max_iter, time_limit=time_limit,
+        limit = time_limit
+        if deadline is not None:
+            left = max(deadline - time.perf_counter(), 1e-6)
+            limit = left if limit is None else min(limit, left)
+        res = qpcore.solve(prob.qp, strategy, x0=start, tol=tol, max_iter=max_iter, time_limit=limit,
                            reporter=reporter)
         m = prob.decode(res)
         models.append((rows[m.support], np.asarray(m.dual_coef, dtype=np.float64), float(m.bias)))
