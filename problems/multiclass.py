@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 import qpcore
 from problems.asvm import asvm_dual
+from problems.probability import proba_from_raw
 from problems.risk import hinge_svm
 from problems.svm import SVMProblem, csvc
 from problems.svm_family import FamilyProblem, check_nu, nu_svc
@@ -107,6 +108,9 @@ class MulticlassSVM:
         α_i y_i of each support vector in each problem (0 where it takes no part).
     bias : ndarray of shape (n_problems,)
         b of each problem: its decision value is Σ_i D_ip K(sv_i, x) + b_p, positive for class i.
+    prob_a, prob_b : ndarray of shape (n_problems,) or None
+        Platt's sigmoid of each one-vs-one problem, P(class i) = 1/(1 + exp(A·f + B))
+        (:func:`problems.probability.calibrate`); None: no probabilities.
     """
 
     classes: NDArray[Any]
@@ -118,6 +122,8 @@ class MulticlassSVM:
     sv: Any
     D: FloatArray
     bias: FloatArray
+    prob_a: FloatArray | None = None
+    prob_b: FloatArray | None = None
 
     @property
     def n_classes(self) -> int:
@@ -163,6 +169,30 @@ class MulticlassSVM:
         """Predicted labels (values of ``classes``) for the rows of X."""
         out: NDArray[Any] = self.classes[self.predict_index(self.raw(X))]
         return out
+
+    def predict_proba(self, X: Any) -> FloatArray:
+        """Class probabilities (n, n_classes), LIBSVM's: each pair's sigmoid, coupled for more
+        than two classes (:func:`problems.probability.proba_from_raw`).
+
+        Parameters
+        ----------
+        X : ndarray or csr_matrix
+            Points, as for :meth:`raw`.
+
+        Returns
+        -------
+        ndarray of shape (n, n_classes)
+            Rows sum to 1; column k is ``classes[k]``.
+
+        Raises
+        ------
+        ProblemError
+            When the model has no sigmoids (``prob_a``/``prob_b`` unset) or is one-vs-rest.
+        """
+        if self.prob_a is None or self.prob_b is None:
+            raise ProblemError("this model has no probabilities: train it with probability calibration "
+                               "(problems.probability.calibrate; qpcore train -b 1, probability=True)")
+        return proba_from_raw(self.raw(X), self.prob_a, self.prob_b, self.pairs, self.n_classes)
 
 
 @attrs.frozen(eq=False)
