@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import time
-from typing import Any, Callable, Literal, Protocol, TypeVar
+from typing import Any, Callable, Literal, ParamSpec, Protocol, TypeVar
 
 import attrs
 import numpy as np
@@ -15,6 +16,7 @@ from qpcore.projection import bound_start, feasible_start
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result, State, Status, Work
 from qpcore.strategy import Strategy
+from qpcore.threads import blas_threads
 from qpcore.vectors import all_finite, is_distributed, max_abs_diff, same_point
 
 FloatArray = NDArray[np.float64]
@@ -222,12 +224,33 @@ def iterate(qp: QP, strategy: Strategy, state: State, *, max_iter: int | None = 
     return status
 
 
+P = ParamSpec("P")
+
+
+def _blas_limited(run: Callable[P, Result]) -> Callable[P, Result]:
+    """``run`` with the BLAS pools sized by :func:`qpcore.threads.blas_threads` (its ``threads``
+    keyword) and restored after; the decision goes to ``stats["blas_threads"]`` and its reason."""
+
+    @functools.wraps(run)
+    def limited(*args: P.args, **kwargs: P.kwargs) -> Result:
+        threads = kwargs.get("threads")
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise ProblemError(f"threads: must be an integer ≥ 1 or None, got {threads!r}")
+        with blas_threads(threads) as decision:
+            result = run(*args, **kwargs)
+        result.stats.update(decision.stats())
+        return result
+
+    return limited
+
+
+@_blas_limited
 def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None = None, *, tol: float = 1e-3,
           max_iter: int | None = None, time_limit: float | None = None,
           callback: Callable[[Progress], bool | None] | None = None, callback_every: int = 1,
           reporter: Reporter | None = None, certify: bool = True, x0_policy: str = "project",
           feas_tol: float = DEFAULT_FEAS_TOL, resume: Result | None = None,
-          keep_state: Literal["resume", "all", "none"] = "resume") -> Result:
+          keep_state: Literal["resume", "all", "none"] = "resume", threads: int | None = None) -> Result:
     """Run ``strategy`` on ``qp`` until converged or a limit is hit.
 
     Parameters
@@ -276,6 +299,12 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         buffer, factor or view of Q, and so no kernel row cache, outlives the run through the
         result). ``"all"``: everything, as the last step left it (to inspect a run); ``"none"``:
         no work state.
+    threads : int, optional
+        BLAS threads for the run (every pool: numpy's and scipy's OpenBLAS), restored after it.
+        None (default): the cores free now, unless the user set ``OMP_NUM_THREADS`` or the like
+        (:func:`qpcore.threads.decide_threads`); the decision and its reason are
+        ``stats["blas_threads"]`` and ``stats["blas_threads_reason"]`` (None: pools left as found,
+        e.g. without threadpoolctl).
 
     Returns
     -------
