@@ -5,6 +5,11 @@
     python -m benchmarks.incas --rows incremental,loo,window       # the incremental SVM
     python -m benchmarks.incas --quick                             # every row on small subsets (< 1 min)
 
+SVMlight V6.02 (issue 26; build it once with ``bash benchmarks/setup_svmlight.sh``) runs beside LIBSVM
+in the hard rows (RBF problems; ``--svmlight all`` adds the linear ones, ``off`` none): one run per
+pass, its ratio to LIBSVM like ours, its α judged like LIBSVM's (:mod:`benchmarks.anchor_svmlight`:
+the subprocess's wall time, ``-e tol/2``). Without the binary the table says so and the row goes on.
+
 Protocol (docs/BENCHMARKS.md, section "INCAS and the incremental SVM"):
 
 - the anchor (LIBSVM through ``sklearn.svm.SVC``) and each of our solvers run **interleaved on the
@@ -227,7 +232,8 @@ def make_strategy(solver: str) -> Any:
 
 
 def solver_label(solver: str) -> str:
-    return {"incas": "INCAS", "smo": "SMO wss2"}.get(solver, solver.replace("decomp:", "decomposition q="))
+    return {"incas": "INCAS", "smo": "SMO wss2", "svmlight": "SVMlight V6.02"}.get(
+        solver, solver.replace("decomp:", "decomposition q="))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,6 +247,7 @@ class Ctx(Runs):
     cache_mb: int = 1000
     dtype: Any = np.float64
     anchor_input: str = "dense"
+    svmlight: str = "rbf"          # which hard-row kernels also run SVMlight: rbf, all, off
     batch_memo: dict[tuple[Any, ...], float] = field(default_factory=dict)
 
 
@@ -290,6 +297,21 @@ def run_anchor(Xin: Any, y: np.ndarray, spec: Spec, ctx: Ctx, tol: float | None 
     if "error" in out:
         return {"seconds": float("nan"), "status": "error: " + out["error"], "error": True}
     return out
+
+
+def run_svmlight(X: Any, y: np.ndarray, spec: Spec, ctx: Ctx) -> dict[str, Any]:
+    """SVMlight's ``svm_learn`` as a subprocess (benchmarks.anchor_svmlight): the timer covers the
+    subprocess alone (its reading of the data file, the optimization, its model and α files); -e
+    is tol/2 (LIBSVM's guarantee), -m the shared cache size; killed after ``--anchor-timeout``."""
+    from benchmarks.anchor_svmlight import run_svmlight as _run
+
+    return _run(X, y, spec.C, spec.qkernel(), tol=spec.tol, cache_mb=ctx.cache_mb, timeout=ctx.anchor_timeout,
+                model_objective_too=False)
+
+
+def wants_svmlight(spec: Spec, ctx: Ctx) -> bool:
+    """SVMlight runs in the hard rows (Scheinberg's comparison), on the kernels ``--svmlight`` names."""
+    return spec.row.startswith("hard") and (ctx.svmlight == "all" or ctx.svmlight == spec.kernel)
 
 
 def run_ours(Xin: Any, y: np.ndarray, spec: Spec, solver: str, threads: int, ctx: Ctx, *,
@@ -356,6 +378,14 @@ def bench_batch(src: Source, spec: Spec, solvers: list[str], ctx: Ctx) -> dict[s
     Xin = arrays(Xs, Xd, ctx.anchor_input)
     unavailable: dict[str, str] = {}
     fns: dict[str, Callable[[], dict[str, Any]]] = {"libsvm": lambda: run_anchor(Xin, y, spec, ctx)}
+    if wants_svmlight(spec, ctx):
+        from benchmarks.anchor_svmlight import find_svm_learn, missing_message
+
+        if find_svm_learn() is None:
+            unavailable["svmlight"] = missing_message()
+            log(f"[{spec.row} {spec.key}] {missing_message()}: its column is skipped")
+        else:
+            fns["svmlight@1"] = partial(run_svmlight, Xs, y, spec, ctx)   # single-threaded; a file either way
     for s in solvers:
         if s == "incas":
             ok, why = available("incas")
@@ -406,11 +436,15 @@ def bench_batch(src: Source, spec: Spec, solvers: list[str], ctx: Ctx) -> dict[s
            "f_tight": f_tight, "ref_source": f"min over every run and {ref_src}", "ref_by": ref_by, "results": judged,
            "unavailable": unavailable, "time": now_iso()}
     if spec.row.startswith("hard") and "incas" not in unavailable:
+        slt = judged.get("svmlight@1", {}).get("seconds")
         for k, sm in judged.items():
             if sm["solver"] == "incas":
                 rat = sm.get("ratio") if sm.get("ratio") is not None else sm.get("ratio_below")
                 sm["bar"] = None if rat is None else bool(rat <= BAR["hard"] and sm["rel_obj"] is not None
                                                           and sm["rel_obj"] <= BAR["hard_rel_obj"])
+                # issue 26 adds "below SVMlight": INCAS's median over SVMlight's (a stopped SVMlight: inf, 0)
+                if slt is not None and not math.isnan(slt) and slt > 0:
+                    sm["vs_svmlight"] = sm["seconds"] / slt
     return rec
 
 
@@ -884,7 +918,8 @@ def _render_batch(L: list[str], name: str, rec: dict[str, Any]) -> None:
                    f"{s['status']} | "
                    f"{_n(s['n_sv'])} / {_n(a['n_sv'])} | {_loads(s['loads'] + a['loads'])} | {_flag(loaded)} |")
             if bar:
-                row += (" – |" if s.get("bar") is None else (" **met** |" if s["bar"] else " not met |"))
+                vs = f" ({_r(s['vs_svmlight'])}× SVMlight)" if s.get("vs_svmlight") is not None else ""
+                row += (" – |" if s.get("bar") is None else (" **met**" if s["bar"] else " not met") + vs + " |")
             L.append(row)
         for solver, why in p.get("unavailable", {}).items():
             L.append(f"| {p['spec']['key']} | {solver_label(solver)} | – | {why} |" + " |" * (10 + bar))
@@ -894,7 +929,14 @@ def _render_batch(L: list[str], name: str, rec: dict[str, Any]) -> None:
     L.append(f"f_ref: {'; '.join(refs)} (the lowest came from — {by}). Tolerance "
              f"{rec['problems'][0]['spec']['tol']:g} on both sides. runs: ours / LIBSVM.")
     if bar:
-        L.append(f" Bar (issue 12): INCAS ≤ {BAR['hard']}× LIBSVM's time at rel_obj ≤ {BAR['hard_rel_obj']:g}.")
+        L.append(f" Bar (issue 12): INCAS ≤ {BAR['hard']}× LIBSVM's time at rel_obj ≤ {BAR['hard_rel_obj']:g}; "
+                 "issue 26 adds: below SVMlight (INCAS's median / SVMlight's, in brackets).")
+        if any("svmlight@1" in p["results"] for p in rec["problems"]):
+            L.append(" SVMlight V6.02: `svm_learn` (HIDEO, default q = 10) as a subprocess, -e tol/2 (its -e bounds "
+                     "each example's KKT violation for its own b, so LIBSVM's m(α) − M(α) ≤ 2·e), -m the cache "
+                     "above; its time is the subprocess's wall time (reading the data file, optimizing, writing "
+                     "its model and α files); its α (the -a file) judged like LIBSVM's. `status` finished: at -v 0 "
+                     "it reports none (docs/benchmarks/svmlight.md).")
     L.append("\n")
 
 
@@ -998,7 +1040,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--time-limit", type=float, default=None,
                    help="time limit of each of our solves (s; default 600, quick/tiny 1: the linear C = 100 "
                         "problems take SMO and decomposition long even at a few hundred rows)")
-    p.add_argument("--anchor-timeout", type=float, default=600.0, help="LIBSVM runs longer are stopped (s)")
+    p.add_argument("--anchor-timeout", type=float, default=600.0,
+                   help="LIBSVM (and SVMlight) runs longer are stopped (s)")
+    p.add_argument("--svmlight", default="rbf", choices=("rbf", "all", "off"),
+                   help="kernels of the hard rows that also run SVMlight V6.02 (default rbf; built by "
+                        "benchmarks/setup_svmlight.sh, skipped with a message when absent)")
     p.add_argument("--anchor-input", default="auto", choices=("auto", "dense", "sparse"),
                    help="LIBSVM's input; auto: time both once on the first problem, use the faster (ours gets the same)")
     p.add_argument("--out-dir", type=Path, default=None,
@@ -1028,6 +1074,7 @@ def main(argv: list[str] | None = None) -> int:
     sz = TINY if args.tiny else QUICK if args.quick else FULL
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
     ctx = Ctx(cache_mb=args.cache_mb, dtype=np.dtype(args.dtype).type, time_limit=args.time_limit,
+              svmlight=args.svmlight,
               anchor_timeout=args.anchor_timeout, repeat=args.repeat, long=args.long, threads=args.threads,
               pair_below=args.pair_below)
     machine = machine_info(max(args.threads))
@@ -1055,7 +1102,7 @@ def main(argv: list[str] | None = None) -> int:
                     "long": a.long, "pair_below": a.pair_below, "anchor_input": ctx.anchor_input,
                     "anchor_check": anchor_check, "sizes": sz.__dict__,
                     "load_rule": f"others > {OTHERS_MARGIN} cores during the run", "load_at_start": a.load_at_start,
-                    "time_limit": a.time_limit, "anchor_timeout": a.anchor_timeout}
+                    "time_limit": a.time_limit, "anchor_timeout": a.anchor_timeout, "svmlight": a.svmlight}
         if row in ("hard_small", "hard_large", "weak"):
             rec: dict[str, Any] = {"problems": [bench_batch(src, s, a.solvers, ctx) for s in batch_specs(row, sz)]}
         elif row == "incremental":

@@ -134,7 +134,8 @@ def test_timeout_is_reported_as_stopped(tmp_path: Path) -> None:
 
 # --- with the binary ---------------------------------------------------------------------------
 
-needs_binary = pytest.mark.skipif(sl.find_svm_learn() is None, reason="SVMlight not built: bash benchmarks/setup_svmlight.sh")
+needs_binary = pytest.mark.skipif(sl.find_svm_learn() is None,
+                                  reason="SVMlight not built: bash benchmarks/setup_svmlight.sh")
 
 
 def _svc_objective(X: np.ndarray, y: np.ndarray, C: float, kernel: Kernel, tol: float) -> float:
@@ -171,3 +172,40 @@ def test_adult_objective_matches_libsvm() -> None:
         f_svc = _svc_objective(Xd, yy, C, kernel, 1e-3)
         assert f_alpha == pytest.approx(f_svc, rel=1e-3)   # the brief's bar
         assert f_alpha == pytest.approx(f_svc, rel=1e-5)   # what both reach at tol 1e-3 here
+
+
+# --- the SVMlight column of benchmarks.incas (tiny synthetic hard rows) -------------------------
+
+@pytest.mark.parametrize("built", [False, pytest.param(True, marks=needs_binary)])
+def test_incas_hard_rows_have_an_svmlight_column(built: bool, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("sklearn.svm")
+    pytest.importorskip("threadpoolctl")
+    import json
+
+    from benchmarks import incas
+
+    if not built:
+        monkeypatch.setenv("QPCORE_SVMLIGHT_DIR", str(tmp_path / "absent"))
+    rc = incas.main(["--tiny", "--data", "synthetic", "--rows", "hard_small", "--threads", "1", "--repeat", "1",
+                     "--solvers", "incas", "--anchor-input", "dense", "--out-dir", str(tmp_path)])
+    assert rc == 0
+    store = json.loads((tmp_path / "incas.json").read_text())
+    page = (tmp_path / "incas.md").read_text()
+    rbf = [p for p in store["hard_small"]["problems"] if p["spec"]["kernel"] == "rbf"]
+    lin = [p for p in store["hard_small"]["problems"] if p["spec"]["kernel"] == "linear"]
+    assert rbf and lin and all("svmlight@1" not in p["results"] for p in lin)   # default --svmlight rbf
+    for p in rbf:
+        if not built:
+            assert "svm_learn absent" in p["unavailable"]["svmlight"]
+            assert "setup_svmlight.sh" in page
+            continue
+        s, a = p["results"]["svmlight@1"], p["results"]["libsvm"]
+        assert s["status"] == "finished" and s["threads"] == 1
+        assert s["ratio"] == pytest.approx(s["seconds"] / a["seconds"], rel=1e-12)
+        assert s["rel_obj"] is not None and 0 <= s["rel_obj"] < 1e-6    # -e tol/2 at tol 1e-6
+        inc = next(r for k, r in p["results"].items() if k.startswith("incas@"))
+        assert inc["vs_svmlight"] == pytest.approx(inc["seconds"] / s["seconds"], rel=1e-12)
+        assert f"{incas._r(inc['vs_svmlight'])}× SVMlight" in page
+        assert any(ln.startswith(f"| {p['spec']['key']} | SVMlight V6.02 | 1 | {incas._r(s['ratio'])}")
+                   for ln in page.splitlines())
