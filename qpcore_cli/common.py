@@ -13,6 +13,8 @@ import json
 import math
 import os
 import sys
+import time
+from collections.abc import Callable
 from typing import Any, NoReturn, TextIO
 
 import numpy as np
@@ -20,7 +22,7 @@ import numpy as np
 from qpcore.solve import PrintReporter, Progress, Reporter
 from qpcore.state import Result, Status
 
-__all__ = ["PROG", "CLIError", "Parser", "RichReporter", "check_writable", "finite_float", "integer", "jsonable",
+__all__ = ["PROG", "CLIError", "Deadline", "Parser", "RichReporter", "check_writable", "evaluate_rows", "finite_float", "integer", "jsonable",
            "make_reporter", "nonnegative_float", "nonnegative_int", "positive_float", "positive_int",
            "write_json"]
 
@@ -124,6 +126,97 @@ def nonnegative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
     return value
+
+
+# --------------------------------------------------------------------------------------------
+# A time limit over the whole command
+# --------------------------------------------------------------------------------------------
+
+
+class Deadline:
+    """The end of a command's time budget (``--time-limit``), fixed when the command starts.
+
+    Every solve of the command gets the time left (:meth:`solve_limit`), and the passes after
+    the solves (training accuracy, held-out accuracy, calibration) ask :meth:`left` before
+    they start and between chunks, so the command, not only its solves, ends near the limit.
+
+    Parameters
+    ----------
+    seconds : float or None
+        The budget (None: no limit).
+    start : float, optional
+        The ``time.perf_counter()`` instant the budget starts from (default: now).
+    """
+
+    def __init__(self, seconds: float | None, start: float | None = None) -> None:
+        self.seconds = seconds
+        self.start = time.perf_counter() if start is None else start
+        #: The ``time.perf_counter()`` instant the budget ends (None: no limit).
+        self.at: float | None = None if seconds is None else self.start + seconds
+
+    def left(self) -> float:
+        """Seconds left (``inf`` without a limit, 0 once it has passed)."""
+        if self.at is None:
+            return math.inf
+        return max(self.at - time.perf_counter(), 0.0)
+
+    def solve_limit(self) -> float | None:
+        """The ``time_limit`` of a solve started now: the time left (None without a limit).
+
+        A solve started after the end gets a token limit (a limit must be > 0) and so returns
+        its start point at once with status ``time_limit``.
+        """
+        if self.at is None:
+            return None
+        return max(self.left(), 1e-6)
+
+
+def evaluate_rows(fn: Callable[[Any], Any], X: Any, deadline: Deadline, *, first: int = 256,
+                  chunk_seconds: float = 0.5) -> tuple[list[Any], int]:
+    """Apply ``fn`` to the rows of ``X`` in chunks while the deadline allows.
+
+    The first chunk has ``first`` rows; each later one is sized from the time per row measured
+    so far to take about ``chunk_seconds`` and to end before the deadline, so a pass that would
+    overrun the deadline stops short of it instead (a cut pass says how many rows it covered).
+
+    Parameters
+    ----------
+    fn : callable
+        Rows → an array with one entry (or row) per input row.
+    X : ndarray or csr_matrix
+        The rows.
+    deadline : Deadline
+    first : int
+        Rows in the first chunk.
+    chunk_seconds : float
+        Target time per later chunk.
+
+    Returns
+    -------
+    (list, int)
+        ``fn``'s outputs, one per chunk in order, and the number of leading rows they cover
+        (``X.shape[0]`` when the pass completed).
+    """
+    n = int(X.shape[0])
+    out: list[Any] = []
+    done = 0
+    per_row: float | None = None
+    while done < n:
+        left = deadline.left()
+        if left <= 0.0:
+            break
+        if per_row is None:
+            size = first
+        else:
+            size = int(min(chunk_seconds, left) / max(per_row, 1e-9))
+            if size < 1:
+                break
+        stop = min(n, done + size)
+        t = time.perf_counter()
+        out.append(fn(X[done:stop]))
+        per_row = (time.perf_counter() - t) / (stop - done)
+        done = stop
+    return out, done
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from qpcore import __version__
+from qpcore_cli.libsvm_options import libsvm_argv
 from qpcore_cli.common import PROG, CLIError, Parser, nonnegative_int, positive_float
 from qpcore_cli.qp import NNLS_PROBLEM, QP_PROBLEM
 from qpcore_cli.registry import PROBLEMS, STRATEGIES, add_entry_options, register_problem, register_strategy, spec_of_entry
@@ -67,12 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_arguments(demo)
     demo.set_defaults(func=run_demo)
 
-    train = sub.add_parser("train", help="train an SVM from a LIBSVM-format file and write a model file (svm-train)",
+    # add_help=False: -h is svm-train's shrinking switch (add_train_arguments adds --help)
+    train = sub.add_parser("train", add_help=False,
+                           help="train an SVM from a LIBSVM-format file and write a model file (svm-train)",
                            description="Train one of LIBSVM's five SVM types (--type c-svc, nu-svc, one-class, "
                                        "epsilon-svr, nu-svr; svm-train's -s 0..4) with a kernel strategy (smo, "
                                        "decomposition, incas, gpcg, active-set), or a linear C-SVC (asvm, ocas, "
                                        "ocas-active, bmrm), from a LIBSVM-format file; write the model file "
-                                       "(docs/model-format.md).",
+                                       "(docs/model-format.md). svm-train's short options work as in svm-train "
+                                       "(table below; docs/cli.md).",
                            epilog=EXIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_train_arguments(train)
     _add_output_arguments(train)
@@ -138,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(libsvm_argv(sys.argv[1:] if argv is None else argv))
         status: int = args.func(args)
         return status
     except CLIError as exc:

@@ -1,4 +1,11 @@
-"""``qpcore solve svm`` (a C-SVC from LIBSVM-format files) and ``qpcore demo``."""
+"""``qpcore solve svm`` (a C-SVC from LIBSVM-format files) and ``qpcore demo``.
+
+``--time-limit`` bounds the whole ``qpcore solve svm`` command from its start
+(:class:`qpcore_cli.common.Deadline`): the solve gets the time left, and the accuracy passes after
+it (``--train-accuracy``, the test file) are cut or skipped at the deadline, as the report's
+``skipped`` says. The γ used (given, or LIBSVM's default 1/n_features) is in the summary and the
+report.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +30,9 @@ from qpcore.solve import Reporter, Strategy, solve
 from qpcore.state import Status
 from qpcore_cli.common import (
     CLIError,
+    Deadline,
     check_writable,
+    evaluate_rows,
     finite_float,
     make_reporter,
     nonnegative_float,
@@ -157,14 +166,45 @@ class SVMSettings:
     strategy_name: str
     strategy: Strategy
     strategy_settings: dict[str, Any]
+    #: ``--train-accuracy``: auto (on up to 20,000 rows), on, off, sample (5,000 seeded rows).
+    train_accuracy: str = "on"
+    #: Where γ came from: ``given`` or ``1/n_features`` (LIBSVM's default).
+    gamma_source: str = "given"
 
 
-def _accuracy(model: Any, X: Any, y: NDArray[np.float64]) -> float:
-    return float(np.mean(np.asarray(model.predict(X)) == y)) if y.size else float("nan")
+#: ``--train-accuracy auto`` is off above this many training rows.
+AUTO_ROWS = 20_000
+#: ``--train-accuracy sample``: rows in the seeded sample.
+SAMPLE_ROWS = 5_000
+
+
+def _accuracy(model: Any, X: Any, y: NDArray[np.float64], deadline: Deadline, what: str, mode: str = "on"
+              ) -> tuple[float | None, dict[str, Any], list[str]]:
+    """Accuracy of ``model`` on (X, y) in chunks while the deadline allows: (value, how, skipped)."""
+    n = int(y.size)
+    used = mode if mode != "auto" else ("on" if n <= AUTO_ROWS else "off")
+    info: dict[str, Any] = {"mode": mode, "rows": 0, "of": n, "sample": False, "cut": False}
+    if used == "off":
+        info["reason"] = f"--train-accuracy auto: more than {AUTO_ROWS:,} rows" if mode == "auto" else "off"
+        return None, info, []
+    rows = np.arange(n)
+    if used == "sample" and n > SAMPLE_ROWS:
+        rows = np.sort(np.random.default_rng(0).choice(n, SAMPLE_ROWS, replace=False))
+        info.update(sample=True, seed=0)
+    outs, done = evaluate_rows(lambda Z: np.asarray(model.predict(Z)), X[rows] if rows.size < n else X, deadline)
+    info["rows"] = done
+    if n == 0:
+        return float("nan"), info, []
+    if done == 0:
+        info["reason"] = "skipped: time limit"
+        return None, info, [f"{what} (time limit)"]
+    skipped = [] if done == rows.size else [f"{what} after {done:,} of {rows.size:,} rows (time limit)"]
+    info["cut"] = bool(skipped)
+    return float(np.mean(np.concatenate(outs) == y[rows[:done]])), info, skipped
 
 
 def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.float64] | None,
-              s: SVMSettings, reporter: Reporter | None) -> dict[str, Any]:
+              s: SVMSettings, reporter: Reporter | None, deadline: Deadline | None = None) -> dict[str, Any]:
     """Build the C-SVC dual, solve it, decode the model and evaluate it.
 
     Parameters
@@ -177,6 +217,10 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
         Model and solver settings.
     reporter : Reporter or None
         Progress display.
+    deadline : Deadline, optional
+        The command's time budget (default: ``s.time_limit`` from now): the solve gets the time
+        left, and the accuracy passes after it are cut or skipped at the deadline (the report's
+        ``skipped`` says what).
 
     Returns
     -------
@@ -189,6 +233,8 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
         When the data or settings do not make a valid problem.
     """
     t0 = time.perf_counter()
+    if deadline is None:
+        deadline = Deadline(s.time_limit, start=t0)
     try:
         kernel = Kernel(cast("KernelName", s.kernel), gamma=s.gamma, degree=s.degree, coef0=s.coef0)
         problem = csvc(X, y, C=s.C, kernel=kernel, cache_bytes=int(s.cache_mb * (1 << 20)))
@@ -199,7 +245,7 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
                     if entry is not None and entry.family == "linear" else "")
             raise CLIError(f"--strategy {s.strategy_name} cannot take the C-SVC dual: {reason}{hint}")
         t1 = time.perf_counter()
-        result = solve(problem.qp, s.strategy, tol=s.tol, max_iter=s.max_iter, time_limit=s.time_limit,
+        result = solve(problem.qp, s.strategy, tol=s.tol, max_iter=s.max_iter, time_limit=deadline.solve_limit(),
                        reporter=reporter)
         t2 = time.perf_counter()
         model = problem.decode(result)
@@ -207,6 +253,12 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
         raise CLIError(str(exc)) from None
     t3 = time.perf_counter()
     qp = problem.qp
+    train_acc, train_info, skipped = _accuracy(model, X, y, deadline, "training accuracy", s.train_accuracy)
+    test_acc: float | None = None
+    if y_test is not None:
+        test_acc, _, cut = _accuracy(model, X_test, y_test, deadline, "test accuracy")
+        skipped += cut
+    t4 = time.perf_counter()
     report: dict[str, Any] = {
         "problem": "svm",
         "formulation": "C-SVC dual: min 1/2 a'Qa - e'a, 0 <= a <= C, y'a = 0",
@@ -219,6 +271,7 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
         "kernel": s.kernel,
         # only the parameters the kernel uses (the others are null)
         "gamma": s.gamma if s.kernel in ("rbf", "poly", "sigmoid") else None,
+        "gamma_source": s.gamma_source if s.kernel in ("rbf", "poly", "sigmoid") else None,
         "degree": s.degree if s.kernel == "poly" else None,
         "coef0": s.coef0 if s.kernel in ("poly", "sigmoid") else None,
         "tol": s.tol,
@@ -236,14 +289,17 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
         "seconds": float(result.stats["seconds"]),
         "build_seconds": t1 - t0,
         "decode_seconds": t3 - t2,
-        "total_seconds": t3 - t0,
+        "evaluation_seconds": t4 - t3,
+        "total_seconds": t4 - t0,
         "rows_computed": int(result.stats["rows_computed"]),
         "cache_hits": int(result.stats["cache_hits"]),
         "n_sv": int(model.n_sv),
         "n_bsv": int(np.count_nonzero((result.x >= qp.ub) & (result.x > 0))),
         "bias": float(model.bias),
-        "train_accuracy": _accuracy(model, X, y),
-        "test_accuracy": None if y_test is None else _accuracy(model, X_test, y_test),
+        "train_accuracy": train_acc,
+        "train_evaluation": train_info,
+        "test_accuracy": test_acc,
+        "skipped": skipped,
         "stats": result.stats,
         "qpcore_version": __version__,
     }
@@ -274,10 +330,24 @@ def print_summary(report: dict[str, Any], out: TextIO | None = None) -> None:
         ("kernel rows", f"{r['rows_computed']} computed, {r['cache_hits']} cache hits"),
         ("support vectors", f"{r['n_sv']} of {r['n_train']} ({r['n_bsv']} at C)"),
         ("bias", f"{r['bias']:.6f}"),
-        ("train accuracy", _fmt_pct(r["train_accuracy"])),
     ]
+    if r.get("gamma") is not None:
+        src = r.get("gamma_source")
+        lines.insert(0, ("kernel", f"{r['kernel']}, gamma {r['gamma']:.6g}"
+                                   + (f" ({src})" if src not in (None, "given") else "")))
+    ev = r.get("train_evaluation") or {"rows": 1, "sample": False, "cut": False}
+    train = _fmt_pct(r["train_accuracy"])
+    if ev["rows"] == 0:
+        train = f"- ({ev.get('reason', 'skipped')})"
+    elif ev["sample"]:
+        train += f"   (seeded sample of {ev['rows']:,} of {ev['of']:,} rows)"
+    elif ev["cut"]:
+        train += f"   (first {ev['rows']:,} of {ev['of']:,} rows: time limit)"
+    lines.append(("train accuracy", train))
     if r.get("n_test") is not None:
         lines.append(("test accuracy", f"{_fmt_pct(r['test_accuracy'])}   ({r['n_test']} held-out rows)"))
+    if r.get("skipped"):
+        lines.append(("skipped", "; ".join(r["skipped"])))
     stream = out if out is not None else sys.stdout
     for name, value in lines:
         print(f"{name:<16} {value}", file=stream)
@@ -369,6 +439,10 @@ def add_svm_arguments(p: argparse.ArgumentParser) -> None:
     model.add_argument("--coef0", type=finite_float, default=0.0, metavar="R", help="poly/sigmoid coef0 (default 0)")
     model.add_argument("--cache-mb", type=nonnegative_float, default=200.0, metavar="M",
                        help="kernel row cache budget in MiB (default 200)")
+    p.add_argument("--train-accuracy", choices=("auto", "on", "off", "sample"), default="auto",
+                   help=f"the pass over the training data after the solve: auto (default: on up to {AUTO_ROWS:,} "
+                        f"rows, off above), on, off, or sample (a seeded sample of {SAMPLE_ROWS:,} rows); "
+                        "under --time-limit it and the test accuracy are cut at the deadline")
 
 
 def run_svm(args: argparse.Namespace) -> int:
@@ -389,9 +463,11 @@ def run_svm(args: argparse.Namespace) -> int:
     CLIError
         On bad input (reported by :func:`qpcore_cli.main` as one line, status 2).
     """
+    deadline = Deadline(args.time_limit)
     spec = STRATEGIES[args.strategy]
     check_writable(args.json)
     X, y, X_test, y_test, train_width = load_train_test(args.data, args.test, args.n_features, args.index_base)
+    source = "given"
     if args.gamma is not None:
         gamma = args.gamma
     elif args.kernel == "linear":
@@ -400,6 +476,7 @@ def run_svm(args: argparse.Namespace) -> int:
         raise CLIError(f"training file {args.data!r} has no features; pass --gamma or --n-features")
     else:
         gamma = 1.0 / train_width
+        source = "1/n_features"
     try:
         strategy = spec.factory(args)
     except ProblemError as exc:
@@ -407,10 +484,11 @@ def run_svm(args: argparse.Namespace) -> int:
     settings = SVMSettings(C=args.C, kernel=args.kernel, gamma=gamma, degree=args.degree, coef0=args.coef0,
                            tol=args.tol, cache_mb=args.cache_mb, max_iter=args.max_iter,
                            time_limit=args.time_limit, strategy_name=args.strategy, strategy=strategy,
-                           strategy_settings=spec.describe(args) if spec.describe is not None else {})
+                           strategy_settings=spec.describe(args) if spec.describe is not None else {},
+                           train_accuracy=args.train_accuracy, gamma_source=source)
     rule = settings.strategy_settings.get("rule")
     label = args.strategy if rule is None else f"{args.strategy} ({rule})"
-    report = train_svm(X, y, X_test, y_test, settings, make_reporter(args.quiet, args.tol, label))
+    report = train_svm(X, y, X_test, y_test, settings, make_reporter(args.quiet, args.tol, label), deadline)
     report["data"] = args.data
     report["test"] = args.test
     if args.json != "-":

@@ -1,15 +1,27 @@
 """``qpcore train`` and ``qpcore predict``: LIBSVM's ``svm-train`` / ``svm-predict`` over every strategy.
 
-``qpcore train DATA MODEL`` reads a LIBSVM-format file, trains a kernel C-SVC or ν-SVC
+``qpcore train DATA [MODEL]`` reads a LIBSVM-format file, trains a kernel C-SVC or ν-SVC
 (:func:`problems.multiclass.train_multiclass` with ``--strategy smo|decomposition|incas|gpcg``),
 a one-class SVM, an ε-SVR or a ν-SVR (``--type``, svm-train's ``-s``; :func:`train_function`
 over :mod:`problems.svm_family`), or a linear SVM (``--strategy asvm|ocas|ocas-active|bmrm``: the
 L2-loss dual of :func:`problems.asvm.asvm_dual` or the hinge risk of
 :func:`problems.risk.hinge_svm`, with the regularized constant feature ``--bias`` as LIBLINEAR's
 ``-B``) over two or more classes, one-vs-one or one-vs-rest, and writes the model file of
-:mod:`qpcore_cli.model`. ``qpcore predict DATA MODEL [OUTPUT]`` reads it back and writes one
-predicted label (a regression: value) per line, with the accuracy or, for a regression,
-svm-predict's mean squared error and squared correlation.
+:mod:`qpcore_cli.model` (by default DATA's base name + ``.model`` in the current folder, as
+svm-train). svm-train's short options (``-s -t -d -g -r -c -n -p -m -e -h -b -wLABEL -v -q``) have
+svm-train's meanings and defaults (:mod:`qpcore_cli.libsvm_options`); ``-b 1`` fits Platt's
+sigmoids (:func:`problems.probability.calibrate`), ``-v N`` cross-validates instead of writing a
+model (:mod:`qpcore_cli.crossval`). ``qpcore predict DATA MODEL [OUTPUT]`` reads the model back and
+writes one predicted label (a regression: value) per line, or with ``-b 1`` svm-predict's
+probability lines, with the accuracy or, for a regression, svm-predict's mean squared error and
+squared correlation.
+
+After the solves, the training accuracy is computed as ``--train-accuracy`` says (by default on
+up to 20,000 rows, off above). The γ used (given, or svm-train's default 1/n_features) is in the
+summary, the JSON report and the model file. ``--time-limit T`` bounds the whole command from its
+start (:class:`qpcore_cli.common.Deadline`): each binary problem gets the time left, and the
+passes after the solves (calibration, training accuracy) are cut or skipped near the end, as the
+summary's ``skipped`` line and the report's ``skipped`` list say.
 
 Exit status (:data:`EXIT_CODES`): 0 when every binary problem converged; for a run that ended
 otherwise the code of the worst status (:func:`worst_status`): 3 ``max_iter``, 4 ``time_limit``,
@@ -40,6 +52,7 @@ import scipy.sparse as sp
 
 import qpcore
 from problems.multiclass import MulticlassSVM, linear_binary, problems_of, train_multiclass
+from problems.probability import calibrate
 from problems.svm import SVMModel
 from problems.svm_family import check_nu, epsilon_svr, nu_svr, one_class
 from strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, accepts, make
@@ -49,15 +62,17 @@ from qpcore.optimality import lagrangian_bound
 from qpcore.problem import ProblemError
 from qpcore.solve import Progress, Strategy
 from qpcore.state import Result, Status
-from qpcore_cli.common import (
-    CLIError,
-    check_writable,
-    finite_float,
-    nonnegative_float,
-    nonnegative_int,
-    positive_float,
-    positive_int,
-    write_json,
+from qpcore_cli.common import CLIError, Deadline, check_writable, evaluate_rows, positive_float, write_json
+from qpcore_cli.libsvm_options import (
+    AUTO_ROWS,
+    PREDICT_MAPPING,
+    SAMPLE_ROWS,
+    TRAIN_MAPPING,
+    add_predict_arguments,
+    add_train_arguments,
+    default_model_file,
+    mapping_text,
+    svm_type_arg,
 )
 from qpcore_cli.model import (
     CLASSIFIER_TYPES,
@@ -71,7 +86,7 @@ from qpcore_cli.model import (
     load_model_file,
     save_model,
 )
-from qpcore_cli.registry import add_entry_options, entry_options
+from qpcore_cli.registry import entry_options
 from qpcore_cli.svm import _drop_first_column, _read_svmlight, _with_width
 
 if TYPE_CHECKING:
@@ -80,9 +95,9 @@ if TYPE_CHECKING:
     from qpcore.operators import KernelName
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_CODES", "EXIT_EPILOG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "PREDICT_EPILOG",
-           "GapReporter", "add_predict_arguments", "add_train_arguments", "exit_code", "make_strategy", "problem_names",
-           "read_data", "regression_metrics", "run_predict", "run_train", "svm_type_arg", "train_function",
-           "train_linear", "worst_status"]
+           "GapReporter", "TrainJob", "add_predict_arguments", "add_train_arguments", "exit_code", "make_strategy",
+           "predict_rows", "problem_names", "read_data", "regression_metrics", "run_predict", "run_train",
+           "svm_type_arg", "train_function", "train_linear", "worst_status"]
 
 FloatArray = Any  # NDArray[np.float64], kept loose for the sparse/dense mix
 
@@ -108,8 +123,13 @@ EXIT_CODES: dict[Status, int] = {
 _SEVERITY = (Status.CONVERGED, Status.TARGET, Status.MAX_ITER, Status.TIME_LIMIT, Status.STOPPED, Status.STALLED,
              Status.NONCONVEX, Status.UNBOUNDED, Status.INFEASIBLE, Status.NONFINITE)
 
-#: The ``--help`` epilog of ``qpcore train``: the exit codes.
-EXIT_EPILOG = """\
+#: The ``--help`` epilog of ``qpcore train``: svm-train's options, the exit codes.
+EXIT_EPILOG = mapping_text("svm-train's options (each with svm-train's meaning and default) and their long names:",
+                           TRAIN_MAPPING) + """
+
+Changed for svm-train's letters: -v is cross-validation (progress lines: --verbose) and -h is
+shrinking (help: --help). --time-limit bounds the whole command, not each problem.
+
 exit status:
   0    every binary problem converged to --tol
   3    max_iter     an iteration limit was reached (--max-iter)
@@ -127,8 +147,9 @@ With several binary problems the worst status decides (in the order 11, 3, 4, 10
 For 3-11 the model file is written all the same (the best point found). The model file format
 is described in docs/model-format.md."""
 
-#: The ``--help`` epilog of ``qpcore predict``.
-PREDICT_EPILOG = """\
+#: The ``--help`` epilog of ``qpcore predict``: svm-predict's options, the exit codes.
+PREDICT_EPILOG = mapping_text("svm-predict's options and their long names:", PREDICT_MAPPING) + """
+
 exit status: 0 predictions written; 2 bad input or usage (a missing or invalid file, a model
 file of an unknown version, labels in DATA that the model never saw), one line on stderr.
 
@@ -407,7 +428,7 @@ def _class_weights(specs: list[str] | None, classes: NDArray[Any]) -> FloatArray
 def train_linear(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C_i: FloatArray, strategy_name: str,
                  strategy: Strategy, *, scheme: Literal["ovo", "ovr"], bias: float, tol: float,
                  max_iter: int | None, time_limit: float | None,
-                 reporter: GapReporter | None) -> tuple[LinearModel, list[Result]]:
+                 reporter: GapReporter | None, deadline: Deadline | None = None) -> tuple[LinearModel, list[Result]]:
     """Train one linear SVM per binary problem (as :func:`problems.multiclass.train_multiclass` does
     for kernels) and collect them into a :class:`qpcore_cli.model.LinearModel`.
 
@@ -436,6 +457,8 @@ def train_linear(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C_i: Fl
     tol, max_iter, time_limit :
         For each binary problem.
     reporter : GapReporter or None
+    deadline : Deadline, optional
+        Caps each problem's time limit by the time left (a bound on the whole sequence).
 
     Returns
     -------
@@ -455,112 +478,28 @@ def train_linear(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C_i: Fl
         rows = np.flatnonzero((y_idx == i) | (y_idx == j)) if j >= 0 else np.arange(y_idx.size)
         Xp = X if rows.size == y_idx.size else X[rows]
         yk = (y_idx[rows] == i).astype(np.int64)         # class i is +1 (the larger value)
+        limit = time_limit
+        if deadline is not None and deadline.at is not None:
+            left = deadline.solve_limit()
+            limit = left if limit is None else min(limit, float(left or limit))
         W[p], b[p], res = linear_binary(Xp, yk, C_i[rows], strategy, squared_hinge=strategy_name == "asvm", bias=s,
-                                        tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
+                                        tol=tol, max_iter=max_iter, time_limit=limit, reporter=reporter)
         results.append(res)
     lin = LinearModel(classes=classes, scheme="ovr" if pairs[0][1] < 0 else "ovo", pairs=pairs.astype(np.intp),
                       W=W, bias=b, intercept_scaling=s)
     return lin, results
 
 
-def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    """Add ``qpcore train``'s arguments (except ``--json`` / ``--quiet``) to its parser.
-
-    Parameters
-    ----------
-    p : argparse.ArgumentParser
-    """
-    p.add_argument("data", metavar="DATA",
-                   help="training file, LIBSVM/SVMlight format (plain, .gz or .bz2): two or more classes, "
-                        "real targets for a regression, labels ignored by one-class")
-    p.add_argument("model_file", metavar="MODEL", help="the model file to write (docs/model-format.md)")
-    model = p.add_argument_group("model")
-    model.add_argument("-s", "--type", dest="svm_type", type=svm_type_arg, metavar="TYPE",
-                       help="SVM type (svm-train's -s): c-svc or 0 (default), nu-svc or 1, one-class or 2 "
-                            "(trains on every row, labels ignored), epsilon-svr or 3, nu-svr or 4 (real targets)")
-    model.add_argument("-c", "-C", "--C", dest="C", type=positive_float,
-                       help="C > 0, the weight of the loss (default 1; c-svc, epsilon-svr, nu-svr)")
-    model.add_argument("-n", "--nu", type=finite_float, metavar="NU",
-                       help="nu in (0, 1] of nu-svc, one-class and nu-svr (default 0.5, as svm-train)")
-    model.add_argument("-p", "--epsilon", type=finite_float, metavar="EPS",
-                       help="epsilon >= 0, the width of epsilon-svr's insensitive tube (default 0.1, as svm-train)")
-    model.add_argument("--kernel", choices=("rbf", "linear", "poly", "sigmoid"),
-                       help="kernel of a kernel strategy (default rbf)")
-    model.add_argument("--gamma", type=positive_float, metavar="G",
-                       help="rbf/poly/sigmoid gamma (default 1/n_features, as svm-train)")
-    model.add_argument("--degree", type=positive_int, metavar="D", help="poly degree (default 3)")
-    model.add_argument("--coef0", type=finite_float, metavar="R", help="poly/sigmoid coef0 (default 0)")
-    model.add_argument("--bias", type=nonnegative_float, metavar="B",
-                       help="linear strategies: the constant feature B appended to every example, its weight "
-                            "regularized, intercept = B*v (LIBLINEAR's -B; default 1; 0: no intercept, "
-                            "hinge strategies only)")
-    model.add_argument("--multiclass", choices=("ovo", "ovr"),
-                       help="more than two classes: one-vs-one (default for kernels, as LIBSVM) or one-vs-rest "
-                            "(default for linear strategies, as LIBLINEAR)")
-    model.add_argument("--class-weight", action="append", metavar="LABEL:W",
-                       help="multiply C by W for the examples of class LABEL (repeatable; svm-train's -wi)")
-    solver = p.add_argument_group("solver")
-    solver.add_argument("--strategy", choices=(*KERNEL_STRATEGIES, *LINEAR_STRATEGIES), default="smo",
-                        help="kernel models: smo (default; LIBSVM's second-order rule), decomposition, incas, gpcg, "
-                             "active-set; linear models: asvm (L2 loss), ocas, ocas-active, bmrm (hinge loss)")
-    solver.add_argument("--tol", type=positive_float, default=1e-3, metavar="T",
-                        help="stopping tolerance (default 1e-3): the maximal-violating-pair gap for kernel "
-                             "strategies (svm-train's -e), the projected gradient for asvm, the relative "
-                             "duality gap for the cutting planes")
-    solver.add_argument("--cache-mb", type=nonnegative_float, default=200.0, metavar="M",
-                        help="kernel row cache per binary problem, MiB (default 200)")
-    solver.add_argument("--max-iter", type=nonnegative_int, metavar="K",
-                        help="iteration limit per binary problem (default: max(10^7, 100 n) for kernel "
-                             "strategies, as LIBSVM; 1000 for linear ones, as LIBLINEAR)")
-    solver.add_argument("--time-limit", type=positive_float, metavar="S", help="time limit per binary problem, s")
-    add_entry_options(p.add_argument_group("strategy options (each strategy's own default when not given)"),
-                      [REGISTRY[n] for n in (*KERNEL_STRATEGIES, *LINEAR_STRATEGIES)])
-    data = p.add_argument_group("data")
-    data.add_argument("--n-features", type=positive_int, metavar="N",
-                      help="number of features (default: the largest feature number in DATA)")
-    data.add_argument("--index-base", choices=("auto", "0", "1"), default="auto",
-                      help="feature numbering: auto (default: zero-based if DATA uses index 0), 0, or 1; "
-                           "recorded in the model, so predict reads data the same way")
-    p.add_argument("--verbose", "-v", action="store_true",
-                   help="progress lines on stderr even when it is not a terminal")
-
-
-def svm_type_arg(text: str) -> str:
-    """Argument type of ``--type`` / ``-s``: an SVM type by name or by svm-train's number.
-
-    Parameters
-    ----------
-    text : str
-        ``c-svc``, ``nu-svc``, ``one-class``, ``epsilon-svr``, ``nu-svr``, or 0 to 4.
-
-    Returns
-    -------
-    str
-        The type's name (one of :data:`qpcore_cli.model.SVM_TYPES`).
-
-    Raises
-    ------
-    argparse.ArgumentTypeError
-        For anything else.
-    """
-    value = text.strip().lower()
-    if value in SVM_TYPES:
-        return value
-    if value.isdigit() and int(value) < len(SVM_TYPES):
-        return SVM_TYPES[int(value)]
-    shown = ", ".join(f"{name} ({k})" for k, name in enumerate(SVM_TYPES))
-    raise argparse.ArgumentTypeError(f"unknown SVM type {text!r}; the types are {shown}")
-
-
 # which SVM types each type-specific option applies to (svm-train ignores the others silently;
 # here an option that changes nothing is refused, as --bias is for a kernel strategy)
 _APPLIES = {"C": ("-c", ("c-svc", "epsilon-svr", "nu-svr")), "nu": ("-n/--nu", ("nu-svc", "one-class", "nu-svr")),
-            "epsilon": ("-p/--epsilon", ("epsilon-svr",)), "class_weight": ("--class-weight", ("c-svc",)),
+            "epsilon": ("-p/--epsilon", ("epsilon-svr",)),
+            "class_weight": ("-wLABEL/--class-weight", ("c-svc",)),
             "multiclass": ("--multiclass", CLASSIFIER_TYPES)}
 
 
-def _resolve(args: argparse.Namespace) -> tuple[bool, str]:
-    """Check option combinations; return (linear, scheme)."""
+def _resolve(args: argparse.Namespace) -> tuple[bool, str, list[str]]:
+    """Check option combinations; return (linear, scheme, notes for stderr)."""
     svm_type = args.svm_type or "c-svc"
     for dest, (flag, types) in _APPLIES.items():
         if getattr(args, dest) is not None and svm_type not in types:
@@ -590,7 +529,25 @@ def _resolve(args: argparse.Namespace) -> tuple[bool, str]:
         raise CLIError(f"--bias applies to linear strategies ({', '.join(LINEAR_STRATEGIES)}), "
                        f"not to --strategy {args.strategy}")
     scheme = args.multiclass or ("ovr" if linear else "ovo")
-    return linear, scheme
+    notes: list[str] = []
+    if args.probability and args.folds is None:
+        if svm_type not in CLASSIFIER_TYPES or linear:
+            raise CLIError(f"-b 1 (probability estimates) needs a kernel classifier (--type c-svc or nu-svc with "
+                           f"{', '.join(KERNEL_STRATEGIES)}), not --type {svm_type} with --strategy {args.strategy}")
+        if scheme == "ovr":
+            raise CLIError("-b 1 (probability estimates) couples one-vs-one problems: drop --multiclass ovr")
+    elif args.probability:
+        notes.append("-b 1 is not used by -v: the cross-validation labels are the decision values' labels")
+    if args.libsvm_shrinking is not None:
+        wanted = bool(args.libsvm_shrinking)
+        if any(o.name == "shrinking" for o in REGISTRY[args.strategy].options):
+            if args.strategy_shrinking is not None and bool(args.strategy_shrinking) != wanted:
+                raise CLIError(f"-h {args.libsvm_shrinking} and --{'' if args.strategy_shrinking else 'no-'}shrinking "
+                               "disagree")
+            args.strategy_shrinking = wanted
+        else:
+            notes.append(f"-h {args.libsvm_shrinking} ignored: --strategy {args.strategy} has no shrinking option")
+    return linear, scheme, notes
 
 
 def _pct(value: float | None) -> str:
@@ -598,20 +555,24 @@ def _pct(value: float | None) -> str:
 
 
 def _kernel_of(args: argparse.Namespace, d: int) -> tuple[Kernel, dict[str, Any]]:
-    """The kernel of ``--kernel/--gamma/--degree/--coef0`` (svm-train's defaults), with its settings."""
+    """The kernel of ``-t/-g/-d/-r`` (svm-train's defaults), with its settings and where γ came from."""
     name = args.kernel or "rbf"
-    if args.gamma is not None:
+    source = "given"
+    if args.gamma is not None and args.gamma > 0:
         gamma = float(args.gamma)
     elif name == "linear":
         gamma = 1.0
     elif d < 1:
         raise CLIError(f"training file {args.data!r} has no features; pass --gamma or --n-features")
     else:
+        # svm-train's default, and its meaning of -g 0
         gamma = 1.0 / d
+        source = "1/n_features"
     degree = 3 if args.degree is None else int(args.degree)
     coef0 = 0.0 if args.coef0 is None else float(args.coef0)
     kernel = Kernel(cast("KernelName", name), gamma=gamma, degree=degree, coef0=coef0)
     settings = {"kernel": name, "gamma": gamma if name != "linear" else None,
+                "gamma_source": source if name != "linear" else None,
                 "degree": degree if name == "poly" else None,
                 "coef0": coef0 if name in ("poly", "sigmoid") else None}
     return kernel, settings
@@ -700,8 +661,182 @@ def train_function(X: Any, y: NDArray[Any], svm_type: str, kernel: Kernel, strat
     return prob.decode(res), res
 
 
+@attrs.frozen(eq=False)
+class TrainJob:
+    """What ``qpcore train`` trains, on any subset of the rows (the model, or a cross-validation fold).
+
+    Attributes
+    ----------
+    svm_type : str
+        One of :data:`qpcore_cli.model.SVM_TYPES`.
+    strategy_name : str
+    strategy : Strategy
+    kernel : Kernel or None
+        None for a linear strategy.
+    classes : ndarray
+        The labels of a classifier (empty for a one-class model or a regression).
+    weights : ndarray
+        Per-class factor on C.
+    scheme : {"ovo", "ovr"}
+    C, nu, epsilon, bias : float
+        The model's parameters (bias: linear strategies).
+    tol : float
+    max_iter : int or None
+    cache_bytes : int
+    deadline : Deadline
+        The command's; every solve gets the time left.
+    """
+
+    svm_type: str
+    strategy_name: str
+    strategy: Strategy
+    kernel: Kernel | None
+    classes: NDArray[Any]
+    weights: FloatArray
+    scheme: Literal["ovo", "ovr"]
+    C: float
+    nu: float
+    epsilon: float
+    bias: float
+    tol: float
+    max_iter: int | None
+    cache_bytes: int
+    deadline: Deadline
+
+    def class_C(self, y_idx: NDArray[np.intp]) -> FloatArray:
+        """Per-row C of a classifier: C times the class weight (ν-SVC: 1, C only selects rows)."""
+        if self.svm_type == "nu-svc":
+            return np.ones(y_idx.size)
+        return self.C * self.weights[y_idx]
+
+    def fit(self, X: Any, y: NDArray[Any], y_idx: NDArray[np.intp],
+            reporter: GapReporter | None = None) -> tuple[Model, list[Result]]:
+        """Train on the rows given.
+
+        Parameters
+        ----------
+        X : csr_matrix or ndarray
+        y : ndarray
+            Targets (regressions).
+        y_idx : ndarray of int
+            Class indices (classifiers; empty otherwise).
+        reporter : GapReporter, optional
+
+        Returns
+        -------
+        (Model, list of Result)
+
+        Raises
+        ------
+        ProblemError
+            What the problem builders refuse.
+        CLIError
+            A strategy that cannot take the problem.
+        """
+        if self.kernel is None:
+            return train_linear(X, y_idx, self.classes, self.class_C(y_idx), self.strategy_name, self.strategy,
+                                scheme=self.scheme, bias=self.bias, tol=self.tol, max_iter=self.max_iter,
+                                time_limit=None, reporter=reporter, deadline=self.deadline)
+        if self.svm_type in FUNCTION_TYPES:
+            fitted, res = train_function(X, y, self.svm_type, self.kernel, self.strategy, self.strategy_name, C=self.C,
+                                         nu=self.nu, epsilon=self.epsilon, tol=self.tol, max_iter=self.max_iter,
+                                         time_limit=self.deadline.solve_limit(), reporter=reporter,
+                                         cache_bytes=self.cache_bytes)
+            return fitted, [res]
+        trained = train_multiclass(X, y_idx, self.classes, self.class_C(y_idx), self.kernel, self.strategy,
+                                   scheme=self.scheme, tol=self.tol, max_iter=self.max_iter, reporter=reporter,
+                                   cache_bytes=self.cache_bytes, nu=self.nu if self.svm_type == "nu-svc" else None,
+                                   deadline=self.deadline.at)
+        return trained.model, trained.results
+
+
+def predict_rows(model: Model, X: Any) -> FloatArray:
+    """A model's answer per row: the class index (classifiers), the value (regressions), ±1 (one-class).
+
+    Parameters
+    ----------
+    model : MulticlassSVM, LinearModel or SVMModel
+    X : csr_matrix or ndarray
+
+    Returns
+    -------
+    ndarray
+    """
+    if isinstance(model, SVMModel):
+        f = np.asarray(model.decision_function(X), dtype=np.float64)
+        return f if model.kind in ("epsilon-svr", "nu-svr") else np.where(f > 0, 1.0, -1.0)
+    return np.asarray(model.predict_index(model.raw(X)))
+
+
+def _fit_pass(model: Model, X: Any, y: NDArray[Any], y_idx: NDArray[np.intp], svm_type: str, mode: str,
+              deadline: Deadline) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """The training-accuracy pass of ``--train-accuracy``: (metrics, how it was run, what was skipped)."""
+    n = int(X.shape[0])
+    used = mode if mode != "auto" else ("on" if n <= AUTO_ROWS else "off")
+    info: dict[str, Any] = {"mode": mode, "rows": 0, "of": n, "sample": False, "cut": False}
+    if used == "off":
+        info["reason"] = (f"--train-accuracy auto: more than {AUTO_ROWS:,} rows" if mode == "auto"
+                          else "--train-accuracy off")
+        return {}, info, []
+    rows = np.arange(n)
+    if used == "sample" and n > SAMPLE_ROWS:
+        rows = np.sort(np.random.default_rng(0).choice(n, SAMPLE_ROWS, replace=False))
+        info.update(sample=True, seed=0)
+    Xs = X[rows] if rows.size < n else X
+    outs, done = evaluate_rows(lambda Z: predict_rows(model, Z), Xs, deadline)
+    info["rows"] = done
+    if done == 0:
+        info["reason"] = "skipped: time limit"
+        return {}, info, ["training accuracy (time limit)"]
+    skipped: list[str] = []
+    if done < rows.size:
+        info["cut"] = True
+        skipped.append(f"training accuracy after {done:,} of {rows.size:,} rows (time limit)")
+    pred = np.concatenate(outs)
+    fit: dict[str, Any] = {}
+    if svm_type in ("epsilon-svr", "nu-svr"):
+        fit["train_mse"], fit["train_scc"] = regression_metrics(pred, y[rows[:done]])
+    elif svm_type == "one-class":
+        fit["train_outlier_fraction"] = float(np.mean(pred < 0))
+    else:
+        fit["train_accuracy"] = float(np.mean(pred == y_idx[rows[:done]]))
+    return fit, info, skipped
+
+
+def _calibrate(job: TrainJob, model: MulticlassSVM, X: Any, y_idx: NDArray[np.intp]
+               ) -> tuple[MulticlassSVM, list[str]]:
+    """``-b 1``: Platt's sigmoids from 5-fold cross-validation inside every pair (LIBSVM's)."""
+    if job.deadline.left() <= 0.0:
+        return model, ["probability calibration, -b 1 (time limit; the model has no probabilities)"]
+    statuses: list[Status] = []
+
+    def fit_fn(X_sub: Any, y_sub: NDArray[np.intp]) -> MulticlassSVM:
+        assert job.kernel is not None
+        u, y01 = np.unique(y_sub, return_inverse=True)
+        trained = train_multiclass(X_sub, y01.astype(np.intp).ravel(), job.classes[u], job.class_C(y_sub),
+                                   job.kernel, job.strategy, tol=job.tol, max_iter=job.max_iter,
+                                   cache_bytes=job.cache_bytes, nu=job.nu if job.svm_type == "nu-svc" else None,
+                                   deadline=job.deadline.at)
+        statuses.extend(r.status for r in trained.results)
+        return trained.model
+
+    try:
+        prob_a, prob_b = calibrate(X, y_idx, job.classes, fit_fn, folds=5, seed=0)
+    except ProblemError as exc:
+        raise CLIError(f"-b 1: {exc}") from None
+    if Status.TIME_LIMIT in statuses or job.deadline.left() <= 0.0:
+        # sigmoids fitted to decision values of models cut short would misstate the probabilities
+        return model, ["probability calibration, -b 1 (time limit reached during it; the model has no "
+                       "probabilities)"]
+    return attrs.evolve(model, prob_a=prob_a, prob_b=prob_b), []
+
+
 def run_train(args: argparse.Namespace) -> int:
     """``qpcore train``: read, train every binary problem, write the model file, report.
+
+    With ``-v N`` (svm-train's cross-validation) no model is written: LIBSVM's
+    ``Cross Validation ...`` lines are printed instead (:func:`qpcore_cli.crossval.run_cross_validation`).
+    ``--time-limit`` bounds the whole command from its start (:class:`qpcore_cli.common.Deadline`).
 
     Parameters
     ----------
@@ -718,15 +853,25 @@ def run_train(args: argparse.Namespace) -> int:
     CLIError
         On bad input (exit status 2, nothing written).
     """
+    from qpcore_cli.crossval import run_cross_validation   # it builds on this module
+
     t0 = time.perf_counter()
-    linear, scheme = _resolve(args)
+    deadline = Deadline(args.time_limit, start=t0)
+    linear, scheme, notes = _resolve(args)
     svm_type = args.svm_type or "c-svc"
     function = svm_type in FUNCTION_TYPES
     C = 1.0 if args.C is None else float(args.C)
     nu = 0.5 if args.nu is None else float(args.nu)
     epsilon = 0.1 if args.epsilon is None else float(args.epsilon)
+    cv = args.folds is not None
+    if args.model_file is None and not cv:
+        args.model_file = default_model_file(args.data)
+    if cv and args.model_file is not None:
+        notes.append(f"-v {args.folds}: cross-validation only, no model file is written ({args.model_file!r} "
+                     "is not used)")
     check_writable(args.json)
-    check_writable(args.model_file, "model file")
+    if not cv:
+        check_writable(args.model_file, "model file")
     X, y, base = read_data(args.data, "training", args.index_base, args.n_features)
     if X.shape[0] == 0:
         raise CLIError(f"training file {args.data!r} has no examples")
@@ -761,57 +906,51 @@ def run_train(args: argparse.Namespace) -> int:
     if not function:
         settings.update(scheme=scheme, class_weight={labels_to_strings(classes)[0][k]: float(weights[k])
                                                      for k in range(classes.size) if weights[k] != 1.0})
+    kernel: Kernel | None = None
+    bias = 1.0
+    if linear:
+        if args.strategy == "asvm" and not np.all(weights == 1.0):
+            raise CLIError("--class-weight needs a hinge-loss strategy (ocas, ocas-active, bmrm): the ASVM "
+                           "dual of the squared hinge takes one C for every example")
+        bias = 1.0 if args.bias is None else float(args.bias)
+        max_iter = 1000 if max_iter is None else max_iter
+        settings.update(kind="linear", loss="squared_hinge" if args.strategy == "asvm" else "hinge", bias=bias,
+                        max_iter=max_iter, time_limit=args.time_limit)
+    else:
+        kernel, kernel_settings = _kernel_of(args, d)
+        max_iter = max(10_000_000, 100 * n) if max_iter is None else max_iter
+        settings.update(kind="kernel", **kernel_settings, cache_mb=args.cache_mb, max_iter=max_iter,
+                        time_limit=args.time_limit)
+    job = TrainJob(svm_type=svm_type, strategy_name=args.strategy, strategy=strategy, kernel=kernel, classes=classes,
+                   weights=weights, scheme=cast("Literal['ovo', 'ovr']", scheme), C=C, nu=nu, epsilon=epsilon,
+                   bias=bias, tol=args.tol, max_iter=max_iter, cache_bytes=int(args.cache_mb * (1 << 20)),
+                   deadline=deadline)
+    if not args.quiet:
+        for note in notes:
+            print(f"qpcore: note: {note}", file=sys.stderr, flush=True)
+    if cv:
+        return run_cross_validation(args, job, X, y, y_idx, settings, notes, t0)
     reporter = _reporter(args, names, args.tol, relative)
     t1 = time.perf_counter()
     model: Model
     try:
-        if linear:
-            if args.strategy == "asvm" and not np.all(weights == 1.0):
-                raise CLIError("--class-weight needs a hinge-loss strategy (ocas, ocas-active, bmrm): the ASVM "
-                               "dual of the squared hinge takes one C for every example")
-            bias = 1.0 if args.bias is None else float(args.bias)
-            max_iter = 1000 if max_iter is None else max_iter
-            settings.update(kind="linear", loss="squared_hinge" if args.strategy == "asvm" else "hinge", bias=bias,
-                            max_iter=max_iter, time_limit=args.time_limit)
-            model, results = train_linear(X, y_idx, classes, C * weights[y_idx], args.strategy, strategy,
-                                          scheme=cast("Literal['ovo', 'ovr']", scheme), bias=bias, tol=args.tol,
-                                          max_iter=max_iter, time_limit=args.time_limit, reporter=reporter)
-        else:
-            kernel, kernel_settings = _kernel_of(args, d)
-            max_iter = max(10_000_000, 100 * n) if max_iter is None else max_iter
-            settings.update(kind="kernel", **kernel_settings, cache_mb=args.cache_mb, max_iter=max_iter,
-                            time_limit=args.time_limit)
-            cache_bytes = int(args.cache_mb * (1 << 20))
-            if function:
-                fitted, res = train_function(X, y, svm_type, kernel, strategy, args.strategy, C=C, nu=nu,
-                                             epsilon=epsilon, tol=args.tol, max_iter=max_iter,
-                                             time_limit=args.time_limit, reporter=reporter, cache_bytes=cache_bytes)
-                model, results = fitted, [res]
-            else:
-                # ν-SVC: every point takes part (C only selects them); ν sets the rest
-                C_i = C * weights[y_idx] if svm_type == "c-svc" else np.ones(n)
-                trained = train_multiclass(X, y_idx, classes, C_i, kernel, strategy,
-                                           scheme=cast("Literal['ovo', 'ovr']", scheme), tol=args.tol,
-                                           max_iter=max_iter, time_limit=args.time_limit, reporter=reporter,
-                                           cache_bytes=cache_bytes, nu=nu if svm_type == "nu-svc" else None)
-                model, results = trained.model, trained.results
+        model, results = job.fit(X, y, y_idx, reporter)
     except ProblemError as exc:
         raise CLIError(str(exc)) from None
     finally:
         if reporter is not None:
             reporter.close()
     t2 = time.perf_counter()
-    fit: dict[str, Any] = {}
-    if isinstance(model, SVMModel):
-        f = model.decision_function(X)
-        if svm_type == "one-class":
-            fit["train_outlier_fraction"] = float(np.mean(f <= 0))
-        else:
-            fit["train_mse"], fit["train_scc"] = regression_metrics(f, y)
-        if model.r is not None:
-            fit["r"] = model.r      # ν-SVR: −r is the tube width ε the solution found
-    else:
-        fit["train_accuracy"] = float(np.mean(model.predict_index(model.raw(X)) == y_idx))
+    skipped: list[str] = []
+    if args.probability and isinstance(model, MulticlassSVM):
+        model, cut = _calibrate(job, model, X, y_idx)
+        skipped += cut
+        settings["probability"] = model.prob_a is not None
+    fit, fit_info, cut = _fit_pass(model, X, y, y_idx, svm_type, args.train_accuracy, deadline)
+    skipped += cut
+    if isinstance(model, SVMModel) and model.r is not None:
+        fit["r"] = model.r      # ν-SVR: −r is the tube width ε the solution found
+    t3 = time.perf_counter()
     worst = worst_status([r.status for r in results])
     code = exit_code(worst)
     problems = []
@@ -830,9 +969,9 @@ def run_train(args: argparse.Namespace) -> int:
         model.n_sv if isinstance(model, SVMModel) else None)
     info = {**settings, "data": os.path.abspath(args.data), "n_train": n, "n_features": d,
             "status": worst.code, "problems": [{k: p[k] for k in ("name", "status", "iterations")} for p in problems],
-            **fit, "seconds": t2 - t1}
+            **fit, "train_evaluation": fit_info, "skipped": skipped, "seconds": t2 - t1}
     save_model(args.model_file, model, svm_type=svm_type, feature_index_base=base, training=info)
-    t3 = time.perf_counter()
+    t4 = time.perf_counter()
     report: dict[str, Any] = {
         "command": "train",
         "data": args.data,
@@ -853,8 +992,12 @@ def run_train(args: argparse.Namespace) -> int:
         "n_sv": n_sv,
         "train_accuracy": None,
         **fit,
+        "train_evaluation": fit_info,
+        "skipped": skipped,
+        "notes": notes,
         "seconds": t2 - t1,
-        "total_seconds": t3 - t0,
+        "post_seconds": t3 - t2,
+        "total_seconds": t4 - t0,
         "qpcore_version": __version__,
     }
     if args.json != "-":
@@ -864,8 +1007,33 @@ def run_train(args: argparse.Namespace) -> int:
     return code
 
 
+def _kernel_text(r: Mapping[str, Any]) -> str:
+    """``rbf kernel, gamma 0.0081 (1/n_features)``: the kernel and the γ actually used."""
+    text = f"{r['kernel']} kernel"
+    if r.get("gamma") is not None:
+        src = r.get("gamma_source")
+        text += f", gamma {r['gamma']:.6g}" + (f" ({src})" if src not in (None, "given") else "")
+    if r.get("degree") is not None:
+        text += f", degree {r['degree']}"
+    if r.get("coef0") is not None:
+        text += f", coef0 {r['coef0']:g}"
+    return text
+
+
+def _fit_text(r: Mapping[str, Any], value: str) -> str:
+    """The training-accuracy value with how it was obtained (sample, cut, skipped, off)."""
+    ev = r["train_evaluation"]
+    if ev["rows"] == 0:
+        return f"- ({ev.get('reason', 'skipped')})"
+    if ev["sample"]:
+        return f"{value} (seeded sample of {ev['rows']:,} of {ev['of']:,} rows)"
+    if ev["cut"]:
+        return f"{value} (first {ev['rows']:,} of {ev['of']:,} rows: time limit)"
+    return value
+
+
 def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Result]) -> None:
-    what = (f"{r['kernel']} kernel" if r["kind"] == "kernel"
+    what = (_kernel_text(r) if r["kind"] == "kernel"
             else f"linear, {r['loss'].replace('_', ' ')} loss, bias {r['bias']:g}")
     params = ", ".join(f"{k} {r[k]:g}" for k in ("C", "nu", "epsilon") if k in r)
     n_conv = sum(res.status is Status.CONVERGED for res in results)
@@ -890,16 +1058,22 @@ def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Resu
         lines.append(("not converged", "; ".join(bad[:5]) + (f"; ... ({len(bad)} in all)" if len(bad) > 5 else "")))
     if r["n_sv"] is not None:
         lines.append(("support vectors", f"{r['n_sv']} of {r['n_train']}"))
+    if r.get("probability") is not None:
+        lines.append(("probability", "Platt's sigmoids fitted (-b 1)" if r["probability"] else "none (skipped)"))
     lines += [
         ("iterations", f"{r['iterations']}"),
         ("time", f"{r['seconds']:.3f} s training, {r['total_seconds']:.3f} s in all"),
     ]
     if "train_mse" in r:
-        lines += [("train MSE", f"{r['train_mse']:g}"), ("train SCC", f"{r['train_scc']:g}")]
-    elif "train_outlier_fraction" in r:
-        lines.append(("train outliers", _pct(r["train_outlier_fraction"])))
+        lines += [("train MSE", _fit_text(r, f"{r['train_mse']:g}")), ("train SCC", f"{r['train_scc']:g}")]
+    elif r["type"] == "one-class":
+        lines.append(("train outliers", _fit_text(r, _pct(r.get("train_outlier_fraction")))))
+    elif r["type"] in ("epsilon-svr", "nu-svr"):
+        lines.append(("train MSE", _fit_text(r, "-")))
     else:
-        lines.append(("train accuracy", _pct(r["train_accuracy"])))
+        lines.append(("train accuracy", _fit_text(r, _pct(r["train_accuracy"]))))
+    if r["skipped"]:
+        lines.append(("skipped", "; ".join(r["skipped"])))
     lines.append(("model file", r["model_file"]))
     for name, value in lines:
         print(f"{name:<16} {value}")
@@ -909,26 +1083,6 @@ def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Resu
 # --------------------------------------------------------------------------------------------
 # Prediction
 # --------------------------------------------------------------------------------------------
-
-
-def add_predict_arguments(p: argparse.ArgumentParser) -> None:
-    """Add ``qpcore predict``'s arguments (except ``--json`` / ``--quiet``) to its parser.
-
-    Parameters
-    ----------
-    p : argparse.ArgumentParser
-    """
-    p.add_argument("data", metavar="DATA", help="file to predict, LIBSVM format (plain, .gz or .bz2)")
-    p.add_argument("model_file", metavar="MODEL", help="a model file written by 'qpcore train'")
-    p.add_argument("output", metavar="OUTPUT", nargs="?",
-                   help="where to write one predicted label per line (default: stdout)")
-    p.add_argument("--decision", action="store_true",
-                   help="after each label, the decision value of every binary problem (positive for the "
-                        "problem's first class; a first line '# label A/B ...' names the columns)")
-    p.add_argument("--allow-unseen-labels", action="store_true",
-                   help="count rows whose label the model never saw as errors instead of refusing the file")
-    p.add_argument("--unlabeled", action="store_true",
-                   help="DATA's labels are placeholders: no accuracy, no label check")
 
 
 def _format_column(values: NDArray[Any], classes: NDArray[Any]) -> list[str]:
@@ -1015,6 +1169,11 @@ def _predict_function(args: argparse.Namespace, loaded: ModelFile, model: SVMMod
     return 0
 
 
+def _probabilities(model: MulticlassSVM, X: Any) -> FloatArray:
+    """Class probabilities of a model trained with ``-b 1`` (columns in the order of its classes)."""
+    return np.asarray(model.predict_proba(X), dtype=np.float64)
+
+
 def _write_predictions(output: str | None, lines: list[str]) -> None:
     """One line per row to OUTPUT, or to stdout."""
     out_text = "\n".join(lines) + ("\n" if lines else "")
@@ -1058,8 +1217,13 @@ def run_predict(args: argparse.Namespace) -> int:
         parent = os.path.dirname(os.path.abspath(args.output))
         if not os.path.isdir(parent):
             raise CLIError(f"output {args.output!r}: folder {parent!r} does not exist")
+    if args.probability and args.decision:
+        raise CLIError("-b 1 and --decision both choose the columns: give one of them")
     loaded = load_model_file(args.model_file)
     model = loaded.model
+    if args.probability and not (isinstance(model, MulticlassSVM) and model.prob_a is not None):
+        raise CLIError(f"model {args.model_file!r} does not support probability estimates: train it with "
+                       "'qpcore train -b 1' (a c-svc or nu-svc with a kernel strategy)")
     X, y, _ = read_data(args.data, "data", str(loaded.feature_index_base))
     d = int(model.sv.shape[1]) if isinstance(model, SVMModel) else model.n_features
     warning = None
@@ -1100,11 +1264,16 @@ def run_predict(args: argparse.Namespace) -> int:
         print(f"qpcore: warning: {warning}", file=sys.stderr)
     try:
         raw = model.raw(X)
+        proba = _probabilities(model, X) if args.probability and isinstance(model, MulticlassSVM) else None
     except (ProblemError, ValueError) as exc:
         raise CLIError(f"cannot predict {args.data!r}: {exc}") from None
-    pred = model.predict_index(raw)
+    # under -b 1 the label is the most probable class, as svm-predict's
+    pred = model.predict_index(raw) if proba is None else np.argmax(proba, axis=1).astype(np.intp)
     labels = _format_column(pred, classes)
-    if args.decision:
+    if proba is not None:
+        lines = ["labels " + " ".join(labels_to_strings(classes)[0]),
+                 *(f"{lab} " + " ".join(f"{v:g}" for v in row) for lab, row in zip(labels, proba.tolist()))]
+    elif args.decision:
         text = labels_to_strings(classes)[0]
         cols = [f"{text[i]}/{'rest' if j < 0 else text[j]}" for i, j in model.pairs]
         body = [f"{lab} " + " ".join(f"{v:.17g}" for v in row) for lab, row in zip(labels, raw.tolist())]

@@ -230,7 +230,7 @@ def test_adult_demo(capsys: pytest.CaptureFixture[str], adult: tuple[Path, Path]
     code, out, err = run(capsys, "train", trn, model, "-s", svm_type, "-n", "0.3", "--gamma", "0.05",
                          "--strategy", strategy)
     assert code == 0, err
-    assert f"{svm_type}, rbf kernel, nu 0.3, {strategy}" in out
+    assert f"{svm_type}, rbf kernel, gamma 0.05, nu 0.3, {strategy}" in out
     code, out, err = run(capsys, "predict", tst, model, tmp_path / "p.txt", "--json", pj)
     assert code == 0, err
     acc = read_json(pj)["accuracy"]

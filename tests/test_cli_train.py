@@ -520,14 +520,14 @@ def test_progress_names_each_problem(capsys: pytest.CaptureFixture[str], multi: 
     # not a terminal: quiet unless --verbose
     code, _, err = run(capsys, "train", trn, tmp_path / "m", "--max-iter", "40")
     assert code == 3 and err == ""
-    code, _, err = run(capsys, "train", trn, tmp_path / "m", "--max-iter", "40", "-v")
+    code, _, err = run(capsys, "train", trn, tmp_path / "m", "--max-iter", "40", "--verbose")
     lines = err.splitlines()
     assert lines[0].startswith("pair 1/6: 2 vs 5: max_iter, 40 iterations, gap ") and "(tol 1e-03)" in lines[0]
     assert lines[5].startswith("pair 6/6: 7 vs 9: ")
-    code, _, err = run(capsys, "train", trn, tmp_path / "m", "--strategy", "bmrm", "--multiclass", "ovr", "-v")
+    code, _, err = run(capsys, "train", trn, tmp_path / "m", "--strategy", "bmrm", "--multiclass", "ovr", "--verbose")
     assert code == 0 and err.splitlines()[3].startswith("class 4/4: 9 vs rest: converged")
     # --quiet wins over --verbose
-    code, _, err = run(capsys, "train", trn, tmp_path / "m", "-v", "-q")
+    code, _, err = run(capsys, "train", trn, tmp_path / "m", "--verbose", "-q")
     assert err == ""
 
 
