@@ -31,7 +31,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -226,9 +226,12 @@ class _LoadSampler:
     short for the tick resolution keeps the previous estimate and lets the window grow.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, cpu: Callable[[], float] = time.process_time,
+                 ticks: Callable[[set[int]], int | None] | None = None, tick: float | None = None) -> None:
         self.lock = threading.Lock()
-        self.tick = float(os.sysconf("SC_CLK_TCK")) if _LINUX else 100.0
+        self.clock, self.cpu = clock, cpu
+        self.ticks = ticks if ticks is not None else _busy_ticks
+        self.tick = tick if tick is not None else float(os.sysconf("SC_CLK_TCK")) if _LINUX else 100.0
         self.ref: tuple[float, int, float, frozenset[int]] | None = None
         self.last: float | None = None
         self.sample()
@@ -236,13 +239,13 @@ class _LoadSampler:
     def sample(self) -> float | None:
         """Update the estimate; returns it (cores busy with other processes), None if unknown."""
         ref = self.ref
-        if ref is not None and time.monotonic() - ref[0] < MIN_WINDOW:
+        if ref is not None and self.clock() - ref[0] < MIN_WINDOW:
             return self.last        # too soon to tell more (and cheap: back-to-back small solves)
         cpus = _cpus()
-        busy = _busy_ticks(cpus)
+        busy = self.ticks(cpus)
         if busy is None:
             return None
-        now, own = time.monotonic(), time.process_time()
+        now, own = self.clock(), self.cpu()
         with self.lock:
             ref = self.ref
             if ref is None or ref[3] != frozenset(cpus):
