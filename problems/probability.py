@@ -144,7 +144,8 @@ def sigmoid_proba(dec: Any, A: Any, B: Any) -> FloatArray:
     ndarray
         Same shape as the broadcast of ``dec``, ``A`` and ``B``.
     """
-    z = np.asarray(dec, dtype=np.float64) * np.asarray(A, dtype=np.float64) + np.asarray(B, dtype=np.float64)
+    with np.errstate(over="ignore"):     # A·f beyond float range is ±inf, whose limit expit takes
+        z = np.asarray(dec, dtype=np.float64) * np.asarray(A, dtype=np.float64) + np.asarray(B, dtype=np.float64)
     out: FloatArray = np.asarray(expit(-z), dtype=np.float64)
     return out
 

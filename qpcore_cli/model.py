@@ -14,7 +14,8 @@ with ``numpy.load(..., allow_pickle=False)``, so loading one never runs code) ho
   fields); for a one-class model or a regression (one decision function,
   :class:`problems.svm.SVMModel`) the support vectors, ``D`` with one column, ``bias`` and
   ``support``; for a linear model ``W`` (one weight row per binary problem), ``bias`` and
-  ``pairs`` (:class:`LinearModel`).
+  ``pairs`` (:class:`LinearModel`); optionally, for a kernel classifier trained with probabilities
+  (``qpcore train -b 1``), ``prob_a`` and ``prob_b``, the sigmoid of each one-vs-one problem.
 
 The fields, the version policy and the command line's exit codes are documented in
 docs/model-format.md. :func:`save_model` writes a file, :func:`load_model` reads the model back,
@@ -392,6 +393,9 @@ def save_model(path: str | os.PathLike[str], model: Model, *, svm_type: str | No
         if isinstance(model, MulticlassSVM):
             arrays, meta = _kernel_arrays(model.kernel, model.sv, model.D, model.bias, model.support)
             arrays["support_class"] = np.asarray(model.support_class, dtype=np.int64)
+            if model.prob_a is not None and model.prob_b is not None:
+                arrays["prob_a"] = np.asarray(model.prob_a, dtype=np.float64)
+                arrays["prob_b"] = np.asarray(model.prob_b, dtype=np.float64)
             kind = "kernel"
         elif isinstance(model, LinearModel):
             arrays = {"bias": np.asarray(model.bias, dtype=np.float64),
@@ -588,8 +592,26 @@ def _check(header: dict[str, Any], arrays: dict[str, NDArray[Any]], version: int
     if n_sv and (support_class.min() < 0 or support_class.max() >= n_classes):
         raise ModelFileError("array 'support_class': a class index out of range")
     sv = _support_vectors(header, arrays, n_sv, d)
+    prob_a, prob_b = _sigmoids(arrays, n_problems, str(scheme))
     return MulticlassSVM(classes=classes, kernel=kernel, scheme=cast("Literal['ovo', 'ovr']", str(scheme)),
-                         pairs=pairs_ip, support=support, support_class=support_class, sv=sv, D=D, bias=bias)
+                         pairs=pairs_ip, support=support, support_class=support_class, sv=sv, D=D, bias=bias,
+                         prob_a=prob_a, prob_b=prob_b)
+
+
+def _sigmoids(arrays: dict[str, NDArray[Any]], n_problems: int, scheme: str) -> tuple[FloatArray | None,
+                                                                                         FloatArray | None]:
+    """The optional ``prob_a``/``prob_b`` of a kernel classifier: both or neither (files written
+    before probabilities have neither)."""
+    have = [k for k in ("prob_a", "prob_b") if k in arrays]
+    if not have:
+        return None, None
+    if len(have) == 1:
+        raise ModelFileError(f"array {have[0]!r} without its partner: prob_a and prob_b come together")
+    if scheme != "ovo":
+        raise ModelFileError("arrays 'prob_a'/'prob_b': probabilities are stored for one-vs-one models only")
+    a = np.asarray(_array(arrays, "prob_a", "f", (n_problems,)), dtype=np.float64)
+    b = np.asarray(_array(arrays, "prob_b", "f", (n_problems,)), dtype=np.float64)
+    return a, b
 
 
 def load_model_file(path: str | os.PathLike[str]) -> ModelFile:

@@ -9,16 +9,21 @@ certificate (``result_``).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
+import attrs
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from problems.multiclass import Trained, train_multiclass
+from problems.multiclass import MulticlassSVM, Trained, train_multiclass
+from problems.probability import calibrate_rows, proba_from_raw
 from strategies.registry import KERNEL_STRATEGIES, make, parse_spec
 from qpcore.operators import Kernel
 from qpcore.problem import ProblemError
@@ -93,6 +98,13 @@ def _ovr_from_ovo(dec: FloatArray, n_classes: int) -> FloatArray:
     return votes + conf / (3.0 * (np.abs(conf) + 1.0))
 
 
+def _check_proba(est: Any) -> bool:
+    # predict_proba exists only with probability=True, as on SVC (hasattr tells callers so)
+    if not est.probability:
+        raise AttributeError("predict_proba is not available when probability=False")
+    return True
+
+
 class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """Kernel SVM classifier (C-SVC) solved by any qpcore strategy.
 
@@ -140,6 +152,20 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         number of samples are unchanged (e.g. along a path of C).
     progress : qpcore.solve.Reporter, optional
         Receives the progress of each run (gap against the tolerance, elapsed time).
+    probability : bool
+        Calibrate class probabilities as LIBSVM's ``-b 1`` does (``predict_proba``): Platt's
+        sigmoid per one-vs-one pair fitted to decision values of an internal 5-fold
+        cross-validation on that pair's rows, pairs coupled for more classes
+        (:mod:`problems.probability`). The folds' models are trained with the same strategy and
+        settings; fitting costs about five times more. Not with ``multiclass="ovr"`` over more
+        than two classes.
+    random_state : int, RandomState or None
+        Seeds the calibration's fold permutations (as SVC's): an int gives the same
+        probabilities on every fit.
+    predict_from_proba : bool
+        Beyond LIBSVM: with ``probability=True``, ``predict`` is the argmax of
+        ``predict_proba``, so the two never disagree (LIBSVM's vote and the coupled
+        probabilities may, near the boundaries).
 
     Attributes
     ----------
@@ -164,14 +190,21 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         objective and KKT certificate.
     status_ : list of str
         Status of each binary problem (``"converged"``, ``"max_iter"``, ...).
+    probA_, probB_ : ndarray of shape (n_pairs,)
+        The sigmoid of each one-vs-one pair, P(first class) = 1/(1 + exp(A·f + B)) on its
+        decision value f positive for the pair's first class (SVC's ``probA_``/``probB_``);
+        empty without ``probability``.
     n_features_in_ : int
     """
+
+    model_: MulticlassSVM      # the trained model (set by fit)
 
     def __init__(self, C: float = 1.0, kernel: str = "rbf", degree: int = 3, gamma: str | float = "scale",
                  coef0: float = 0.0, tol: float = 1e-3, cache_size: float = 200, class_weight: Any = None,
                  strategy: str | Strategy = "smo", multiclass: str = "ovo", decision_function_shape: str = "ovr",
                  max_iter: int = -1, time_limit: float | None = None, warm_start: bool = False,
-                 progress: Any = None) -> None:
+                 progress: Any = None, probability: bool = False, random_state: Any = None,
+                 predict_from_proba: bool = False) -> None:
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -187,6 +220,9 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         self.time_limit = time_limit
         self.warm_start = warm_start
         self.progress = progress
+        self.probability = probability
+        self.random_state = random_state
+        self.predict_from_proba = predict_from_proba
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -208,6 +244,11 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         if not (isinstance(self.max_iter, (int, np.integer)) and (self.max_iter == -1 or self.max_iter > 0)):
             raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
         positive("cache_size", self.cache_size, unit=" (MB)")
+        self._check_proba_params()
+
+    def _check_proba_params(self) -> None:
+        if self.predict_from_proba and not self.probability:
+            raise ValueError("predict_from_proba=True needs probability=True")
 
     def _gamma_value(self, X: Any) -> float:
         return gamma_value(self.gamma, str(self.kernel), X)
@@ -293,7 +334,54 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         except ProblemError as exc:
             raise ValueError(str(exc)) from exc
         self._adopt(trained, X)
+        solve_kw: dict[str, Any] = {"tol": float(self.tol), "max_iter": cap, "time_limit": self.time_limit,
+                                    "cache_bytes": int(float(self.cache_size) * (1 << 20))}
+
+        def fit_pair(Xs: Any, y01: NDArray[np.intp], classes: NDArray[Any], w: FloatArray) -> Trained:
+            return train_multiclass(Xs, y01, classes, w, kernel, strategy, **solve_kw)
+
+        self._calibrate(X, y_idx, C_i, fit_pair)
         return self
+
+    def _calibrate(self, X: Any, y_idx: NDArray[np.intp], weight: FloatArray,
+                   fit_pair: Callable[[Any, NDArray[np.intp], NDArray[Any], FloatArray], Trained]) -> None:
+        """``probA_``/``probB_`` and the model's sigmoids (with ``probability``; else empty).
+
+        ``fit_pair(X_sub, y01, classes, weight_sub)`` trains one fold's two-class model with the
+        fit's settings (class 0 positive); rows of weight 0 take no part, as in the fit.
+        """
+        if not self.probability:
+            self.probA_ = np.empty(0)
+            self.probB_ = np.empty(0)
+            return
+        m = self.model_
+        if m.scheme == "ovr":
+            raise ValueError("probability=True takes multiclass='ovo' (LIBSVM's pairwise coupling) for more "
+                             "than two classes")
+        rows = np.flatnonzero(weight > 0)
+        pre = self.kernel == "precomputed"
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        bad: list[str] = []
+
+        def decide(i: int, j: int, train: NDArray[np.intp], test: NDArray[np.intp]) -> FloatArray:
+            tr, te = rows[train], rows[test]
+            y01 = (y_idx[tr] != i).astype(np.intp)
+            trained = fit_pair(X[tr][:, tr] if pre else X[tr], y01, self.classes_[[i, j]], weight[tr])
+            bad.extend(r.status.code for r in trained.results if r.status is not Status.CONVERGED)
+            out: FloatArray = trained.model.raw(X[te][:, tr] if pre else X[te])[:, 0]
+            return out
+
+        try:
+            a, b = calibrate_rows(y_idx[rows], m.pairs, decide, folds=5, seed=seed)
+        except ProblemError as exc:
+            raise ValueError(f"probability calibration: {exc}") from exc
+        if bad:
+            warnings.warn(f"{type(self).__name__}: {len(bad)} of the probability calibration's fold problems did "
+                          f"not converge ({', '.join(sorted(set(bad)))}); each keeps its best point",
+                          ConvergenceWarning, stacklevel=3)
+        self.model_ = attrs.evolve(m, prob_a=a, prob_b=b)
+        self.probA_ = a
+        self.probB_ = b
 
     def _adopt(self, trained: Trained, X: Any) -> None:
         """The fitted attributes of a training run (shared with ``KernelNuSVC``); warns when a
@@ -397,6 +485,55 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
+        if self.predict_from_proba and self.probability:
+            best: NDArray[Any] = self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+            return best
         raw = self._raw(X)
         out: NDArray[Any] = self.classes_[self.model_.predict_index(raw)]
+        return out
+
+    @available_if(_check_proba)  # type: ignore[untyped-decorator]
+    def predict_proba(self, X: Any) -> FloatArray:
+        """Class probabilities as LIBSVM's ``svm-predict -b 1``.
+
+        Each pair's decision value through its sigmoid (``probA_``, ``probB_``), kept in
+        [1e−7, 1 − 1e−7]; for more than two classes the pairwise probabilities coupled by Wu, Lin
+        and Weng's second method (:func:`problems.probability.couple`). Available with
+        ``probability=True``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            As for :meth:`decision_function`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``; rows sum to 1.
+
+        Raises
+        ------
+        NotFittedError
+            When fitted with ``probability=False``.
+        """
+        raw = self._raw(X)
+        m = self.model_
+        if m.prob_a is None or m.prob_b is None:
+            raise NotFittedError("predict_proba is not available when fitted with probability=False")
+        return proba_from_raw(raw, m.prob_a, m.prob_b, m.pairs, m.n_classes)
+
+    @available_if(_check_proba)  # type: ignore[untyped-decorator]
+    def predict_log_proba(self, X: Any) -> FloatArray:
+        """Logarithms of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            As for :meth:`decision_function`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        out: FloatArray = np.log(self.predict_proba(X))
         return out

@@ -130,10 +130,13 @@ class KernelNuSVC(KernelSVC):
         Start each binary problem from the previous fit's solution when it still fits.
     progress : qpcore.solve.Reporter, optional
         Receives the progress of each run.
+    probability, random_state, predict_from_proba :
+        Class probabilities as LIBSVM's ``-b 1`` (see :class:`~qpcore_sklearn.svm.KernelSVC`);
+        a calibration fold whose class balance cannot take ν trains with the largest ν it takes.
 
     Attributes
     ----------
-    classes_, support_, support_vectors_, n_support_, dual_coef_, intercept_, coef_ :
+    classes_, support_, support_vectors_, n_support_, dual_coef_, intercept_, coef_, probA_, probB_ :
         NuSVC's, in LIBSVM's layout (see :class:`~qpcore_sklearn.svm.KernelSVC`).
     fit_status_ : int
         0 when every problem converged, 1 otherwise (as LIBSVM's).
@@ -156,7 +159,8 @@ class KernelNuSVC(KernelSVC):
                  coef0: float = 0.0, shrinking: bool = True, tol: float = 1e-3, cache_size: float = 200,
                  class_weight: Any = None, strategy: str | Strategy = "smo", multiclass: str = "ovo",
                  decision_function_shape: str = "ovr", max_iter: int = -1, time_limit: float | None = None,
-                 warm_start: bool = False, progress: Any = None) -> None:
+                 warm_start: bool = False, progress: Any = None, probability: bool = False,
+                 random_state: Any = None, predict_from_proba: bool = False) -> None:
         self.nu = nu
         self.kernel = kernel
         self.degree = degree
@@ -173,8 +177,12 @@ class KernelNuSVC(KernelSVC):
         self.time_limit = time_limit
         self.warm_start = warm_start
         self.progress = progress
+        self.probability = probability
+        self.random_state = random_state
+        self.predict_from_proba = predict_from_proba
 
     def _check_params(self) -> None:
+        self._check_proba_params()
         _nu(self.nu)
         _check_common(self)
         if self.multiclass not in ("ovo", "ovr"):
@@ -235,13 +243,26 @@ class KernelNuSVC(KernelSVC):
         self._adopt(trained, X)
         self.fit_status_ = int(any(r.status is not Status.CONVERGED for r in trained.results))
         self.shape_fit_ = X.shape
+
+        def fit_pair(Xs: Any, y01: NDArray[np.intp], classes: NDArray[Any], w: FloatArray) -> Trained:
+            # a fold's class balance may not take ν (LIBSVM trains it regardless): the largest ν it takes
+            pos = float(w[y01 == 0].sum())
+            neg = float(w[y01 == 1].sum())
+            nu_fold = min(nu, 2.0 * min(pos, neg) / (pos + neg))
+            if _uniform(w):
+                return train_multiclass(Xs, y01, classes, np.ones(w.size), kernel, strategy,
+                                        cache_bytes=cache_bytes, nu=nu_fold, **solve_kw)
+            return self._fit_weighted(Xs, y01, w, nu_fold, kernel, strategy, solve_kw, cache_bytes, None,
+                                      classes=classes)
+
+        self._calibrate(X, y_idx, sw, fit_pair)
         return self
 
     def _fit_weighted(self, X: Any, y_idx: NDArray[np.intp], sw: FloatArray, nu: float, kernel: Kernel,
                       strategy: Strategy, solve_kw: dict[str, Any], cache_bytes: int,
-                      prev: list[FloatArray] | None) -> Trained:
+                      prev: list[FloatArray] | None, classes: NDArray[Any] | None = None) -> Trained:
         """Two classes with per-sample weights: one weighted ν-SVC, in train_multiclass's layout
-        (class 0 positive, support vectors by class then index)."""
+        (class 0 positive, support vectors by class then index); ``classes`` default ``classes_``."""
         rows = _kept(sw)
         labels = np.where(y_idx[rows] == 0, 1.0, -1.0)
         if np.unique(labels).size < 2:
@@ -254,7 +275,7 @@ class KernelNuSVC(KernelSVC):
         support = rows[m.support]
         order = np.lexsort((support, y_idx[support]))
         support = support[order]
-        model = MulticlassSVM(classes=self.classes_, kernel=kernel, scheme="ovo", pairs=problems_of(2, "ovo"),
+        model = MulticlassSVM(classes=self.classes_ if classes is None else classes, kernel=kernel, scheme="ovo", pairs=problems_of(2, "ovo"),
                               support=support, support_class=y_idx[support],
                               sv=None if kernel.name == "precomputed" else X[support],
                               D=np.asarray(m.dual_coef, dtype=np.float64)[order][:, None], bias=np.array([m.bias]))
