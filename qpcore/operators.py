@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from qpcore.capabilities import Capability, OperatorStats
 from qpcore.rowcache import RowCache
+from qpcore.threads import blas_threads
 
 FloatArray = NDArray[np.float64]
 
@@ -75,7 +76,8 @@ def _check_psd(M: FloatArray) -> bool | None:
 
     if M.shape[0] > PSD_CHECK_MAX_N:
         return None
-    bad = negative_curvature(M)
+    with blas_threads():       # a factorization of Q: BLAS threads sized to the free cores, as in solve
+        bad = negative_curvature(M)
     if bad is not None:
         raise ProblemError(f"Q: not positive semidefinite (smallest eigenvalue {bad[0]:.6g}, largest {bad[1]:.6g}); "
                            "the problem is not convex, and a stationary point need not be a minimizer")
