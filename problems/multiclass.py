@@ -10,6 +10,7 @@ the one-problem case. The scikit-learn estimator and the command line both build
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Literal
 
@@ -22,17 +23,26 @@ import qpcore
 from problems.asvm import asvm_dual
 from problems.probability import proba_from_raw
 from problems.risk import hinge_svm
-from problems.svm import SVMProblem, csvc
+from problems.svm import SubsetKernelQ, SVMProblem, csvc
 from problems.svm_family import FamilyProblem, check_nu, nu_svc
+from qpcore.kkt import kkt
 from qpcore.operators import Kernel
-from qpcore.problem import ProblemError
+from qpcore.problem import QP, ProblemError
 from qpcore.solve import Reporter, Strategy
-from qpcore.state import Result
+from qpcore.state import Result, State, Status, bound_status
+from strategies.batched_smo import batched_smo
+from strategies.smo import SMO, SecondOrderRule
 
-__all__ = ["MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of", "train_multiclass", "votes"]
+__all__ = ["BATCH_ROWS", "MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of", "train_multiclass", "votes"]
 
 FloatArray = NDArray[np.float64]
 Scheme = Literal["ovo", "ovr"]
+Model = tuple[NDArray[np.intp], FloatArray, float]
+
+#: Largest padded row count (classes × largest class) solved by the batched path: its kernel
+#: matrix is computed once, whole (also bounded by ``cache_bytes``).
+BATCH_ROWS = 4096
+REFRESHES = 3       # certificate rounds before a problem is left stalled
 
 
 def problems_of(n_classes: int, scheme: Scheme) -> NDArray[np.intp]:
@@ -220,7 +230,8 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
                      strategy: Strategy, *, scheme: Scheme = "ovo", tol: float = 1e-3, max_iter: int | None = None,
                      time_limit: float | None = None, reporter: Reporter | None = None,
                      cache_bytes: int = 200 << 20, x0: list[FloatArray] | None = None,
-                     nu: float | None = None, deadline: float | None = None) -> Trained:
+                     nu: float | None = None, deadline: float | None = None,
+                     batched: bool | None = None) -> Trained:
     """Train one C-SVC (or ν-SVC) per binary problem and collect them.
 
     Parameters
@@ -251,6 +262,15 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
         A ``time.perf_counter()`` instant: each problem's time limit is at most the time left
         until it (a problem started after it gets a token limit and returns its start), so a
         caller can bound the whole sequence of problems, not each one.
+    batched : bool, optional
+        Solve the one-vs-one C-SVCs together (:func:`strategies.batched_smo.batched_smo`) over one
+        kernel matrix of all training rows instead of one by one: LIBSVM's second-order SMO on
+        every problem at once, each problem then certified by ``qpcore.kkt`` (and resumed from
+        its exact gradient until it meets tol). None (default): when the strategy is SMO with
+        LIBSVM's rule (the same iterates) and the data is small (classes × largest class ≤
+        :data:`BATCH_ROWS`, its kernel matrix within ``cache_bytes``); True: whenever the problem
+        allows it (a PSD kernel on points, C-SVC, one-vs-one, no reporter); False: never. The
+        time limit then bounds the whole batch.
 
     Returns
     -------
@@ -277,11 +297,18 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
                 raise ProblemError(f"nu: specified nu is infeasible for classes {classes[i]} ({ni} rows) and "
                                    f"{other} ({nj} rows); take ν ≤ "
                                    f"{2.0 * min(ni, nj) / (ni + nj):.6g}")
-    models: list[tuple[NDArray[np.intp], FloatArray, float]] = []
+    models: list[Model] = []
     results: list[Result] = []
     alphas: list[FloatArray] = []
     rows_of: list[NDArray[np.intp]] = []
-    for p, (i, j) in enumerate(pairs):
+    if _batchable(batched, strategy, kernel, nu, reporter, pairs, y_idx[keep], n_classes, cache_bytes):
+        limit = time_limit
+        if deadline is not None:
+            left = max(deadline - time.perf_counter(), 1e-6)
+            limit = left if limit is None else min(limit, left)
+        models, results, alphas, rows_of = _train_batched(X, y_idx, C, kernel, pairs, tol=tol, max_iter=max_iter,
+                                                          time_limit=limit, x0=x0)
+    for p, (i, j) in enumerate(pairs if not results else []):
         member = (y_idx == i) | (y_idx == j) if j >= 0 else np.ones(y_idx.size, dtype=bool)
         rows = np.flatnonzero(keep & member)
         labels = np.where(y_idx[rows] == i, 1.0, -1.0)
@@ -319,6 +346,146 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
                           support=support, support_class=y_idx[support].astype(np.intp), sv=sv, D=D,
                           bias=np.array([m[2] for m in models]))
     return Trained(model=model, results=results, alphas=alphas, rows=rows_of)
+
+
+def _batchable(batched: bool | None, strategy: Strategy, kernel: Kernel, nu: float | None,
+               reporter: Reporter | None, pairs: NDArray[np.intp], y_kept: NDArray[np.intp], n_classes: int,
+               cache_bytes: int) -> bool:
+    """Whether :func:`train_multiclass` takes the batched path (see its ``batched``)."""
+    if batched is False or nu is not None or reporter is not None or kernel.name == "precomputed":
+        return False
+    if kernel.psd is not True or pairs[0][1] < 0:
+        return False
+    if batched:
+        return True
+    width = n_classes * int(np.bincount(y_kept, minlength=n_classes).max())
+    small = width <= BATCH_ROWS and 8 * width * width <= cache_bytes
+    lib = isinstance(strategy, SMO) and isinstance(strategy.rule, SecondOrderRule) and not strategy.weight_update
+    return small and lib
+
+
+def _train_batched(X: Any, y_idx: NDArray[np.intp], C: FloatArray, kernel: Kernel, pairs: NDArray[np.intp], *,
+                   tol: float, max_iter: int | None, time_limit: float | None,
+                   x0: list[FloatArray] | None) -> tuple[list[Model], list[Result], list[FloatArray],
+                                                         list[NDArray[np.intp]]]:
+    """The one-vs-one C-SVCs solved together over one kernel matrix, each certified alone.
+
+    Layout: the kept rows of each class fill a slot of M rows (M = the largest class; the rest is
+    padding, bounds 0 ≤ α ≤ 0), so the kernel of the padded points is a (k, M, k, M) array and
+    the variables of pair (i, j) are slots i and j side by side: a kernel row of any problem is
+    one fancy index into that array, for all problems at once.
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + time_limit if time_limit is not None else math.inf
+    k = int(pairs.max()) + 1
+    keep = C > 0
+    members = [np.flatnonzero(keep & (y_idx == c)) for c in range(k)]
+    counts = np.array([m.size for m in members])
+    for i, j in pairs:
+        if counts[i] == 0 or counts[j] == 0:
+            raise ProblemError(f"y: class index {int(i) if counts[i] == 0 else int(j)} has no samples with C > 0 "
+                               "in its problem")
+    M = int(counts.max())
+    src = np.zeros(k * M, dtype=np.intp)        # padding repeats a real row: never selected
+    valid = np.zeros(k * M, dtype=bool)
+    for c, m in enumerate(members):
+        src[c * M:c * M + m.size] = m
+        valid[c * M:c * M + m.size] = True
+    Xpad = X[src]
+    # the rounds stream kernel rows and scores: single precision halves that where tol allows it
+    # (the certificates are float64, and a refresh resumes from the exact gradient)
+    dtype: type[np.floating[Any]] = np.float32 if tol >= 1e-4 else np.float64
+    gram = kernel.block(Xpad, Xpad)
+    K3 = gram.astype(dtype, copy=False).reshape(k * M, k, M)
+    kd = np.diagonal(gram).reshape(k, M)
+    Cpad = np.where(valid, C[src], 0.0).reshape(k, M)
+    pc = np.asarray(pairs, dtype=np.intp)
+    B, N = pc.shape[0], 2 * M
+    # local variable t of problem p is padded row at[p, t]; its columns are slots pc[p]
+    at = (pc[:, :, None] * M + np.arange(M)).reshape(B, N)
+    at_flat = at.ravel()
+
+    def rows(pid: NDArray[np.intp], t: NDArray[np.intp]) -> FloatArray:
+        out: FloatArray = K3[at_flat[pid * N + t][:, None], pc[pid]].reshape(pid.size, N)
+        return out
+
+    y = np.tile(np.concatenate((np.ones(M), -np.ones(M))), (B, 1))
+    ub = Cpad[pc].reshape(B, N)
+    diag = kd[pc].reshape(B, N)
+    # each problem's rows ascending (the contract of Trained.rows) and where they sit locally
+    glob, loc = [], []
+    for i, j in pc:
+        g = np.concatenate((members[i], members[j]))
+        order = np.argsort(g, kind="stable")
+        glob.append(g[order])
+        loc.append(np.concatenate((np.arange(counts[i]), M + np.arange(counts[j])))[order])
+    alpha0 = None
+    if x0 is not None:
+        alpha0 = np.zeros((B, N))
+        for p in range(min(B, len(x0))):
+            start = np.clip(np.asarray(x0[p], dtype=np.float64), 0.0, ub[p, loc[p]]) \
+                if x0[p].size == glob[p].size else None
+            yl = y[p, loc[p]]
+            # a start off yᵀα = 0 would move the equality: such a problem starts from 0
+            if start is not None and abs(float(yl @ start)) <= 1e-12 * max(1.0, float(start.sum())):
+                alpha0[p, loc[p]] = start
+    run = batched_smo(rows, diag, y, ub, tol=tol, alpha=alpha0, max_iter=max_iter, deadline=deadline, dtype=dtype)
+    alpha, its, ok_run = run.alpha.copy(), run.iterations.copy(), run.converged.copy()
+    stopped = np.where(ok_run, 0, 1)
+    qps = [QP.trusted(SubsetKernelQ(X, glob[p], y[p, loc[p]], kernel, gram, at[p, loc[p]]), -np.ones(glob[p].size),
+                      np.zeros(glob[p].size), ub[p, loc[p]], y[p, loc[p]][None, :], np.zeros(1)) for p in range(B)]
+    certs: list[Any] = [None] * B
+    grads: list[FloatArray] = [np.zeros(0)] * B
+    met = np.zeros(B, dtype=bool)
+    refreshes = 0
+    todo = np.arange(B)
+    while True:
+        for p in todo.tolist():
+            x = alpha[p, loc[p]]
+            grads[p] = qps[p].gradient(x)
+            certs[p] = kkt(qps[p], x, grads[p])
+            met[p] = certs[p].measure <= tol * (1 + 1e-9) + 1e-12 and certs[p].feasible()
+        # the solver's gradient drifted from the exact one (rounding over many steps): resume from
+        # the exact gradient those whose run converged but whose certificate does not
+        todo = np.flatnonzero(ok_run & ~met)
+        if not todo.size or refreshes >= REFRESHES or time.perf_counter() >= deadline:
+            break
+        refreshes += 1
+        G = np.zeros((todo.size, N))
+        for a, p in enumerate(todo.tolist()):
+            G[a, loc[p]] = grads[p]
+        more = batched_smo(lambda pid, t: rows(todo[pid], t), diag[todo], y[todo], ub[todo], tol=tol,
+                           alpha=alpha[todo], grad=G, deadline=deadline, dtype=dtype,
+                           max_iter=None if max_iter is None else max(0, max_iter - int(its[todo].max())))
+        alpha[todo] = more.alpha
+        its[todo] += more.iterations
+        ok_run[todo] = more.converged
+    seconds = time.perf_counter() - t0
+    models: list[Model] = []
+    results: list[Result] = []
+    alphas: list[FloatArray] = []
+    for p in range(B):
+        x, g, cert, qp = alpha[p, loc[p]], grads[p], certs[p], qps[p]
+        stop = Status.CONVERGED if ok_run[p] else (Status.TIME_LIMIT if time.perf_counter() >= deadline
+                                                   else Status.MAX_ITER)
+        status = stop
+        if not cert.feasible():
+            status = Status.INFEASIBLE
+        elif stop is Status.CONVERGED and not met[p]:
+            status = Status.STALLED
+        stats: dict[str, Any] = {"seconds": seconds / B, "batch_seconds": seconds, "strategy": "batched-smo",
+                                 "batch": B, "rounds": run.rounds, "refreshes": refreshes,
+                                 "rows_computed": qp.Q.stats.rows_computed, "stopped_by": stop.code,
+                                 "first_stop": "converged" if stopped[p] == 0 else "limit"}
+        state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), iteration=int(its[p]))
+        results.append(Result(x=x, multipliers=cert.multipliers, z=cert.z, status=status,
+                              objective=float(0.5 * x @ (g + qp.c)), kkt=cert, iterations=int(its[p]), stats=stats,
+                              state=state))
+        sv = np.flatnonzero(x > 0)
+        yl = y[p, loc[p]]
+        models.append((glob[p][sv], x[sv] * yl[sv], -float(cert.multipliers[0])))
+        alphas.append(x)
+    return models, results, alphas, glob
 
 
 def linear_binary(X: Any, y01: NDArray[Any], C: float | FloatArray, strategy: Strategy, *, squared_hinge: bool,

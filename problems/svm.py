@@ -9,11 +9,12 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from qpcore.capabilities import Operator, OperatorStats
 from qpcore.operators import Kernel, KernelQ
 from qpcore.problem import QP, ProblemError
 from qpcore.state import Result
 
-__all__ = ["CLASSIFIERS", "REGRESSIONS", "SVMModel", "SVMProblem", "SVM_KINDS", "check_C", "check_X", "csvc",
+__all__ = ["CLASSIFIERS", "REGRESSIONS", "SVMModel", "SubsetKernelQ", "SVMProblem", "SVM_KINDS", "check_C", "check_X", "csvc",
            "fixed_threshold_svm", "two_class_labels"]
 
 FloatArray = NDArray[np.float64]
@@ -251,6 +252,89 @@ def csvc(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, kernel: Kernel | None
     qp = QP(Q, -np.ones(n), np.zeros(n), Cv, A, None if fixed_threshold else np.zeros(1))
     return SVMProblem(qp=qp, X=Q.X if kernel.name != "precomputed" else X, y=ypm, classes=classes, kernel=kernel,
                       fixed_threshold=fixed_threshold)
+
+
+class SubsetKernelQ(Operator):
+    """Q = yyᵀ∘K over some rows of a data set, each product evaluated afresh in float64.
+
+    For certifying points solved elsewhere (:func:`problems.multiclass.train_multiclass` solves
+    its small problems together): nothing is built or cached per problem, and :meth:`matvec` only
+    reads the columns of the nonzero entries of x (an SVM dual's support vectors).
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix
+        The whole data set (float64, checked).
+    rows : ndarray of int
+        The rows of this problem.
+    y : ndarray
+        ±1 label of each of those rows.
+    kernel : Kernel
+        Any kernel but ``precomputed``.
+    gram : ndarray, optional
+        A float64 kernel matrix already computed over the data (shared by many problems); the
+        entries are then read from it instead of evaluated.
+    at : ndarray of int, optional
+        With ``gram``: the index in ``gram`` of each of ``rows``.
+    """
+
+    __slots__ = ("X", "idx", "y", "kernel", "gram", "at", "stats")
+
+    def __init__(self, X: Any, rows: NDArray[np.intp], y: FloatArray, kernel: Kernel,
+                 gram: FloatArray | None = None, at: NDArray[np.intp] | None = None) -> None:
+        self.X, self.idx, self.y, self.kernel = X, rows, y, kernel
+        self.gram, self.at = gram, (rows if at is None else at)
+        self.stats = OperatorStats()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, n) for the n rows."""
+        return (int(self.idx.size), int(self.idx.size))
+
+    @property
+    def psd(self) -> bool | None:
+        """The kernel's (True for linear, RBF, polynomial with coef0 ≥ 0)."""
+        return self.kernel.psd
+
+    def _block(self, i: NDArray[np.intp], j: NDArray[np.intp]) -> FloatArray:
+        if self.gram is not None:
+            out: FloatArray = self.gram[np.ix_(self.at[i], self.at[j])]
+            return out
+        return self.kernel.block(self.X[self.idx[i]], self.X[self.idx[j]])
+
+    def diag(self) -> FloatArray:
+        """K(x_i, x_i) (y_i² = 1)."""
+        if self.gram is not None:
+            return np.asarray(self.gram[self.at, self.at], dtype=np.float64)
+        return self.kernel.self_values(self.X[self.idx])
+
+    def matvec(self, x: FloatArray) -> FloatArray:
+        """Q x, from the kernel columns of the nonzero entries of x."""
+        nz = np.flatnonzero(x)
+        if not nz.size:
+            return np.zeros(self.idx.size)
+        self.stats.rows_computed += int(nz.size)
+        if self.gram is not None:
+            # whole rows of the support vectors, then their columns: a symmetric K read by rows
+            Kt = self.gram[self.at[nz]][:, self.at]
+            out: FloatArray = self.y * ((self.y[nz] * x[nz]) @ Kt)
+            return out
+        K = self._block(np.arange(self.idx.size), nz)
+        out = self.y * (K @ (self.y[nz] * x[nz]))
+        return out
+
+    def rows(self, idx: Any) -> FloatArray:
+        """Q[idx, :]."""
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        self.stats.rows_computed += int(i.size)
+        K = self._block(i, np.arange(self.idx.size))
+        out: FloatArray = (self.y[i][:, None] * self.y[None, :]) * K
+        return out
+
+    def row(self, i: int) -> FloatArray:
+        """Q[i, :]."""
+        out: FloatArray = self.rows([i])[0]
+        return out
 
 
 def fixed_threshold_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, kernel: Kernel | None = None,
