@@ -7,6 +7,9 @@ has two pools spinning on the same cores: at 2 threads on a 2-core machine such 
 slower than at 1 thread. Dense code that also factorizes through ``scipy.linalg`` (GPCG on a
 ``DenseQ``) does its large products here instead, so that a solve keeps one pool busy. Code that
 never calls scipy's BLAS (SMO, the kernel decomposition, ``DenseQ.matvec``) keeps numpy's.
+How many threads the busy pool may use is decided once per solve (:mod:`qpcore.threads`: the
+cores free at the time, both pools set alike), since a worker that waits for a core another
+process holds stalls every call.
 
 The functions take C- or Fortran-ordered arrays without copying them (a C-ordered matrix is the
 Fortran-ordered transpose).
