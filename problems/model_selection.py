@@ -5,8 +5,8 @@ setting serves every fold and every C: :class:`SharedKernel` computes it once ov
 training data (the dense matrix in single precision when it fits ``kernel_bytes``, else one row
 cache over all points), and each fold's binary dual reads its rows through :class:`FoldQ`, a view
 of the sub-block K[tr, tr] scaled by the labels that gathers the rows asked for (no copy of the
-block). Along increasing C within a fold each solve starts from the previous solution, which
-stays feasible when the box grows (alpha seeding). Held-out decision values come from the block
+block). Along increasing C within a fold each solve starts from the previous solution scaled
+by the ratio of the C values, which stays feasible (alpha seeding). Held-out decision values come from the block
 K[te, SV].
 
 :func:`grid_cv` is the general engine (a grid of kernels × C values over given folds, any
@@ -343,6 +343,7 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
     iters: list[int] = []
     oks: list[bool] = []
     prev: list[FloatArray | None] = [None] * len(pairs)
+    C_prev = 0.0
     for C in C_sorted:
         t0 = time.perf_counter()
         coefs: list[tuple[IndexArray, FloatArray]] = []
@@ -350,9 +351,13 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
         n_iter = 0
         ok = True
         for p, (rows, s, qp0) in enumerate(ops):
-            # the same operator and constraints, a wider box: the previous α stays feasible
+            # the same operator and constraints, a box grown by C / C_prev: the previous α scaled
+            # by that ratio stays feasible (yᵀα = 0, bounds met), keeps the bounded support
+            # vectors at the bound, and starts closer than α itself (DeCoste and Wagstaff's seed)
             qp = QP(qp0.Q, qp0.c, qp0.lb, float(C) * weight[rows], qp0.A, qp0.b)
-            res: Result = qpcore.solve(qp, strategy, x0=prev[p], tol=tol, max_iter=max_iter, time_limit=time_limit,
+            a0 = prev[p]
+            x0 = None if a0 is None else np.minimum(a0 * (float(C) / C_prev), qp.ub)
+            res: Result = qpcore.solve(qp, strategy, x0=x0, tol=tol, max_iter=max_iter, time_limit=time_limit,
                                        reporter=reporter)
             alpha = np.asarray(res.x, dtype=np.float64)
             prev[p] = alpha
@@ -361,6 +366,7 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
             bias[p] = -float(res.multipliers[0])
             n_iter += int(res.iterations)
             ok = ok and res.status == Status.CONVERGED
+        C_prev = float(C)
         t1 = time.perf_counter()
         used = np.unique(np.concatenate([g for g, _ in coefs])) if coefs else np.zeros(0, dtype=np.intp)
         D = np.zeros((used.size, len(pairs)))
@@ -386,7 +392,8 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
 
     For each distinct kernel the matrix over all points is computed once (:class:`SharedKernel`)
     and serves every fold and every C that uses it; within a fold the C values are solved in
-    increasing order, each binary problem warm-started from its solution at the previous C.
+    increasing order, each binary problem warm-started from its solution at the previous C
+    scaled by the ratio of the two C values (feasible: the box grows by that ratio).
 
     Parameters
     ----------
@@ -408,8 +415,9 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
     tol, max_iter, time_limit, reporter :
         Handed to ``qpcore.solve`` for each binary problem.
     weight : array_like, optional
-        Per-point factor on C (class weights times sample weights); points of weight 0 are left
-        out of training. Ones when omitted.
+        Per-point factor on C (class weights times sample weights), shape (n,) or one row per
+        fold (n_folds, n) (class weights balanced on each fold's training part); points of
+        weight 0 are left out of training. Ones when omitted.
     scheme : {"ovo", "ovr"}
         Binary problems for more than two classes.
     kernel_bytes : int
@@ -436,12 +444,13 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
     Cs = np.atleast_1d(np.asarray(C, dtype=np.float64))
     if Cs.size == 0 or not np.isfinite(Cs).all() or (Cs <= 0).any():
         raise ProblemError(f"C: every value must be finite and > 0, got {C!r}")
-    w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
-    if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any():
-        raise ProblemError(f"weight: expected ({n},) finite factors ≥ 0")
     strat = make(strategy)
     fold_list = [(np.asarray(tr, dtype=np.intp), np.asarray(te, dtype=np.intp)) for tr, te in folds]
     nf = len(fold_list)
+    w = np.ones((nf, n)) if weight is None else np.asarray(weight, dtype=np.float64)
+    w = np.broadcast_to(w, (nf, n)) if w.shape == (n,) else w
+    if w.shape != (nf, n) or not np.isfinite(w).all() or (w < 0).any():
+        raise ProblemError(f"weight: expected ({n},) or ({nf}, {n}) finite factors ≥ 0")
     per_fold: list[list[Kernel]] = []
     for entry in kernels:
         ks = [entry] * nf if isinstance(entry, Kernel) else list(entry)
@@ -470,7 +479,7 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
         share = (time.perf_counter() - t0) / (len(cells) * nc)
         for g, f in cells:
             tr, te = fold_list[f]
-            r, fs, ss, its, oks = _fold_path(source, y, w, tr, te, Cs[order], pairs, strat, tol=tol,
+            r, fs, ss, its, oks = _fold_path(source, y, w[f], tr, te, Cs[order], pairs, strat, tol=tol,
                                               max_iter=max_iter, time_limit=time_limit, reporter=reporter,
                                               cache_bytes=cache_bytes)
             for q, c in enumerate(order):
