@@ -1,0 +1,162 @@
+"""Small multiclass data: the one-vs-one problems solved together (strategies.batched_smo through
+problems.multiclass) give LIBSVM's model, each problem certified by qpcore's KKT certificate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import qpcore
+from problems.multiclass import train_multiclass
+from problems.svm import csvc
+from qpcore.kkt import kkt
+from qpcore.operators import Kernel
+from strategies.batched_smo import batched_smo
+from strategies.smo import SMO
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn import datasets  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.svm import SVC  # noqa: E402
+
+from qpcore_sklearn.svm import KernelSVC  # noqa: E402
+
+
+def _split(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
+    return Xtr, Xte, ytr, yte
+
+
+def _blobs(seed: int, n: int, k: int, d: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(np.arange(n) % k)
+    X = rng.standard_normal((n, d)) + 1.2 * np.eye(k, d)[y]
+    return X, y
+
+
+def _certified_alone(X: np.ndarray, y_idx: np.ndarray, C: np.ndarray, kern: Kernel, tr: object, tol: float) -> None:
+    """Each problem's point, judged by an independent build of its dual (KernelQ, csvc)."""
+    for p, (i, j) in enumerate(tr.model.pairs):  # type: ignore[attr-defined]
+        rows = tr.rows[p]  # type: ignore[attr-defined]
+        res = tr.results[p]  # type: ignore[attr-defined]
+        assert res.status.code == "converged"
+        assert res.kkt.measure <= tol * (1 + 1e-9) + 1e-12
+        assert res.stats["strategy"] == "batched-smo"
+        prob = csvc(X[rows], np.where(y_idx[rows] == i, 1.0, -1.0), C[rows], kern, dtype=np.float64)
+        cert = kkt(prob.qp, res.x)
+        assert cert.feasible()
+        assert cert.measure <= tol * (1 + 1e-6) + 1e-10
+        np.testing.assert_allclose(cert.multipliers, res.multipliers, atol=1e-8 * max(1.0, abs(res.multipliers[0])))
+
+
+@pytest.mark.parametrize("name", ["digits", "iris"])
+def test_same_model_as_svc(name: str) -> None:
+    Xtr, Xte, ytr, yte = _split(name)
+    ours = KernelSVC(C=10).fit(Xtr, ytr)
+    svc = SVC(C=10).fit(Xtr, ytr)
+    assert all(r.stats["strategy"] == "batched-smo" for r in ours.result_)
+    assert all(r.status.code == "converged" and r.kkt.measure <= 1e-3 * (1 + 1e-9) for r in ours.result_)
+    assert np.mean(ours.predict(Xte) == svc.predict(Xte)) >= 0.995
+    np.testing.assert_array_equal(ours.n_support_, svc.n_support_)
+    # at a tight tolerance both reach the same optimum: the same decision values
+    ours = KernelSVC(C=10, tol=1e-7).fit(Xtr, ytr)
+    svc = SVC(C=10, tol=1e-7).fit(Xtr, ytr)
+    np.testing.assert_array_equal(ours.predict(Xte), svc.predict(Xte))
+    d_o = ours.decision_function(Xte) if name == "iris" else KernelSVC(C=10, tol=1e-7, decision_function_shape="ovo") \
+        .fit(Xtr, ytr).decision_function(Xte)
+    d_s = svc.decision_function(Xte) if name == "iris" else SVC(C=10, tol=1e-7, decision_function_shape="ovo") \
+        .fit(Xtr, ytr).decision_function(Xte)
+    np.testing.assert_allclose(d_o, d_s, atol=1e-4)
+    np.testing.assert_allclose(ours.intercept_, svc.intercept_, atol=1e-4)
+
+
+@pytest.mark.parametrize("tol", [1e-3, 1e-6])
+def test_each_problem_certified_by_an_independent_dual(tol: float) -> None:
+    Xtr, _, ytr, _ = _split("iris")
+    kern = Kernel("rbf", gamma=1.0 / (Xtr.shape[1] * Xtr.var()))
+    y_idx = ytr.astype(np.intp)
+    C = np.full(y_idx.size, 10.0)
+    tr = train_multiclass(Xtr, y_idx, np.arange(3), C, kern, SMO(), tol=tol)
+    _certified_alone(Xtr, y_idx, C, kern, tr, tol)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(6, 60), k=st.integers(2, 4), weighted=st.booleans(),
+       kernel=st.sampled_from(["rbf", "linear", "poly"]))
+def test_batched_equals_one_by_one(seed: int, n: int, k: int, weighted: bool, kernel: str) -> None:
+    X, y = _blobs(seed, n, k)
+    rng = np.random.default_rng(seed)
+    C = rng.uniform(0.5, 5.0, n) if weighted else np.full(n, 2.0)
+    if weighted:
+        C[rng.random(n) < 0.1] = 0.0            # left out, as a sample weight of 0
+    for c in range(k):                          # every class keeps a point
+        C[np.flatnonzero(y == c)[0]] = 1.0
+    kern = Kernel(kernel, gamma=0.5, coef0=1.0, degree=2)   # type: ignore[arg-type]
+    tol = 1e-8
+    one = train_multiclass(X, y, np.arange(k), C, kern, SMO(), tol=tol, batched=False)
+    many = train_multiclass(X, y, np.arange(k), C, kern, SMO(), tol=tol, batched=True)
+    _certified_alone(X, y, C, kern, many, tol)
+    for p in range(len(one.rows)):
+        np.testing.assert_array_equal(one.rows[p], many.rows[p])
+        # both certified at tol: the objectives agree to the gap's order
+        assert abs(one.results[p].objective - many.results[p].objective) <= 1e-6 * max(1.0, abs(one.results[p].objective))
+    np.testing.assert_allclose(many.model.raw(X), one.model.raw(X), atol=1e-4)
+
+
+def test_limits_and_warm_start() -> None:
+    Xtr, _, ytr, _ = _split("wine")
+    Xtr = (Xtr - Xtr.mean(0)) / Xtr.std(0)
+    kern = Kernel("rbf", gamma=1.0 / Xtr.shape[1])
+    y_idx = ytr.astype(np.intp)
+    C = np.full(y_idx.size, 10.0)
+    cut = train_multiclass(Xtr, y_idx, np.arange(3), C, kern, SMO(), tol=1e-6, max_iter=5)
+    for r in cut.results:
+        assert r.iterations <= 5
+        assert r.status.code == "max_iter"
+        assert r.kkt.feasible()
+    full = train_multiclass(Xtr, y_idx, np.arange(3), C, kern, SMO(), tol=1e-6)
+    warm = train_multiclass(Xtr, y_idx, np.arange(3), C, kern, SMO(), tol=1e-6, x0=full.alphas)
+    for a, b in zip(full.results, warm.results):
+        assert b.status.code == "converged"
+        assert b.iterations < a.iterations
+        assert abs(a.objective - b.objective) <= 1e-6 * abs(a.objective)
+
+
+def test_stack_equals_each_problem_alone() -> None:
+    """A padded stack of problems of different sizes: each gets the point it gets alone."""
+    rng = np.random.default_rng(3)
+    sizes = [7, 12, 4]
+    N = max(sizes)
+    Ks, ys, ubs = [], [], []
+    for m in sizes:
+        Z = rng.standard_normal((m, 2))
+        K = np.zeros((N, N))
+        K[:m, :m] = np.exp(-((Z[:, None] - Z[None]) ** 2).sum(-1))
+        y = np.ones(N)
+        y[:m] = np.where(np.arange(m) % 2 == 0, 1.0, -1.0)
+        ub = np.zeros(N)
+        ub[:m] = rng.uniform(0.5, 3.0, m)
+        Ks.append(K)
+        ys.append(y)
+        ubs.append(ub)
+    K3 = np.stack(Ks)
+
+    def rows(pid: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return K3[pid, t].copy()
+
+    diag = np.stack([np.diag(K) for K in Ks])
+    run = batched_smo(rows, diag, np.stack(ys), np.stack(ubs), tol=1e-9)
+    assert run.converged.all()
+    for b, m in enumerate(sizes):
+        alone = batched_smo(lambda pid, t, b=b: K3[b:b + 1][pid, t].copy(), diag[b:b + 1], np.stack(ys)[b:b + 1],
+                            np.stack(ubs)[b:b + 1], tol=1e-9)
+        np.testing.assert_array_equal(run.alpha[b], alone.alpha[0])
+        assert run.iterations[b] == alone.iterations[0]
+        assert np.all(run.alpha[b, m:] == 0.0)
+        # and it is the optimum: the certificate of the dual built from the same matrix
+        Q = np.outer(ys[b][:m], ys[b][:m]) * Ks[b][:m, :m]
+        qp = qpcore.QP(Q, -np.ones(m), np.zeros(m), ubs[b][:m], ys[b][:m][None, :], np.zeros(1))
+        assert kkt(qp, run.alpha[b, :m]).measure <= 1e-9 * (1 + 1e-6)
