@@ -200,13 +200,16 @@ def usable_cores() -> tuple[int, str]:
 
 
 # ---------------------------------------------------------------------------------- foreign load
-def _busy_ticks(cpus: set[int]) -> int | None:
-    """Ticks spent busy (not idle, not waiting for I/O) since boot on the given CPUs."""
+def _proc_stat(cpus: set[int]) -> tuple[int, int] | None:
+    """Busy ticks (not idle, not waiting for I/O) since boot on the given CPUs, and the number of
+    threads running or runnable right now on the machine (/proc/stat)."""
     text = _read(Path("/proc/stat"))
     if text is None:
         return None
-    total = 0
+    total, running = 0, 0
     for line in text.splitlines():
+        if line.startswith("procs_running"):
+            running = int(line.split()[1])
         if not line.startswith("cpu") or line.startswith("cpu "):
             continue
         name, *fields = line.split()
@@ -214,7 +217,21 @@ def _busy_ticks(cpus: set[int]) -> int | None:
             continue
         user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
         total += user + nice + system + irq + softirq + steal
-    return total
+    return total, running
+
+
+def _own_running() -> int:
+    """This process's threads running or runnable now (the caller's at least)."""
+    count = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 1
+    for tid in tasks:
+        text = _read(Path("/proc/self/task") / tid / "stat")
+        if text is not None and text.rsplit(")", 1)[-1].split()[:1] == ["R"]:
+            count += 1
+    return max(1, count)
 
 
 class _LoadSampler:
@@ -223,18 +240,38 @@ class _LoadSampler:
 
     Samples are taken at import, before and after every run: the window before a run is the time
     since the previous one ended, which describes the machine as the run starts. A window too
-    short for the tick resolution keeps the previous estimate and lets the window grow.
+    short for the tick resolution keeps the previous estimate and lets the window grow. With no
+    window yet, and beside a window older than :data:`STALE_WINDOW` (whose average may hide a
+    load that began a moment ago), the threads of other processes running at this instant count.
+
+    Parameters
+    ----------
+    clock, cpu : callable
+        Wall time and this process's CPU time, in seconds.
+    stat : callable, optional
+        ``stat(cpus)`` -> (busy ticks on those CPUs, threads running now), None where unknown.
+    own_running : callable, optional
+        This process's threads running now.
+    tick : float, optional
+        Ticks per second of ``stat``'s counts.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, cpu: Callable[[], float] = time.process_time,
-                 ticks: Callable[[set[int]], int | None] | None = None, tick: float | None = None) -> None:
+                 stat: Callable[[set[int]], tuple[int, int] | None] | None = None,
+                 own_running: Callable[[], int] | None = None, tick: float | None = None) -> None:
         self.lock = threading.Lock()
         self.clock, self.cpu = clock, cpu
-        self.ticks = ticks if ticks is not None else _busy_ticks
+        self.stat = stat if stat is not None else _proc_stat
+        self.own_running = own_running if own_running is not None else _own_running
         self.tick = tick if tick is not None else float(os.sysconf("SC_CLK_TCK")) if _LINUX else 100.0
         self.ref: tuple[float, int, float, frozenset[int]] | None = None
         self.last: float | None = None
         self.sample()
+
+    def _instant(self, cpus: set[int], running: int) -> float:
+        # running threads of others, spread over the machine's cores, on our share of them
+        others = max(0, running - self.own_running())
+        return others * len(cpus) / max(len(cpus), os.cpu_count() or 1)
 
     def sample(self) -> float | None:
         """Update the estimate; returns it (cores busy with other processes), None if unknown."""
@@ -242,24 +279,23 @@ class _LoadSampler:
         if ref is not None and self.clock() - ref[0] < MIN_WINDOW:
             return self.last        # too soon to tell more (and cheap: back-to-back small solves)
         cpus = _cpus()
-        busy = self.ticks(cpus)
-        if busy is None:
+        st = self.stat(cpus)
+        if st is None:
             return None
+        busy, running = st
         now, own = self.clock(), self.cpu()
         with self.lock:
             ref = self.ref
             if ref is None or ref[3] != frozenset(cpus):
-                self.ref = (now, busy, own, frozenset(cpus))
+                # no window yet: what runs now stands until there is one
+                self.ref, self.last = (now, busy, own, frozenset(cpus)), self._instant(cpus, running)
                 return self.last
             window = now - ref[0]
             if window < MIN_WINDOW:
                 return self.last
             foreign = max(0.0, ((busy - ref[1]) / self.tick - (own - ref[2])) / window)
             if window > STALE_WINDOW:
-                # a long window's average may hide a load that started a moment ago: the
-                # 1-minute load average (less our own recent rate) speaks for the last minute
-                own_rate = (own - ref[2]) / window
-                foreign = max(foreign, (_loadavg_share(len(cpus)) or 0.0) - own_rate)
+                foreign = max(foreign, self._instant(cpus, running))
             self.ref = (now, busy, own, frozenset(cpus))
             self.last = foreign
             return foreign
@@ -285,13 +321,14 @@ def foreign_load() -> float | None:
     From /proc/stat (Linux) over the window since the previous sample (taken at import, and
     before and after every :func:`blas_threads` run), this process's own CPU time subtracted, so
     that our own threads never count as load. With no window yet (a process that solves right
-    after importing) the 1-minute load average stands in, and it is also consulted when the window
-    is older than a few seconds (it lags, but it sees a load that began just now).
+    after importing), and beside a window older than a few seconds, the threads of other
+    processes running at this instant count too. Without /proc (macOS) the 1-minute load average
+    stands in (it lags a new load by a minute).
 
     Returns
     -------
     float or None
-        Cores (0 on a quiet machine), None where /proc/stat does not exist.
+        Cores (0 on a quiet machine), None where neither is available (Windows).
     """
     foreign = _SAMPLER.sample()
     if foreign is None:
@@ -352,6 +389,7 @@ def decide_threads(threads: int | None = None, *, env: Mapping[str, str] | None 
         If ``threads`` is given and < 1.
     """
     cores, how = usable_cores()
+    aff = _affinity()
     if threads is not None:
         if threads < 1:
             raise ValueError(f"threads: must be ≥ 1, got {threads}")
@@ -361,7 +399,8 @@ def decide_threads(threads: int | None = None, *, env: Mapping[str, str] | None 
         return ThreadDecision(None, f"{user} set by the user: pools left as set", cores)
     foreign = foreign_load()
     busy = 0 if foreign is None else max(0, math.ceil(foreign - BUSY_SHARE))
-    n = max(1, cores - busy)
+    # others' load is measured on the cores of our affinity; a quota caps what is left of them
+    n = max(1, min(cores, aff - busy))
     load = "load unknown" if foreign is None else f"{foreign:.2f} cores busy elsewhere"
     reason = f"auto: {how}, {load}"
     if current is not None and current < n:

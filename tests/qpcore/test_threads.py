@@ -3,6 +3,7 @@ explicit count) and the context that applies it to every BLAS pool and restores 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,10 @@ def test_cgroup_quota_caps_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     _machine(monkeypatch, 8, 0.0, quota=1.5)
     d = decide_threads(env={})
     assert d.threads == 1 and "quota" in d.reason
+    _machine(monkeypatch, 64, 40.0, quota=2.0)     # a container on a busy host: 24 cores left
+    assert decide_threads(env={}).threads == 2
+    _machine(monkeypatch, 64, 63.0, quota=2.0)
+    assert decide_threads(env={}).threads == 1
 
 
 @pytest.mark.parametrize("var", THREAD_VARIABLES)
@@ -99,15 +104,22 @@ def test_auto_within_bounds(cores: int, foreign: float | None, quota: float | No
 # --- the load estimate --------------------------------------------------------------------------------
 
 def test_sampler_subtracts_our_own_cpu() -> None:
-    t, busy, own = [0.0], [0], [0.0]
-    s = threads._LoadSampler(clock=lambda: t[0], cpu=lambda: own[0], ticks=lambda cpus: busy[0], tick=100.0)
-    assert s.sample() is None                   # no window yet
+    t, busy, own, running = [0.0], [0], [0.0], [3]
+    # no window yet: two threads of others running now (and ours, the one sampling)
+    s = threads._LoadSampler(clock=lambda: t[0], cpu=lambda: own[0], stat=lambda cpus: (busy[0], running[0]),
+                             own_running=lambda: 1, tick=100.0)
+    share = len(threads._cpus()) / max(len(threads._cpus()), os.cpu_count() or 1)
+    assert s.sample() == pytest.approx(2 * share)
+    t[0], running[0] = 0.1, 1                   # within the first window that estimate stands
+    assert s.sample() == pytest.approx(2 * share)
     t[0], busy[0], own[0] = 1.0, 150, 0.5       # 1.5 core·s busy on our cores, 0.5 of them ours
     assert s.sample() == pytest.approx(1.0)
     t[0], busy[0], own[0] = 1.1, 170, 0.7       # too short a window: the last estimate stands
     assert s.sample() == pytest.approx(1.0)
-    t[0], busy[0], own[0] = 2.0, 250, 1.5       # our own two threads busy, nobody else
+    t[0], busy[0], own[0], running[0] = 2.0, 250, 1.5, 1   # our own two threads busy, nobody else
     assert s.sample() == pytest.approx(0.0)
+    t[0], busy[0], own[0], running[0] = 62.0, 250, 1.5, 2  # a long quiet window, but a load now
+    assert s.sample() == pytest.approx(share)
 
 
 def test_cgroup_limits(tmp_path: Path) -> None:
@@ -136,7 +148,7 @@ def test_cgroup_limits(tmp_path: Path) -> None:
 
 def test_context_sets_every_pool_and_restores(no_user_variables: None, monkeypatch: pytest.MonkeyPatch) -> None:
     before = threadpoolctl.threadpool_info()
-    assert len(_pool_sizes()) >= 2           # numpy's and scipy's OpenBLAS (wheels)
+    assert _pool_sizes()                     # numpy's and scipy's OpenBLAS (two libraries in the wheels)
     with blas_threads(1) as d:
         assert d.threads == 1
         assert _pool_sizes() == [1] * len(_pool_sizes())
