@@ -298,6 +298,8 @@ class GridCV:
         Solver iterations of each cell, summed over its binary problems.
     converged : ndarray of bool, shape (n_kernels, n_C, n_folds)
         Whether every binary problem of the cell converged.
+    objective : ndarray of shape (n_kernels, n_C, n_folds)
+        Dual objective of each cell, summed over its binary problems.
     dense_kernel : bool
         Whether the kernel was held as a dense matrix (else a shared row cache).
     """
@@ -312,6 +314,7 @@ class GridCV:
     score_seconds: FloatArray
     iterations: NDArray[np.int64]
     converged: NDArray[np.bool_]
+    objective: FloatArray
     dense_kernel: bool
 
     def predicted(self, g: int, c: int, f: int) -> IndexArray:
@@ -322,9 +325,9 @@ class GridCV:
 def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, train: IndexArray, test: IndexArray,
                C_sorted: FloatArray, pairs: NDArray[np.intp], strategy: Strategy, *, tol: float,
                max_iter: int | None, time_limit: float | None, reporter: Reporter | None,
-               cache_bytes: int) -> tuple[list[FloatArray], list[float], list[float], list[int], list[bool]]:
+               cache_bytes: int) -> tuple[list[FloatArray], list[float], list[float], list[int], list[bool], list[float]]:
     """One fold over increasing C: every binary problem warm-started from its solution at the
-    previous C; the held-out decision values, times, iterations and convergence per C."""
+    previous C; the held-out decision values, times, iterations, convergence and objective per C."""
     keep = train[weight[train] > 0]
     ops: list[tuple[IndexArray, FloatArray, QP]] = []
     for i, j in pairs:
@@ -342,6 +345,7 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
     scores: list[float] = []
     iters: list[int] = []
     oks: list[bool] = []
+    objs: list[float] = []
     prev: list[FloatArray | None] = [None] * len(pairs)
     C_prev = 0.0
     for C in C_sorted:
@@ -350,6 +354,7 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
         bias = np.empty(len(pairs))
         n_iter = 0
         ok = True
+        obj = 0.0
         for p, (rows, s, qp0) in enumerate(ops):
             # the same operator and constraints, a box grown by C / C_prev: the previous α scaled
             # by that ratio stays feasible (yᵀα = 0, bounds met), keeps the bounded support
@@ -365,6 +370,7 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
             coefs.append((rows[sv], alpha[sv] * s[sv]))
             bias[p] = -float(res.multipliers[0])
             n_iter += int(res.iterations)
+            obj += float(res.objective)
             ok = ok and res.status == Status.CONVERGED
         C_prev = float(C)
         t1 = time.perf_counter()
@@ -379,7 +385,8 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
         scores.append(time.perf_counter() - t1)
         iters.append(n_iter)
         oks.append(ok)
-    return raws, fits, scores, iters, oks
+        objs.append(obj)
+    return raws, fits, scores, iters, oks, objs
 
 
 def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
@@ -466,6 +473,7 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
     score = np.zeros((ng, nc, nf))
     iters = np.zeros((ng, nc, nf), dtype=np.int64)
     conv = np.ones((ng, nc, nf), dtype=bool)
+    objective = np.zeros((ng, nc, nf))
     dense = True
     # the distinct kernels in first-use order, each with the (grid point, fold) cells it serves
     uses: dict[Kernel, list[tuple[int, int]]] = {}
@@ -479,7 +487,7 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
         share = (time.perf_counter() - t0) / (len(cells) * nc)
         for g, f in cells:
             tr, te = fold_list[f]
-            r, fs, ss, its, oks = _fold_path(source, y, w[f], tr, te, Cs[order], pairs, strat, tol=tol,
+            r, fs, ss, its, oks, objs = _fold_path(source, y, w[f], tr, te, Cs[order], pairs, strat, tol=tol,
                                               max_iter=max_iter, time_limit=time_limit, reporter=reporter,
                                               cache_bytes=cache_bytes)
             for q, c in enumerate(order):
@@ -488,10 +496,11 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
                 score[g, c, f] = ss[q]
                 iters[g, c, f] = its[q]
                 conv[g, c, f] = oks[q]
+                objective[g, c, f] = objs[q]
         del source
     return GridCV(C=Cs, folds=fold_list, pairs=pairs, scheme="ovr" if pairs[0][1] < 0 else "ovo",
                   n_classes=int(n_classes), raw=raw, fit_seconds=fit, score_seconds=score, iterations=iters,
-                  converged=conv, dense_kernel=dense)
+                  converged=conv, objective=objective, dense_kernel=dense)
 
 
 def _class_factor(class_weight: Mapping[Any, float] | ArrayLike | None, classes: NDArray[Any]) -> FloatArray:
