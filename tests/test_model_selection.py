@@ -76,7 +76,7 @@ def test_iris_multiclass_and_scale_gamma() -> None:
     """Three classes one-vs-one, gamma="scale" computed on each fold's training part, a scorer
     on predictions and one on decision values."""
     X, y = _scaled_iris()
-    grid = {"C": [0.1, 1.0, 100.0], "gamma": ["scale", 0.05, 1.0]}
+    grid: dict[str, list[Any]] = {"C": [0.1, 1.0, 100.0], "gamma": ["scale", 0.05, 1.0]}
     for scoring in (None, "balanced_accuracy", "f1_macro"):
         ours = SVMGridSearchCV(KernelSVC(tol=1e-4), grid, cv=3, scoring=scoring).fit(X, y)
         ref = GridSearchCV(SVC(tol=1e-4), grid, cv=3, scoring=scoring).fit(X, y)
@@ -125,7 +125,7 @@ def test_refit_options() -> None:
     pick_first = SVMGridSearchCV(KernelSVC(), grid, cv=3, refit=lambda res: 0).fit(X, y)
     assert pick_first.best_index_ == 0 and pick_first.best_estimator_.C == 0.1
     with pytest.raises(ValueError, match="one metric"):
-        SVMGridSearchCV(KernelSVC(), grid, scoring=["accuracy", "f1_macro"])  # type: ignore[arg-type].fit(X, y)
+        SVMGridSearchCV(KernelSVC(), grid, scoring=["accuracy", "f1_macro"]).fit(X, y)  # type: ignore[arg-type]
 
 
 def _fold_problem(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, Kernel]:
