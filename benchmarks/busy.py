@@ -20,7 +20,8 @@ over the median quiet time; the row's claim is ours / the anchor's slowdown (tar
 Our thread decision is automatic (``qpcore.threads``): the thread variables
 (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ...) are removed from the environment before
 numpy is imported, as a user who never set them has it, and each of our runs records the decision
-(``blas_threads`` and its reason). LIBSVM and PIQP run single-threaded. Time only on an otherwise
+(``blas_threads`` and its reason). LIBSVM is single-threaded, PIQP runs as its wheel is built
+(its dense back-end does not use our BLAS pools). Time only on an otherwise
 quiet machine (the quiet runs record other processes' CPU: ``others``). Results append to
 ``benchmarks/results/busy.jsonl`` (``results/quick/`` with ``--quick``).
 """
