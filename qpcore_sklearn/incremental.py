@@ -113,15 +113,7 @@ class _CPModel(IncrementalSVM):
         work = np.flatnonzero(self._status[sl] != RESERVE)
         if work.size == 0:
             return dec
-        snap = self._save()
-        try:
-            for k in work.tolist():
-                c = int(sl[k])
-                self._decrement(c)
-                dec[k] = float(y[c]) * (float(self._g[c]) + 1.0)
-                self._restore(snap)
-        finally:
-            self._qm_written = None
+        dec[work] = y[sl[work]] * (self._decrement_values(sl[work]) + 1.0)
         return dec
 
 

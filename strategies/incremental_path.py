@@ -118,7 +118,8 @@ class PathEngine:
     stats : dict
         ``learned``, ``unlearned``, ``steps`` (path segments), ``refreshes``, ``dependences``,
         ``repairs``, ``ties`` (degenerate vertices resolved at once), ``guards`` (states the
-        guard found wrong and re-derived).
+        guard found wrong and re-derived), ``loo_general`` (leave-one-out decrements left to the
+        general step).
     """
 
     def __init__(self, kernel: Kernel, C: float, *, capacity: int, cache_bytes: int, tol: float = 1e-9) -> None:
@@ -128,7 +129,7 @@ class PathEngine:
         self._capacity = int(capacity)
         self._cache_bytes = int(cache_bytes)
         self.stats = {"learned": 0, "unlearned": 0, "steps": 0, "refreshes": 0, "dependences": 0, "repairs": 0, "ties": 0,
-                      "guards": 0}
+                      "guards": 0, "loo_general": 0}
         self._reset()
 
     # -- state -----------------------------------------------------------------------------------

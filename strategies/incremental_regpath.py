@@ -18,9 +18,11 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from strategies.incremental_loo import LOODecrements
 from strategies.incremental_path import ERROR, MARGIN, RESERVE, PathEngine, entry_event
 
 FloatArray = NDArray[np.float64]
+IndexArray = NDArray[np.intp]
 
 __all__ = ["Breakpoint", "NuNotReached", "RegularizationPath"]
 
@@ -263,6 +265,9 @@ class RegularizationPath(PathEngine):
         res = self._status[sl] == RESERVE
         out[sl[res]] = self._g[sl[res]]
         work = sl if every else sl[~res]
+        if nu is None and C_after is None:
+            out[work] = self._decrement_values(work, loo_below)
+            return out[sl]
         snap = self._save()
         try:
             for c in work.tolist():
@@ -283,6 +288,46 @@ class RegularizationPath(PathEngine):
         finally:
             self._qm_written = None
         return out[sl]
+
+    def _decrement_values(self, work: IndexArray, loo_below: float = -np.inf, block: int = 256) -> FloatArray:
+        """g_c at α_c = 0 for each slot c of ``work``, each decremented from the solved state and
+        the state restored after (−inf once g_c < ``loo_below``, a certain error; NaN where no
+        state exists without the point).
+
+        The decrements run through :class:`strategies.incremental_loo.LOODecrements` (M's KKT
+        matrix inverted once; neither the factor nor the row buffer is written, so a restore is
+        a few O(n) copies); a point it hands back takes the general step from the restored state
+        (``stats["loo_general"]`` counts them). The rows Q_c are gathered in blocks, one kernel
+        product each.
+        """
+        out = np.full(work.size, np.nan)
+        if work.size == 0:
+            return out
+        hw = self._op.n_slots
+        snap = self._save()
+        fast = LOODecrements.build(self)
+        try:
+            for b0 in range(0, int(work.size), block):
+                chunk = work[b0:b0 + block]
+                Qb = self._op.rows(chunk) if fast is not None else None
+                for k, c in enumerate(chunk.tolist()):
+                    val: float | None = None
+                    try:
+                        if fast is not None and Qb is not None:
+                            val = fast.value(c, Qb[k, :hw], loo_below)
+                            if val is None:
+                                self.stats["loo_general"] += 1
+                                self._restore(snap)
+                        if val is None:
+                            why = self._decrement(c, loo=np.isfinite(loo_below), loo_below=loo_below)
+                            val = -np.inf if why == "loo" else float(self._g[c])
+                    except RuntimeError:
+                        val = np.nan           # no state without this point
+                    out[b0 + k] = val
+                    self._restore(snap)
+        finally:
+            self._qm_written = None
+        return out
 
     def _nu_now(self, count: int | None = None) -> float:
         """ν(C) = eᵀα / (C l) over the points (l = ``count``, default their number)."""
