@@ -99,7 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
         solver.add_argument("--tol", type=positive_float, default=kind.default_tol, metavar="T",
                             help=f"stopping tolerance on the KKT measure (default {kind.default_tol:g})")
         solver.add_argument("--max-iter", type=nonnegative_int, metavar="K", help="iteration limit")
-        solver.add_argument("--time-limit", type=positive_float, metavar="S", help="time limit in seconds")
+        solver.add_argument("--time-limit", type=positive_float, metavar="S",
+                            help="time limit of the whole command in seconds, from its start: the solve gets "
+                                 "the time left (svm: the accuracy passes after it are cut at the limit, as "
+                                 "the report's 'skipped' says)")
         entries = [e for e in (STRATEGIES[s].entry for s in served) if e is not None]
         if entries:
             add_entry_options(p.add_argument_group("strategy options (each strategy's own default when not given)"),

@@ -15,7 +15,7 @@ from qpcore import __version__
 from qpcore.problem import QP, ProblemError
 from qpcore.solve import Strategy, solve
 from qpcore.state import Result, Status
-from qpcore_cli.common import CLIError, check_writable, make_reporter, write_json
+from qpcore_cli.common import CLIError, Deadline, check_writable, make_reporter, write_json
 from qpcore.lowrank import DiagPlusLowRankQ
 from qpcore_cli.registry import STRATEGIES, ProblemKind
 from strategies.registry import accepts
@@ -74,7 +74,8 @@ def _add_nnls_arguments(p: argparse.ArgumentParser) -> None:
                    help="Q = AᵀA formed (dense) or applied as Aᵀ(Av) (gram); auto picks by shape")
 
 
-def solve_report(qp: Any, strategy: Strategy, args: argparse.Namespace, label: str) -> tuple[Result, dict[str, Any]]:
+def solve_report(qp: Any, strategy: Strategy, args: argparse.Namespace, label: str,
+                 deadline: Deadline | None = None) -> tuple[Result, dict[str, Any]]:
     """Solve ``qp`` with the CLI's limits and reporter; the report fields every kind shares.
 
     Parameters
@@ -87,6 +88,9 @@ def solve_report(qp: Any, strategy: Strategy, args: argparse.Namespace, label: s
         ``strategy``, ``tol``, ``max_iter``, ``time_limit`` and ``quiet``.
     label : str
         The name in the progress display.
+    deadline : Deadline, optional
+        The command's ``--time-limit``, set at its start: the solve gets the time left (default:
+        ``args.time_limit`` from now).
 
     Returns
     -------
@@ -96,7 +100,8 @@ def solve_report(qp: Any, strategy: Strategy, args: argparse.Namespace, label: s
     reason = accepts(strategy, qp)
     if reason is not None:
         raise CLIError(f"--strategy {args.strategy} cannot take this problem: {reason}")
-    result = solve(qp, strategy, tol=args.tol, max_iter=args.max_iter, time_limit=args.time_limit,
+    limit = args.time_limit if deadline is None else deadline.solve_limit()
+    result = solve(qp, strategy, tol=args.tol, max_iter=args.max_iter, time_limit=limit,
                    reporter=make_reporter(args.quiet, args.tol, label))
     spec = STRATEGIES.get(args.strategy)
     report: dict[str, Any] = {
@@ -169,6 +174,7 @@ def run_qp(args: argparse.Namespace) -> int:
         On a bad file or an invalid problem.
     """
     t0 = time.perf_counter()
+    deadline = Deadline(args.time_limit, start=t0)
     check_writable(args.json)
     arrays = read_npz(args.npz, ("c",), ("Q", "H", "d", "lb", "ub", "A", "b"))
     if ("A" in arrays) != ("b" in arrays):
@@ -191,7 +197,7 @@ def run_qp(args: argparse.Namespace) -> int:
         qp = QP(Q, arrays["c"], arrays.get("lb", np.full(n, -np.inf)), arrays.get("ub", np.full(n, np.inf)),
                 arrays.get("A"), arrays.get("b"))
         strategy = STRATEGIES[args.strategy].factory(args)
-        result, report = solve_report(qp, strategy, args, args.strategy)
+        result, report = solve_report(qp, strategy, args, args.strategy, deadline)
     except ProblemError as exc:
         raise CLIError(str(exc)) from None
     report.update(problem="qp", data=args.npz, total_seconds=time.perf_counter() - t0, x=_solution_field(result.x))
@@ -217,12 +223,13 @@ def run_nnls(args: argparse.Namespace) -> int:
         On a bad file or an invalid problem.
     """
     t0 = time.perf_counter()
+    deadline = Deadline(args.time_limit, start=t0)
     check_writable(args.json)
     arrays = read_npz(args.npz, ("A", "d"))
     try:
         problem = nnls(arrays["A"], arrays["d"], backend=args.backend)
         strategy = STRATEGIES[args.strategy].factory(args)
-        result, report = solve_report(problem.qp, strategy, args, args.strategy)
+        result, report = solve_report(problem.qp, strategy, args, args.strategy, deadline)
         x, rnorm = problem.decode(result)
     except ProblemError as exc:
         raise CLIError(str(exc)) from None
