@@ -358,13 +358,12 @@ def calibrate(X: Any, y_idx: Any, classes: Any, fit_fn: Callable[[Any, NDArray[n
     ProblemError
         Fewer than two classes, ``folds`` < 2, a class without rows, or what ``fit_fn`` raises.
     """
-    from problems.multiclass import problems_of   # multiclass imports this module
-
     y = np.asarray(y_idx, dtype=np.intp).ravel()
     k = int(np.asarray(classes).size)
     if k < 2:
         raise ProblemError(f"calibrate: needs at least two classes, got {k}")
-    pairs = problems_of(k, "ovo")
+    # LIBSVM's order of the pairs, as problems.multiclass.problems_of lists them (which imports this module)
+    pairs = np.array([(i, j) for i in range(k) for j in range(i + 1, k)], dtype=np.intp)
 
     def decide(i: int, j: int, train: NDArray[np.intp], test: NDArray[np.intp]) -> FloatArray:
         model = fit_fn(X[train][:, train] if precomputed else X[train], y[train])

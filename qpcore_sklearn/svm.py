@@ -165,7 +165,8 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     predict_from_proba : bool
         Beyond LIBSVM: with ``probability=True``, ``predict`` is the argmax of
         ``predict_proba``, so the two never disagree (LIBSVM's vote and the coupled
-        probabilities may, near the boundaries).
+        probabilities may, near the boundaries). The probabilities estimate frequencies: with
+        ``class_weight`` the predictions then no longer carry the weights' costs.
 
     Attributes
     ----------
@@ -486,7 +487,8 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             Labels from ``classes_``.
         """
         if self.predict_from_proba and self.probability:
-            best: NDArray[Any] = self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+            proba = self.predict_proba(X)       # first: it checks that the estimator is fitted
+            best: NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
             return best
         raw = self._raw(X)
         out: NDArray[Any] = self.classes_[self.model_.predict_index(raw)]

@@ -20,6 +20,7 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, NuSVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from problems.data import load_dataset
 from qpcore_sklearn import KernelNuSVC, KernelSVC
@@ -31,6 +32,25 @@ def _quiet_sklearn() -> Iterator[None]:
         # scikit-learn 1.9 deprecates SVC's probability=True (it stays until 1.11)
         warnings.simplefilter("ignore", FutureWarning)
         yield
+
+
+_WEIGHTS = ("fitting with sample_weight equals repeating samples only at the exact optimum (as in "
+            "tests/test_sklearn_svc.py; SVC fails it too)")
+
+
+# predict_proba's contract (shape, sums, argmax agreeing with predict, unfitted errors) on
+# sklearn's own checks; predict_from_proba makes the argmax agreement hold by construction
+_EXPECTED = {"check_sample_weight_equivalence_on_dense_data": _WEIGHTS,
+             "check_sample_weight_equivalence_on_sparse_data": _WEIGHTS,
+             "check_class_weight_classifiers": "predict_from_proba predicts the most probable class, and the "
+                                               "calibrated probabilities estimate frequencies: they do not carry "
+                                               "class_weight's costs (SVC's predict_proba neither)"}
+
+
+@parametrize_with_checks([KernelSVC(probability=True, random_state=0, predict_from_proba=True)],
+                         expected_failed_checks=lambda est: _EXPECTED)  # type: ignore[untyped-decorator]
+def test_sklearn_estimator_checks(estimator: Any, check: Any) -> None:
+    check(estimator)
 
 
 def _split(loader: Any, n: int | None = None) -> tuple[np.ndarray, ...]:
