@@ -15,6 +15,8 @@ none of them imports it, and scikit-learn is never a runtime dependency of the l
   ``partial_fit`` that equals a batch fit, ``unlearn``, exact leave-one-out.
 - :class:`IncrementalOneClassSVM`, :class:`IncrementalNuSVC`: the same for the one-class SVM and the
   ν-SVC at a fixed ν (``OneClassSVM``'s and ``NuSVC``'s parameters and fitted attributes).
+- :class:`SVMGridSearchCV`: ``GridSearchCV``'s interface, each kernel computed once for every fold
+  and C, warm starts along C.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from __future__ import annotations
 from qpcore_sklearn.incremental import IncrementalSVC
 from qpcore_sklearn.incremental_family import IncrementalNuSVC, IncrementalOneClassSVM
 from qpcore_sklearn.linear import LinearSVMClassifier
+from qpcore_sklearn.model_selection import SVMGridSearchCV
 from qpcore_sklearn.svm import KernelSVC
 from qpcore_sklearn.svm_family import KernelNuSVC, KernelNuSVR, KernelOneClassSVM, KernelSVR
 
 __all__ = ["IncrementalNuSVC", "IncrementalOneClassSVM", "IncrementalSVC", "KernelNuSVC", "KernelNuSVR", "KernelOneClassSVM", "KernelSVC", "KernelSVR",
-           "LinearSVMClassifier"]
+           "LinearSVMClassifier", "SVMGridSearchCV"]
