@@ -301,6 +301,73 @@ class BorderedCholesky:
         self.counters["adds"] += 1
         return None
 
+    def add_block(self, idx: ArrayLike, cols: ArrayLike, block: ArrayLike, a_new: ArrayLike | None = None) -> bool:
+        """Append several variables at once (one triangular solve with k right-hand sides).
+
+        All or nothing: when the block would make the KKT matrix singular (a pivot of the
+        k×k Schur complement at or below ``singular_tol``), nothing is appended and False is
+        returned; :meth:`add`, one variable at a time, then finds the dependence.
+
+        Parameters
+        ----------
+        idx : array_like of int
+            The k variables, none in S.
+        cols : array_like, shape (|S|, k)
+            Q[S, idx] with S in factor order (``members``).
+        block : array_like, shape (k, k)
+            Q[idx, idx].
+        a_new : array_like, optional
+            The variables' entries of the equality row; default ``a[idx]``.
+
+        Returns
+        -------
+        bool
+            Whether the variables were appended.
+        """
+        ids = np.asarray(idx, dtype=np.intp).ravel()
+        k, n = ids.size, self._n
+        Cm = np.asarray(cols, dtype=np.float64).reshape(n, k)
+        B = np.asarray(block, dtype=np.float64).reshape(k, k)
+        if k == 0:
+            return True
+        if self.equality:
+            an = (np.asarray(a_new, dtype=np.float64).ravel() if a_new is not None
+                  else np.array([self._a_of(int(i), None) for i in ids]))
+        else:
+            an = np.zeros(k)
+        if self.equality and self.tau is None:
+            nz = np.flatnonzero(an)
+            if nz.size:
+                j = int(nz[0])
+                self.tau = float(B[j, j] / an[j] ** 2) if B[j, j] > 0 else 1.0
+        tau = self.tau if self.tau is not None else 0.0
+        Mc = Cm + tau * np.outer(self._aS[:n], an) if n else Cm
+        Mnn = B + tau * np.outer(an, an)
+        R12 = (sla.solve_triangular(self._R[:n, :n], Mc, trans="T", lower=False, check_finite=False)
+               if n else np.zeros((0, k)))
+        S = Mnn - R12.T @ R12
+        S = 0.5 * (S + S.T)
+        try:
+            R22 = sla.cholesky(S, lower=False, check_finite=False)
+        except np.linalg.LinAlgError:
+            return False
+        dg = np.diag(Mnn)
+        if not (np.all(dg > 0.0) and np.all(np.diag(R22) ** 2 > self.singular_tol * dg)):
+            return False
+        while n + k > self._R.shape[0]:
+            self._grow()
+        self._R[:n, n:n + k] = R12
+        self._R[n:n + k, :n] = 0.0
+        self._R[n:n + k, n:n + k] = R22
+        if self.equality:
+            rhs = an - (R12.T @ self._u[:n] if n else 0.0)
+            self._u[n:n + k] = sla.solve_triangular(R22, rhs, trans="T", lower=False, check_finite=False)
+        self._aS[n:n + k] = an
+        self._idx[n:n + k] = ids
+        self._n = n + k
+        self.counters["adds"] += k
+        return True
+
     def remove(self, idx: Any) -> None:
         """Delete variable ``idx`` from S in O(|S|²) (Givens rotations on the trailing block)."""
         k = self.position(int(idx))

@@ -413,6 +413,7 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         "x0_moved": x0_moved,
         "stopped_by": stopped_by.code,
         **state.counters,
+        **strategy.report(state),
     }
     if keep_state == "none":
         state.set_work(None)

@@ -21,7 +21,7 @@ The contract, as :func:`qpcore.solve.solve` and :func:`qpcore.solve.iterate` use
 from __future__ import annotations
 
 import abc
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -200,3 +200,18 @@ class Strategy(abc.ABC):
         state : State
             The run's final state.
         """
+
+    def report(self, state: State) -> dict[str, Any]:
+        """What the run adds to ``Result.stats`` beyond its counters (e.g. the choices a
+        strategy that delegates made, and why). The default adds nothing.
+
+        Parameters
+        ----------
+        state : State
+            The run's final state.
+
+        Returns
+        -------
+        dict
+        """
+        return {}

@@ -3,6 +3,9 @@
 Each is frozen configuration subclassing :class:`qpcore.Strategy` (``init`` / ``step``, the
 optional hooks, ``accepts``), run by ``qpcore.solve``:
 
+- :class:`~strategies.auto.Auto` (``"auto"``, the estimators' and commands' default): starts with
+  SMO and switches to INCAS once pair steps crawl over a large free set, decomposition where SMO
+  cannot take the problem; its choices and reasons in ``Result.stats``;
 - :class:`~strategies.smo.SMO`: sequential minimal optimization with pair rules (LIBSVM's
   second-order rule, the maximal violating pair, Platt's heuristics) and shrinking;
 - :class:`~strategies.decomposition.Decomposition`: Osuna decomposition and chunking with set
@@ -27,6 +30,7 @@ leave-one-out, sliding windows, the regularization path in C).
 
 from strategies.active_set import DenseActiveSet
 from strategies.asvm import ASVM
+from strategies.auto import Auto
 from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS
 from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
 from strategies.gradient_projection import GPCG
@@ -37,7 +41,7 @@ from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrde
 
 from qpcore.solve import Strategy
 
-__all__ = ["ASVM", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "REGISTRY", "ActiveSetOCAS",
+__all__ = ["ASVM", "Auto", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "REGISTRY", "ActiveSetOCAS",
            "INCAS", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM", "MaximalViolatingPair",
            "OsunaSwap", "PlattHeuristic", "SecondOrderRule", "SteepestFeasible", "by_name"]
 

@@ -185,6 +185,7 @@ class INCAS(Strategy):
     singular_tol: float = 1e-11
     nonconvex_tol: float = 1e-8
     max_zero_steps: int = 500
+    release: int = 1
 
     def __attrs_post_init__(self) -> None:
         if self.shrink_every < 1:
@@ -193,6 +194,8 @@ class INCAS(Strategy):
             raise ProblemError("refresh_tol, singular_tol, nonconvex_tol: must be > 0")
         if self.max_zero_steps < 1:
             raise ProblemError(f"max_zero_steps: must be ≥ 1, got {self.max_zero_steps}")
+        if self.release < 1:
+            raise ProblemError(f"release: must be ≥ 1, got {self.release}")
 
     # -- set-up ---------------------------------------------------------------------------------
     def accepts(self, qp: QP) -> str | None:
@@ -626,10 +629,21 @@ class INCAS(Strategy):
             z = gp - work.lam * a_pos[:na]
             viol = np.where(st < 0, -z, np.where(st > 0, z, 0.0))
             viol[fixed_pos[:na]] = 0.0
-            i = int(np.argmax(viol))
-            if float(viol[i]) > (10.0 if self.shrinking and not work.unshrunk else 1.0) * work.tol:
+            band = (10.0 if self.shrinking and not work.unshrunk else 1.0) * work.tol
+            k = self.release
+            if k > 1 and na > k:
+                top = np.argpartition(viol, na - k)[na - k:]
+                top = top[np.argsort(-viol[top])]
+                top = top[viol[top] > band]
+            else:
+                i = int(np.argmax(viol))
+                top = np.array([i] if float(viol[i]) > band else [], dtype=np.intp)
+            if top.size:
                 work.stuck = 0
-                var = int(work.perm[i])
+                if top.size > 1:
+                    self._enter_many(qp, state, work, work.perm[top])
+                    return
+                var = int(work.perm[int(top[0])])
                 work.last_released = var
                 self._enter(qp, state, work, var, release=True)
                 return
@@ -714,7 +728,42 @@ class INCAS(Strategy):
         return i if viol[i] > 0.0 else -1
 
     # -- entering S (release, warm start) and dependences ---------------------------------------
-    def _enter(self, qp: QP, state: State, work: INCASWork, i: int, *, release: bool) -> None:
+    def _enter_many(self, qp: QP, state: State, work: INCASWork, var: IndexArray) -> None:
+        """Release several bound variables into S: their rows in one call, the factor in one
+        block append; on a dependence the block is entered one variable at a time."""
+        work.eq_fixed = False
+        rows = self._rows(qp, state, var)
+        fac = work.fac
+        order = fac.members
+        # Q[S, var] from the new rows (Q symmetric): no gather over the buffer of S
+        cols = rows[:, order].T if order.size else np.zeros((0, var.size))
+        blk = rows[:, var]
+        a_new = work.a[var] if work.a is not None else None
+        if fac.add_block(var, cols, 0.5 * (blk + blk.T), a_new):
+            for k, i in enumerate(var.tolist()):
+                self._append(state, work, int(i), rows[k])
+            work.need_solve = True
+            work.last_released = int(var[-1])
+            state.counters["released"] += int(var.size)
+            return
+        for k, i in enumerate(var.tolist()):
+            work.last_released = int(i)
+            self._enter(qp, state, work, int(i), release=True, row=rows[k])
+            if state.stop is not None:
+                return
+
+    @staticmethod
+    def _rows(qp: QP, state: State, idx: IndexArray) -> FloatArray:
+        """Q[idx, :] in float64, computed together (one block of kernel rows), not cached."""
+        state.counters["rows_requested"] += int(idx.size)
+        Q = qp.Q
+        if isinstance(Q, KernelQ):
+            Q.stats.cache_misses += int(idx.size)
+            return np.asarray(Q.compute(idx), dtype=np.float64)
+        return np.asarray(Q.rows(idx), dtype=np.float64)
+
+    def _enter(self, qp: QP, state: State, work: INCASWork, i: int, *, release: bool,
+               row: FloatArray | None = None) -> None:
         """Add variable i to S; on a dependence walk along the null direction to a bound first.
 
         ``release``: i is a bound variable that violates (it moves into its box along the null
@@ -724,7 +773,8 @@ class INCAS(Strategy):
         fac = work.fac
         if release:
             work.eq_fixed = False         # a new phase: the equality check before the stop is due again
-        row = self._row(qp, state, i)
+        if row is None:
+            row = self._row(qp, state, i)
         a_i = float(work.a[i]) if work.a is not None else 0.0
         x = state.x
         while True:

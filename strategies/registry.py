@@ -24,6 +24,7 @@ from qpcore.problem import QP, ProblemError
 from qpcore.solve import Strategy
 from strategies.active_set import DenseActiveSet
 from strategies.asvm import ASVM
+from strategies.auto import Auto
 from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS
 from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
 from strategies.gradient_projection import GPCG
@@ -226,6 +227,12 @@ _CUT_OPTIONS = (Option("inner", str, "active-set", "strategy for the reduced pro
 
 #: Name → entry, in the order help texts list them.
 REGISTRY: dict[str, Entry] = {e.name: e for e in (
+    Entry("auto", "chooses from what the run shows: SMO while the free set is small, INCAS once pair steps crawl "
+                  "over a large free set, decomposition where SMO cannot take the problem (choices and reasons "
+                  "in Result.stats)", "kernel",
+          (Option("release", int, 8, "bound variables INCAS releases per pricing after a switch"),
+           Option("patience", int, 1, "observations without the gap halving before a switch")),
+          lambda release, patience: Auto(incas_release=release, patience=patience)),
     Entry("smo", "sequential minimal optimization (Platt; LIBSVM's second-order rule by default): finite box, "
                  "no equality or disjoint ±1 equality groups (C-SVC, ν-SVC duals)", "kernel",
           (Option("rule", str, "wss2", "pair rule: LIBSVM's second order (wss2), maximal violating pair (mvp), "
@@ -240,7 +247,8 @@ REGISTRY: dict[str, Entry] = {e.name: e for e in (
            _SHRINKING), _decomposition, main="q"),
     Entry("incas", "Scheinberg's active set, one variable at a time over a bordered Cholesky factor (finite box, "
                    "≤ 1 equality row); at its best at tight tolerances and large C", "kernel",
-          (_SHRINKING,), lambda shrinking: INCAS(shrinking=shrinking)),
+          (_SHRINKING, Option("release", int, 1, "bound variables released into S per pricing (1: the paper's)")),
+          lambda shrinking, release: INCAS(shrinking=shrinking, release=release)),
     Entry("gpcg", "Moré–Toraldo gradient projection + conjugate gradients (box, any equality rows)", "kernel",
           (Option("face_solver", str, "auto", "solver on the free face", ("auto", "cg", "cholesky")),),
           lambda face_solver: GPCG(face_solver=face_solver)),

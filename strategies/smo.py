@@ -435,6 +435,8 @@ class SMO(Strategy):
         to ten) while one stops at a bound. Ill-conditioned duals (ν-SVC with barely overlapping
         classes, C-SVC with a large C) otherwise take millions of pair steps, as LIBSVM does
         (NuSVC's ``n_iter_``). Runs that never crawl keep LIBSVM's iterates; 0 turns it off.
+    newton_after : int
+        Checks in a row without the gap halving before that Newton step (three by default).
     seed : int
         Seed of the rule's per-run generator (``view.rng``).
     """
@@ -445,6 +447,7 @@ class SMO(Strategy):
     weight_update: bool = False
     max_null_steps: int = 50
     newton_free: int = 200
+    newton_after: int = SLOW_CHECKS
     seed: int = 0
 
     def __attrs_post_init__(self) -> None:
@@ -625,7 +628,7 @@ class SMO(Strategy):
         gap = self._gap(qp, state, work)
         work.slow_checks = work.slow_checks + 1 if tol < gap and gap > 0.5 * work.last_gap else 0
         work.last_gap = gap
-        if work.slow_checks >= SLOW_CHECKS:
+        if work.slow_checks >= self.newton_after:
             work.slow_checks = 0
             for _ in range(10):    # active-set style: again while a step stops at a bound
                 if not (self._newton_step(qp, state, work) and work.newton_hit):

@@ -6,10 +6,10 @@ import pytest
 
 from qpcore.problem import ProblemError
 from qpcore.solve import Strategy
-from strategies import (ASVM, BMRM, GPCG, INCAS, KERNEL_STRATEGIES, LINEAR_STRATEGIES, OCAS, SMO, ActiveSetOCAS,
+from strategies import (ASVM, Auto, BMRM, GPCG, INCAS, KERNEL_STRATEGIES, LINEAR_STRATEGIES, OCAS, SMO, ActiveSetOCAS,
                         Decomposition, DenseActiveSet, by_name)
 
-EXPECTED = {"smo": SMO, "decomposition": Decomposition, "incas": INCAS, "gpcg": GPCG, "active-set": DenseActiveSet,
+EXPECTED = {"auto": Auto, "smo": SMO, "decomposition": Decomposition, "incas": INCAS, "gpcg": GPCG, "active-set": DenseActiveSet,
             "asvm": ASVM, "ocas": OCAS, "ocas-active": ActiveSetOCAS, "bmrm": BMRM}
 
 

@@ -1,0 +1,235 @@
+"""``strategy="auto"``: one strategy that chooses and switches among SMO, INCAS and decomposition
+from what it observes.
+
+No single method wins everywhere on SVM duals. SMO's two-variable steps are cheap and, at small
+C, few: most multipliers go straight from 0 to C and the free set stays small. At large C the
+free set grows to hundreds or thousands of variables and pair steps crawl (their linear rate is
+set by the conditioning of the free block): there an active-set method, which solves the free
+block exactly with an updated factorization, needs far fewer and heavier steps. ``Auto`` starts
+with SMO and watches the run: every ``check_every`` steps it reads the pair gap and the size of
+the free set; when the gap has not halved for ``patience`` checks in a row and the free set is
+larger than SMO's own Newton step takes (``SMO.newton_free``), it hands the current point to
+INCAS (which enters the free variables into its factor and continues with Scheinberg's pivots,
+releasing ``release`` violators per pricing). Problems SMO cannot take (equality groups with
+coefficients other than ±1, variables in no row) go to decomposition, which takes them all.
+
+Each choice and its reason is kept: ``Result.stats["strategy_choice"]`` lists
+``(iteration, strategy, reason)``, ``stats["strategy"]`` names the strategy that finished, and a
+progress snapshot reads the current one with ``progress.work(AutoWork).current``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from qpcore.problem import QP
+from qpcore.state import State, Work
+from qpcore.strategy import Strategy
+from strategies.decomposition import Decomposition
+from strategies.incas import INCAS
+from strategies.smo import SMO, SMOWork
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["Auto", "AutoWork"]
+
+
+@attrs.define(slots=True, eq=False)
+class AutoWork(Work):
+    """Auto's work state: the strategy running now, its own work state, and the choices so far."""
+
+    current: str
+    inner: Strategy
+    inner_work: Work | None
+    tol: float
+    x0: FloatArray | None
+    choices: list[tuple[int, str, str]] = attrs.Factory(list)
+    since_check: int = 0
+    last_gap: float = math.inf
+    slow: int = 0
+
+    def release(self) -> Work | None:
+        """A finished run keeps nothing: none of the inner strategies resumes from its state."""
+        return None
+
+
+@attrs.frozen
+class Auto(Strategy):
+    """Choose and switch among SMO, INCAS and decomposition from what the run shows.
+
+    Parameters
+    ----------
+    smo : SMO
+        The first strategy: LIBSVM's second-order rule with shrinking, taking its Newton step on
+        the free variables after two checks without progress (SMO alone waits for three).
+    incas_release : int
+        Bound variables INCAS releases per pricing after a switch (``INCAS.release``).
+    check_every : int
+        SMO steps between observations (at most n).
+    patience : int
+        Observations in a row at which the pair gap did not halve before switching.
+    min_free : int or None
+        Free variables above which a crawl switches to INCAS; None: ``smo.newton_free`` (below
+        it SMO's own Newton step on the free variables ends the crawl).
+    """
+
+    smo: SMO = attrs.field(factory=lambda: SMO(newton_after=2))
+    incas_release: int = 8
+    check_every: int = 1000
+    patience: int = 1
+    min_free: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        from qpcore.problem import ProblemError
+
+        if self.check_every < 1 or self.patience < 1 or self.incas_release < 1:
+            raise ProblemError("check_every, patience, incas_release: must be ≥ 1")
+
+    def accepts(self, qp: QP) -> str | None:
+        """None when SMO or decomposition takes ``qp`` (finite box, disjoint equality groups).
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+
+        Returns
+        -------
+        str or None
+        """
+        if self.smo.accepts(qp) is None:
+            return None
+        return Decomposition().accepts(qp)
+
+    # -- delegation -----------------------------------------------------------------------------
+    def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
+        """Start SMO, or decomposition when SMO cannot take the problem.
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+        x0 : ndarray, optional
+            A feasible start.
+        tol : float
+            Stopping tolerance.
+
+        Returns
+        -------
+        State
+        """
+        self.check(qp)
+        reason = self.smo.accepts(qp)
+        if reason is None:
+            inner: Strategy = self.smo
+            name, why = "smo", f"start (n = {qp.n}): pair steps are cheapest while the free set is small"
+        else:
+            inner = Decomposition()
+            name, why = "decomposition", f"SMO cannot take the problem ({reason.split(';')[0]})"
+        state = inner.init(qp, x0, tol)
+        work = AutoWork(current=name, inner=inner, inner_work=state.work_or_none(Work), tol=tol,
+                        x0=None if x0 is None else np.array(x0, dtype=np.float64))
+        work.choices.append((0, name, why))
+        state.set_work(work)
+        return state
+
+    def _run(self, state: State, work: AutoWork) -> None:
+        state.set_work(work.inner_work)
+
+    def _back(self, state: State, work: AutoWork) -> None:
+        work.inner_work = state.work_or_none(Work)
+        state.set_work(work)
+
+    def step(self, qp: QP, state: State) -> None:
+        """One step of the current strategy, then (for SMO) an observation every ``check_every``.
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+        state : State
+            Mutated in place.
+        """
+        work = state.work(AutoWork)
+        self._run(state, work)
+        try:
+            work.inner.step(qp, state)
+        finally:
+            self._back(state, work)
+        if work.current != "smo" or state.done or state.stop is not None:
+            return
+        work.since_check += 1
+        if work.since_check >= min(qp.n, self.check_every):
+            work.since_check = 0
+            self._observe(qp, state, work)
+
+    def _observe(self, qp: QP, state: State, work: AutoWork) -> None:
+        inner = work.inner_work
+        assert isinstance(inner, SMOWork)
+        gap = SMO._gap(qp, state, inner)
+        x = state.x
+        free = int(np.count_nonzero((x > qp.lb) & (x < qp.ub)))
+        work.slow = work.slow + 1 if gap > work.tol and gap > 0.5 * work.last_gap else 0
+        work.last_gap = gap
+        limit = self.smo.newton_free if self.min_free is None else self.min_free
+        if work.slow < self.patience or free <= limit or INCAS().accepts(qp) is not None:
+            return
+        why = (f"pair steps crawl: gap {gap:.3g} not halved over {work.slow * min(qp.n, self.check_every)} "
+               f"steps with {free} free variables (> {limit}); an active set solves the free block exactly")
+        self._switch(qp, state, work, INCAS(release=self.incas_release), "incas", why)
+
+    def _switch(self, qp: QP, state: State, work: AutoWork, inner: Strategy, name: str, why: str) -> None:
+        # INCAS starts from the run's own start, not from SMO's point: it would enter every free
+        # variable of that point into its factor and then drop the surplus one pivot at a time,
+        # each drop an O(|S|²) pass over the factor (measured: several times INCAS's own path,
+        # which grows S from the violators)
+        counters = dict(state.counters)
+        new = inner.init(qp, work.x0, work.tol)
+        state.x, state.g, state.status = new.x, new.g, new.status
+        state.exact = None
+        for k, v in new.counters.items():
+            counters[k] = counters.get(k, 0) + v
+        state.counters = counters
+        state.stop = new.stop
+        work.inner, work.inner_work, work.current = inner, new.work_or_none(Work), name
+        work.choices.append((state.iteration, name, why))
+
+    def sync_gradient(self, qp: QP, state: State) -> None:
+        """The current strategy's sync (INCAS keeps g off its free set stale between pricings)."""
+        work = state.work(AutoWork)
+        self._run(state, work)
+        try:
+            work.inner.sync_gradient(qp, state)
+        finally:
+            self._back(state, work)
+
+    def finish(self, qp: QP, state: State) -> None:
+        """The current strategy's finish."""
+        work = state.work(AutoWork)
+        self._run(state, work)
+        try:
+            work.inner.finish(qp, state)
+        finally:
+            self._back(state, work)
+
+    def report(self, state: State) -> dict[str, Any]:
+        """``strategy`` (the one that finished) and ``strategy_choice`` ((iteration, name, reason)).
+
+        Parameters
+        ----------
+        state : State
+            The run's final state.
+
+        Returns
+        -------
+        dict
+        """
+        work = state.work_or_none(AutoWork)
+        if work is None:
+            return {}
+        return {"strategy": work.current, "strategy_choice": list(work.choices)}

@@ -1,0 +1,100 @@
+"""``strategy="auto"``: its choices are certified like any strategy's, and made for the reasons it says."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import qpcore
+from problems.svm import csvc
+from problems.svm_family import nu_svc
+from qpcore.operators import Kernel
+from qpcore.reference import assert_kkt, dense_reference
+from qpcore.testing import svm_duals, warm_starts
+from strategies.auto import Auto, AutoWork
+from strategies.registry import make
+from strategies.smo import SMO
+
+
+def _blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    y[:2] = 1.0, -1.0
+    X = rng.standard_normal((n, 3))
+    X[:, 0] += 0.8 * y
+    return X, y
+
+
+@settings(max_examples=40, deadline=None)
+@given(qp=svm_duals(max_n=30), data=st.data())
+def test_svm_duals_certified(qp: qpcore.QP, data: st.DataObject) -> None:
+    # a switch on every crawl (check_every small, no free-set floor) so both paths are exercised
+    x0 = data.draw(warm_starts(qp))
+    res = qpcore.solve(qp, Auto(check_every=5, min_free=0), x0, tol=1e-6, max_iter=200_000)
+    assert_kkt(qp, res, 1e-6)
+    _, f_ref = dense_reference(qp)
+    assert res.objective == pytest.approx(f_ref, rel=1e-6, abs=1e-6)
+    assert res.stats["strategy"] in ("smo", "incas")
+    assert res.stats["strategy_choice"][0][1] == "smo"
+
+
+def test_crawl_switches_to_incas_with_its_reason() -> None:
+    X, y = _blobs(400, 1)
+    qp = csvc(X, y, 1000.0, Kernel("rbf", gamma=2.0)).qp
+    res = qpcore.solve(qp, Auto(check_every=100, min_free=50), tol=1e-6)
+    assert_kkt(qp, res, 1e-6)
+    names = [c[1] for c in res.stats["strategy_choice"]]
+    assert names == ["smo", "incas"], res.stats["strategy_choice"]
+    assert "crawl" in res.stats["strategy_choice"][1][2]
+    assert res.stats["strategy"] == "incas"
+    # the same optimum as SMO alone
+    ref = qpcore.solve(qp, SMO(), tol=1e-6)
+    assert res.objective == pytest.approx(ref.objective, rel=1e-7)
+
+
+def test_small_c_stays_with_smo() -> None:
+    X, y = _blobs(400, 2)
+    qp = csvc(X, y, 0.1, Kernel("rbf", gamma=0.5)).qp
+    res = qpcore.solve(qp, make("auto"), tol=1e-3)
+    assert_kkt(qp, res, 1e-3)
+    assert res.stats["strategy_choice"] == [res.stats["strategy_choice"][0]]
+    assert res.stats["strategy"] == "smo"
+
+
+def test_two_groups_never_go_to_incas() -> None:
+    # ν-SVC's two equality rows: INCAS keeps one row, so a crawl stays with SMO (and its Newton step)
+    X, y = _blobs(200, 3)
+    qp = nu_svc(X, y, 0.3, Kernel("rbf", gamma=2.0)).qp
+    res = qpcore.solve(qp, Auto(check_every=20, min_free=0), tol=1e-8)
+    assert_kkt(qp, res, 1e-8)
+    assert res.stats["strategy"] == "smo"
+
+
+def test_rows_smo_cannot_take_go_to_decomposition() -> None:
+    rng = np.random.default_rng(4)
+    B = rng.standard_normal((12, 12))
+    a = rng.uniform(0.5, 2.0, 12)          # one row, coefficients other than ±1
+    qp = qpcore.QP(Q=B @ B.T + np.eye(12), c=-np.ones(12), lb=np.zeros(12), ub=np.full(12, 3.0),
+                   A=a[None, :], b=np.array([a[:6].sum()]))
+    res = qpcore.solve(qp, Auto(), tol=1e-8)
+    assert_kkt(qp, res, 1e-8)
+    assert res.stats["strategy"] == "decomposition"
+    assert "SMO cannot take" in res.stats["strategy_choice"][0][2]
+
+
+def test_progress_reads_the_current_strategy() -> None:
+    X, y = _blobs(300, 5)
+    qp = csvc(X, y, 1000.0, Kernel("rbf", gamma=2.0)).qp
+    seen: list[str] = []
+    qpcore.solve(qp, Auto(check_every=100, min_free=50), tol=1e-6, callback=lambda p: seen.append(p.work(AutoWork).current),
+                 callback_every=50)
+    assert seen[0] == "smo" and seen[-1] in ("smo", "incas")
+
+
+def test_bad_options_fail_at_once() -> None:
+    with pytest.raises(qpcore.ProblemError):
+        Auto(check_every=0)
+    with pytest.raises(qpcore.ProblemError):
+        make("auto:release=0")
