@@ -199,3 +199,41 @@ def test_matvec_is_the_block_product() -> None:
     d = np.random.default_rng(0).normal(size=m.size)
     np.testing.assert_allclose(f.matvec(d), Q[np.ix_(m, m)] @ d, atol=1e-12)
     assert BorderedCholesky(None).matvec(np.zeros(0)).size == 0
+
+
+@given(seed=st.integers(0, 10_000), n0=st.integers(0, 12), k=st.integers(1, 8), equality=st.booleans())
+def test_block_append_equals_appends_one_by_one(seed: int, n0: int, k: int, equality: bool) -> None:
+    rng = np.random.default_rng(seed)
+    n = n0 + k
+    B = rng.standard_normal((n, n + 3))
+    Q = B @ B.T
+    a = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    one, blk = (BorderedCholesky(a if equality else None) for _ in range(2))
+    for i in range(n):
+        assert one.add(i, col=Q[:i, i], diag=Q[i, i]) is None
+    for i in range(n0):
+        assert blk.add(i, col=Q[:i, i], diag=Q[i, i]) is None
+    new = np.arange(n0, n)
+    assert blk.add_block(new, Q[:n0][:, new], Q[np.ix_(new, new)])
+    assert np.array_equal(blk.members, one.members)
+    np.testing.assert_allclose(blk.block(), one.block(), rtol=1e-9, atol=1e-9 * np.abs(Q).max())
+    r = rng.standard_normal(n)
+    x1, m1 = one.solve_kkt(r, 0.3)
+    x2, m2 = blk.solve_kkt(r, 0.3)
+    np.testing.assert_allclose(x2, x1, rtol=1e-7, atol=1e-7 * np.abs(x1).max())
+    assert m2 == pytest.approx(m1, rel=1e-7, abs=1e-9)
+
+
+def test_block_append_refuses_a_dependent_block_and_changes_nothing() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((5, 3))
+    X = np.vstack([X, X[2]])               # a duplicate point: variables 2 and 5 are dependent
+    Q = X @ X.T + np.diag([1.0, 1, 0, 1, 1, 0])
+    fac = BorderedCholesky(np.ones(6))
+    for i in range(3):
+        assert fac.add(i, col=Q[:i, i], diag=Q[i, i]) is None
+    before = fac.block().copy()
+    new = np.array([3, 4, 5])
+    assert not fac.add_block(new, Q[:3][:, new], Q[np.ix_(new, new)])
+    assert np.array_equal(fac.members, [0, 1, 2])
+    np.testing.assert_array_equal(fac.block(), before)
