@@ -90,8 +90,10 @@ def cv_lines(svm_type: str, pred: NDArray[Any], truth: NDArray[Any]) -> tuple[li
         return ([f"Cross Validation Mean squared error = {mse:g}",
                  f"Cross Validation Squared correlation coefficient = {scc:g}"],
                 {"mean_squared_error": mse, "squared_correlation": scc})
-    acc = float(np.mean(pred == truth)) if pred.size else float("nan")
-    return [f"Cross Validation Accuracy = {100 * acc:g}%"], {"accuracy": acc}
+    correct = int(np.count_nonzero(pred == truth))
+    acc = correct / pred.size if pred.size else float("nan")
+    # svm-train's 100.0 * total_correct / l, printed with %g
+    return [f"Cross Validation Accuracy = {100.0 * correct / max(pred.size, 1):g}%"], {"accuracy": acc}
 
 
 def run_cross_validation(args: argparse.Namespace, job: TrainJob, X: Any, y: NDArray[Any], y_idx: NDArray[np.intp],

@@ -125,7 +125,8 @@ def _predict_function(args: argparse.Namespace, loaded: ModelFile, model: SVMMod
             print(f"Mean squared error = {mse:g} (regression)", file=stream)
             print(f"Squared correlation coefficient = {scc:g} (regression)", file=stream, flush=True)
         elif accuracy is not None:
-            print(f"Accuracy = {100 * accuracy:.4g}% ({correct}/{n})", file=stream, flush=True)
+            # svm-predict's %g
+            print(f"Accuracy = {100 * accuracy:g}% ({correct}/{n})", file=stream, flush=True)
         elif note is not None:
             print(f"qpcore: note: {note}", file=sys.stderr, flush=True)
     if args.json is not None:
@@ -252,14 +253,14 @@ def run_predict(args: argparse.Namespace) -> int:
         "command": "predict", "data": args.data, "model_file": args.model_file, "output": args.output,
         "type": loaded.type, "kind": loaded.header.get("kind"), "classes": labels_to_strings(classes)[0], "n": n,
         "n_features": int(X.shape[1]), "model_features": d, "correct": correct, "accuracy": accuracy,
-        "unseen_labels": unseen, "n_unseen": n_unseen, "warning": warning,
+        "unseen_labels": unseen, "n_unseen": n_unseen, "warning": warning, "probability": proba is not None,
         "seconds": time.perf_counter() - t0, "qpcore_version": __version__,
     }
     if not args.quiet and args.json != "-" and accuracy is not None:
         # stdout holds the predictions when no OUTPUT is given: the summary goes to stderr then
         stream = sys.stdout if args.output is not None else sys.stderr
         extra_note = f", {n_unseen} with unseen labels" if n_unseen else ""
-        print(f"Accuracy = {100 * accuracy:.4g}% ({correct}/{n}){extra_note}", file=stream, flush=True)
+        print(f"Accuracy = {100 * accuracy:g}% ({correct}/{n}){extra_note}", file=stream, flush=True)
     if args.json is not None:
         write_json(report, args.json)
     return 0
