@@ -248,7 +248,7 @@ class KernelNuSVC(KernelSVC):
             # a fold's class balance may not take ν (LIBSVM trains it regardless): the largest ν it takes
             pos = float(w[y01 == 0].sum())
             neg = float(w[y01 == 1].sum())
-            nu_fold = min(nu, 2.0 * min(pos, neg) / (pos + neg))
+            nu_fold = min(nu, 2.0 * min(pos, neg) / (pos + neg) * (1.0 - 1e-12))   # rounding stays feasible
             if _uniform(w):
                 return train_multiclass(Xs, y01, classes, np.ones(w.size), kernel, strategy,
                                         cache_bytes=cache_bytes, nu=nu_fold, **solve_kw)

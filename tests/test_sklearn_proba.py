@@ -163,3 +163,16 @@ def test_weights_precomputed_and_labels() -> None:
     pre = KernelSVC(kernel="precomputed", probability=True, random_state=1, tol=1e-3)
     pre.fit(np.exp(-0.2 * sq), labels)
     np.testing.assert_allclose(pre.predict_proba(np.exp(-0.2 * sqt)), base.predict_proba(Xte), atol=1e-3)
+
+
+def test_nusvc_folds_that_cannot_take_nu() -> None:
+    # ν at the full data's limit: some calibration folds are less balanced, and train with their largest ν
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(12, dtype=int), np.ones(40, dtype=int)]
+    X = rng.normal(size=(52, 2)) + y[:, None]
+    est = KernelNuSVC(nu=0.999 * 2 * 12 / 52, probability=True, random_state=0).fit(X, y)
+    assert est.probA_[0] < 0
+    weighted = KernelNuSVC(nu=0.4, probability=True, random_state=0).fit(X, y, sample_weight=rng.random(52) + 0.5)
+    P = weighted.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert np.mean(weighted.classes_[P.argmax(axis=1)] == y) > 0.7
