@@ -330,6 +330,7 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
     previous C; the held-out decision values, times, iterations, convergence and objective per C."""
     keep = train[weight[train] > 0]
     ops: list[tuple[IndexArray, FloatArray, QP]] = []
+    per_problem = cache_bytes // max(1, len(pairs))     # every problem of the fold lives along the path
     for i, j in pairs:
         member = (y_idx[keep] == i) | (y_idx[keep] == j) if j >= 0 else np.ones(keep.size, dtype=bool)
         rows = keep[member]
@@ -337,7 +338,7 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
         if np.unique(s).size < 2:
             raise ProblemError(f"fold: class {i if (s > 0).all() else j} has no training points with C > 0 in a "
                                "fold; use fewer folds")
-        Q = FoldQ(source, rows, s, cache_bytes=cache_bytes)
+        Q = FoldQ(source, rows, s, cache_bytes=per_problem)
         n = rows.size
         ops.append((rows, s, QP(Q, -np.ones(n), np.zeros(n), np.ones(n), s[None, :], np.zeros(1))))
     raws: list[FloatArray] = []
@@ -431,7 +432,7 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
         Budget of a dense kernel matrix (single precision); above it the folds share one row
         cache of this size.
     cache_bytes : int
-        Row cache of each binary problem's view.
+        Row cache of one fold's binary problems' views, together.
 
     Returns
     -------
