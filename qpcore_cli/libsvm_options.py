@@ -105,7 +105,8 @@ def libsvm_argv(argv: Sequence[str]) -> list[str]:
     Returns
     -------
     list of str
-        The same arguments, with each ``-wLABEL W`` (or ``-wLABEL=W``) replaced by two.
+        The same arguments, with each ``-wLABEL W`` (or ``-wLABEL=W``) replaced by
+        ``--class-weight=LABEL:W``.
     """
     args = list(argv)
     start = next((k for k, a in enumerate(args) if not a.startswith("-")), None)
@@ -126,11 +127,12 @@ def libsvm_argv(argv: Sequence[str]) -> list[str]:
         value = m.group("value")
         if value is None:
             if k + 1 >= len(args):
-                out += ["--class-weight", f"{m.group('label')}:"]   # the parser names the missing weight
+                out.append(f"--class-weight={m.group('label')}:")   # the parser names the missing weight
                 break
             value = args[k + 1]
             k += 1
-        out += ["--class-weight", f"{m.group('label')}:{value}"]
+        # one token: argparse would take a separate "-1:2" for an option, not a value
+        out.append(f"--class-weight={m.group('label')}:{value}")
         k += 1
     return out
 

@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "decomposition, incas, gpcg, active-set), or a linear C-SVC (asvm, ocas, "
                                        "ocas-active, bmrm), from a LIBSVM-format file; write the model file "
                                        "(docs/model-format.md). svm-train's short options work as in svm-train "
-                                       "(table below; docs/cli.md).",
+                                       "(table below; docs/getting-started.md).",
                            epilog=EXIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_train_arguments(train)
     _add_output_arguments(train)

@@ -15,10 +15,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from problems.multiclass import MulticlassSVM
 from problems.svmlight import dump_svmlight
 from qpcore_cli import main
+from qpcore_cli.main import build_parser
 from qpcore_cli.libsvm_options import PREDICT_MAPPING, TRAIN_MAPPING, kernel_arg, libsvm_argv
 from qpcore_cli.model import load_model_file
 
@@ -82,13 +85,24 @@ def regression(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_weight_options_are_rewritten() -> None:
     argv = ["train", "-s", "0", "-w1", "5", "-w-1", "2", "-w+3=0.5", "-w2.5e0", "1", "data"]
-    assert libsvm_argv(argv) == ["train", "-s", "0", "--class-weight", "1:5", "--class-weight", "-1:2",
-                                 "--class-weight", "+3:0.5", "--class-weight", "2.5e0:1", "data"]
+    assert libsvm_argv(argv) == ["train", "-s", "0", "--class-weight=1:5", "--class-weight=-1:2",
+                                 "--class-weight=+3:0.5", "--class-weight=2.5e0:1", "data"]
     # only qpcore train's arguments, never after --, and nothing that is not -w<number>
     assert libsvm_argv(["predict", "-w1", "5"]) == ["predict", "-w1", "5"]
     assert libsvm_argv(["train", "--", "-w1", "5"]) == ["train", "--", "-w1", "5"]
     assert libsvm_argv(["train", "-wx", "5"]) == ["train", "-wx", "5"]
-    assert libsvm_argv(["train", "d", "-w1"]) == ["train", "d", "--class-weight", "1:"]
+    assert libsvm_argv(["train", "d", "-w1"]) == ["train", "d", "--class-weight=1:"]
+
+
+@given(st.lists(st.tuples(st.integers(-1000, 1000), st.floats(1e-3, 1e3), st.booleans()), max_size=5))
+def test_weight_options_parse_as_class_weights(weights: list[tuple[int, float, bool]]) -> None:
+    """Any -wLABEL W (or -wLABEL=W) sequence reaches argparse as the same --class-weight list."""
+    argv = ["train", "-c", "2"]
+    for label, w, joined in weights:
+        argv += [f"-w{label}={w!r}"] if joined else [f"-w{label}", repr(w)]
+    args = build_parser().parse_args(libsvm_argv([*argv, "data.txt"]))
+    assert args.class_weight == ([f"{label}:{w!r}" for label, w, _ in weights] or None)
+    assert args.data == "data.txt" and args.model_file is None and args.C == 2.0
 
 
 def test_kernel_numbers() -> None:
@@ -110,14 +124,14 @@ def test_the_issue_command_line(capsys: pytest.CaptureFixture[str], adult: Path,
     """The command of issue 26 runs, prints svm-train's line and writes no model."""
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "train", "-s", "0", "-t", "2", "-g", "0.05", "-c", "10", "-e", "0.001", "-m", "500",
-                         "-h", "0", "-w1", "5", "-b", "1", "-v", "5", adult, "--json", tmp_path / "r.json")
+                         "-h", "0", "-w1", "5", "-w-1", "2", "-b", "1", "-v", "5", adult, "--json", tmp_path / "r.json")
     assert code == 0, err
     m = re.fullmatch(r"Cross Validation Accuracy = (\d+(\.\d+)?)%\n", out)
     assert m is not None, out
     assert 50.0 < float(m.group(1)) <= 100.0
     assert list(tmp_path.glob("*.model")) == []
     r = read_json(tmp_path / "r.json")
-    assert r["shrinking"] is False and r["class_weight"] == {"1": 5.0} and r["gamma"] == 0.05 and r["cache_mb"] == 500
+    assert r["shrinking"] is False and r["class_weight"] == {"1": 5.0, "-1": 2.0} and r["gamma"] == 0.05 and r["cache_mb"] == 500
     assert r["cross_validation"]["folds"] == 5 and r["cross_validation"]["rows"] == 300
     assert abs(r["cross_validation"]["accuracy"] * 100 - float(m.group(1))) < 1e-3
     assert "-b 1 is not used by -v" in err
