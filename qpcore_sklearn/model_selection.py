@@ -74,6 +74,16 @@ class _HeldOut(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         return out
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two parameter values are the same setting (identity, else equality)."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
 def _masked_params(candidates: list[dict[str, Any]]) -> dict[str, np.ma.MaskedArray[Any, Any]]:
     """``param_<name>`` columns as GridSearchCV builds them: masked where a candidate lacks it."""
     names = sorted({k for c in candidates for k in c})
@@ -105,7 +115,9 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
     the C values of a fold are solved in increasing order, each from the previous solution
     (:func:`problems.model_selection.grid_cv`). The folds and the scores are GridSearchCV's, so
     the two compare cell by cell. Any other estimator or parameter is searched by
-    ``GridSearchCV`` itself (``shared_`` is then False and ``fallback_reason_`` says why).
+    ``GridSearchCV`` itself (``shared_`` is then False and ``fallback_reason_`` says why), as is
+    an estimator with a setting outside :data:`SHARED_PARAMS` away from its default
+    (``probability=True``, ``warm_start=True``, ...).
 
     Parameters
     ----------
@@ -182,11 +194,14 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
         extra = sorted(set(fit_params) - {"sample_weight"})
         if extra:
             return f"fit parameters {', '.join(extra)}"
+        # a setting outside the engine's (probabilities, warm starts, progress, ...) is honoured
+        # only by the estimator's own fit: the shared path takes it only at its default
         base = self.estimator.get_params(deep=False)
-        if base.get("probability", False):
-            return "probability=True"
-        if base.get("warm_start", False) or base.get("progress") is not None:
-            return "warm_start or progress set on the estimator"
+        default = KernelSVC().get_params(deep=False)
+        changed = sorted(k for k, v in base.items()
+                         if k not in SHARED_PARAMS and k != "random_state" and not _same(v, default.get(k)))
+        if changed:
+            return f"the estimator sets {', '.join(f'{k}={base[k]!r}' for k in changed)}"
         return None
 
     def fit(self, X: Any, y: Any, **fit_params: Any) -> SVMGridSearchCV:

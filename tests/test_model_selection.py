@@ -113,6 +113,9 @@ def test_fallback_says_why() -> None:
     np.testing.assert_allclose(ours.cv_results_["mean_test_score"], ref.cv_results_["mean_test_score"])
     ours = SVMGridSearchCV(KernelSVC(), {"C": [1.0], "warm_start": [False]}, cv=3).fit(X, y)
     assert not ours.shared_ and "warm_start" in str(ours.fallback_reason_)
+    # a setting the engine does not honour, set on the estimator itself
+    ours = SVMGridSearchCV(KernelSVC(warm_start=True), {"C": [1.0]}, cv=3).fit(X, y)
+    assert not ours.shared_ and "warm_start=True" in str(ours.fallback_reason_)
 
 
 def test_refit_options() -> None:
