@@ -119,6 +119,11 @@ def libsvm_argv(argv: Sequence[str]) -> list[str]:
         if a == "--":
             out += args[k:]
             break
+        if a == "--class-weight" and k + 1 < len(args) and args[k + 1].startswith("-"):
+            # --class-weight -1:2: argparse would take the negative label for an option
+            out.append(f"--class-weight={args[k + 1]}")
+            k += 2
+            continue
         m = _WEIGHT.match(a)
         if m is None:
             out.append(a)

@@ -92,6 +92,8 @@ def test_weight_options_are_rewritten() -> None:
     assert libsvm_argv(["train", "--", "-w1", "5"]) == ["train", "--", "-w1", "5"]
     assert libsvm_argv(["train", "-wx", "5"]) == ["train", "-wx", "5"]
     assert libsvm_argv(["train", "d", "-w1"]) == ["train", "d", "--class-weight=1:"]
+    assert libsvm_argv(["train", "--class-weight", "-1:2", "--class-weight", "1:3"]) == [
+        "train", "--class-weight=-1:2", "--class-weight", "1:3"]
 
 
 @given(st.lists(st.tuples(st.integers(-1000, 1000), st.floats(1e-3, 1e3), st.booleans()), max_size=5))
