@@ -118,8 +118,8 @@ def run_cross_validation(args: argparse.Namespace, job: TrainJob, X: Any, y: NDA
     Returns
     -------
     int
-        0 when every solve converged; else the code of the worst status (4 ``time_limit`` when
-        folds were skipped).
+        0 when every solve converged (always 0 through the engine, which reports no statuses);
+        else the code of the worst status (4 ``time_limit`` when folds were skipped).
 
     Raises
     ------

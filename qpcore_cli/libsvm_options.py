@@ -95,7 +95,8 @@ def libsvm_argv(argv: Sequence[str]) -> list[str]:
 
     argparse cannot take an option whose name holds its first value (``-w1 5``, ``-w-1 2``), so
     the arguments are rewritten before parsing; only those after the ``train`` command, and
-    never after ``--``.
+    never after ``--``. ``--class-weight -1:2`` is joined into one token too (argparse would
+    take the negative label for an option).
 
     Parameters
     ----------
