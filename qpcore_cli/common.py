@@ -171,13 +171,14 @@ class Deadline:
         return max(self.left(), 1e-6)
 
 
-def evaluate_rows(fn: Callable[[Any], Any], X: Any, deadline: Deadline, *, first: int = 256,
+def evaluate_rows(fn: Callable[[Any], Any], X: Any, deadline: Deadline, *, first: int = 32,
                   chunk_seconds: float = 0.5) -> tuple[list[Any], int]:
     """Apply ``fn`` to the rows of ``X`` in chunks while the deadline allows.
 
-    The first chunk has ``first`` rows; each later one is sized from the time per row measured
-    so far to take about ``chunk_seconds`` and to end before the deadline, so a pass that would
-    overrun the deadline stops short of it instead (a cut pass says how many rows it covered).
+    Without a limit, one call over every row. Under one, the first chunk has ``first`` rows (few:
+    its cost is unknown); each later one is sized from the time per row measured so far to take
+    about ``chunk_seconds`` and to end before the deadline, so a pass that would overrun the
+    deadline stops short of it instead (a cut pass says how many rows it covered).
 
     Parameters
     ----------
@@ -198,6 +199,8 @@ def evaluate_rows(fn: Callable[[Any], Any], X: Any, deadline: Deadline, *, first
         (``X.shape[0]`` when the pass completed).
     """
     n = int(X.shape[0])
+    if deadline.at is None:
+        return ([fn(X)] if n else []), n
     out: list[Any] = []
     done = 0
     per_row: float | None = None
