@@ -491,6 +491,8 @@ def run_svm(args: argparse.Namespace) -> int:
     report = train_svm(X, y, X_test, y_test, settings, make_reporter(args.quiet, args.tol, label), deadline)
     report["data"] = args.data
     report["test"] = args.test
+    # from the command's start, reading included: what --time-limit bounds
+    report["command_seconds"] = time.perf_counter() - deadline.start
     if args.json != "-":
         print_summary(report)
     if args.json is not None:
