@@ -31,6 +31,7 @@ from qpcore.problem import QP, ProblemError
 from qpcore.solve import Reporter, Strategy
 from qpcore.state import Result, State, Status, bound_status
 from strategies.batched_smo import batched_smo
+from strategies.auto import Auto
 from strategies.smo import SMO, SecondOrderRule
 
 __all__ = ["BATCH_ROWS", "MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of", "train_multiclass", "votes"]
@@ -42,7 +43,9 @@ Model = tuple[NDArray[np.intp], FloatArray, float]
 #: Largest padded row count (classes × largest class) solved by the batched path: its kernel
 #: matrix is computed once, whole (also bounded by ``cache_bytes``).
 BATCH_ROWS = 4096
+BATCH_ROWS_BINARY = 1024   # the same for two classes (one problem)
 REFRESHES = 3       # certificate rounds before a problem is left stalled
+NEWTON_EVERY = 30  # rounds between face steps of the batched SMO
 
 
 def problems_of(n_classes: int, scheme: Scheme) -> NDArray[np.intp]:
@@ -359,9 +362,29 @@ def _batchable(batched: bool | None, strategy: Strategy, kernel: Kernel, nu: flo
     if batched:
         return True
     width = n_classes * int(np.bincount(y_kept, minlength=n_classes).max())
-    small = width <= BATCH_ROWS and 8 * width * width <= cache_bytes
-    lib = isinstance(strategy, SMO) and isinstance(strategy.rule, SecondOrderRule) and not strategy.weight_update
+    # one binary problem gains nothing from batching: only a small one, whose fixed costs matter
+    small = width <= (BATCH_ROWS if pairs.shape[0] > 1 else BATCH_ROWS_BINARY) and 8 * width * width <= cache_bytes
+    smo = strategy.smo if isinstance(strategy, Auto) else strategy   # auto starts with SMO, which small data keeps
+    lib = isinstance(smo, SMO) and isinstance(smo.rule, SecondOrderRule) and not smo.weight_update
     return small and lib
+
+
+def _gram(X: Any, kernel: Kernel, dtype: type[np.floating[Any]]) -> NDArray[Any]:
+    """K(X, X) in ``dtype``. In single precision the RBF kernel is computed from centred points
+    (the same distances, without the cancellation of large norms) and the others in float64."""
+    if dtype is np.float64 or sp.issparse(X) or kernel.name != "rbf":
+        return kernel.block(X, X).astype(dtype, copy=False)
+    Z = np.asarray(X, dtype=np.float64)
+    Z = (Z - Z.mean(axis=0)).astype(np.float32)
+    g = np.float32(kernel.gamma)     # a float64 scalar would send every pass through float64
+    gsq = g * np.einsum("ij,ij->i", Z, Z)
+    out: NDArray[np.float32] = Z @ Z.T
+    out *= np.float32(2.0) * g
+    out -= gsq[None, :]
+    out -= gsq[:, None]
+    np.minimum(out, np.float32(0.0), out=out)      # rounding can make ‖u−v‖² slightly negative
+    np.exp(out, out=out)
+    return out
 
 
 def _train_batched(X: Any, y_idx: NDArray[np.intp], C: FloatArray, kernel: Kernel, pairs: NDArray[np.intp], *,
@@ -395,9 +418,8 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], C: FloatArray, kernel: Kerne
     # the rounds stream kernel rows and scores: single precision halves that where tol allows it
     # (the certificates are float64, and a refresh resumes from the exact gradient)
     dtype: type[np.floating[Any]] = np.float32 if tol >= 1e-4 else np.float64
-    gram = kernel.block(Xpad, Xpad)
-    K3 = gram.astype(dtype, copy=False).reshape(k * M, k, M)
-    kd = np.diagonal(gram).reshape(k, M)
+    K3 = _gram(Xpad, kernel, dtype).reshape(k * M, k, M)
+    kd = kernel.self_values(Xpad).reshape(k, M)
     Cpad = np.where(valid, C[src], 0.0).reshape(k, M)
     pc = np.asarray(pairs, dtype=np.intp)
     B, N = pc.shape[0], 2 * M
@@ -406,8 +428,11 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], C: FloatArray, kernel: Kerne
     at_flat = at.ravel()
 
     def rows(pid: NDArray[np.intp], t: NDArray[np.intp]) -> FloatArray:
-        out: FloatArray = K3[at_flat[pid * N + t][:, None], pc[pid]].reshape(pid.size, N)
-        return out
+        if t.ndim == 1:
+            one: FloatArray = K3[at_flat[pid * N + t][:, None], pc[pid]].reshape(pid.size, N)
+            return one
+        many: FloatArray = K3[at[pid[:, None], t][:, :, None], pc[pid][:, None, :]].reshape(pid.size, t.shape[1], N)
+        return many
 
     y = np.tile(np.concatenate((np.ones(M), -np.ones(M))), (B, 1))
     ub = Cpad[pc].reshape(B, N)
@@ -429,10 +454,18 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], C: FloatArray, kernel: Kerne
             # a start off yᵀα = 0 would move the equality: such a problem starts from 0
             if start is not None and abs(float(yl @ start)) <= 1e-12 * max(1.0, float(start.sum())):
                 alpha0[p, loc[p]] = start
-    run = batched_smo(rows, diag, y, ub, tol=tol, alpha=alpha0, max_iter=max_iter, deadline=deadline, dtype=dtype)
+    run = batched_smo(rows, diag, y, ub, tol=tol, alpha=alpha0, max_iter=max_iter, deadline=deadline, dtype=dtype,
+                      newton_every=NEWTON_EVERY)
     alpha, its, ok_run = run.alpha.copy(), run.iterations.copy(), run.converged.copy()
     stopped = np.where(ok_run, 0, 1)
-    qps = [QP.trusted(SubsetKernelQ(X, glob[p], y[p, loc[p]], kernel, gram, at[p, loc[p]]), -np.ones(glob[p].size),
+    # the certificates read float64 kernel rows of the support vectors of any problem, computed
+    # once for all (a row a refresh adds later is evaluated by its problem)
+    used = np.unique(at[run.alpha > 0])
+    gram = kernel.block(Xpad[used], Xpad)
+    gram_row = np.full(k * M, -1, dtype=np.intp)
+    gram_row[used] = np.arange(used.size)
+    qps = [QP.trusted(SubsetKernelQ(X, glob[p], y[p, loc[p]], kernel, gram, gram_row[at[p, loc[p]]], at[p, loc[p]]),
+                      -np.ones(glob[p].size),
                       np.zeros(glob[p].size), ub[p, loc[p]], y[p, loc[p]][None, :], np.zeros(1)) for p in range(B)]
     certs: list[Any] = [None] * B
     grads: list[FloatArray] = [np.zeros(0)] * B
@@ -461,6 +494,8 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], C: FloatArray, kernel: Kerne
         its[todo] += more.iterations
         ok_run[todo] = more.converged
     seconds = time.perf_counter() - t0
+    why = (f"small data: {B} one-vs-one problem{'s' if B > 1 else ''} of at most {N} rows solved together over one "
+           "kernel matrix (pair steps cost Python calls, a round of all problems costs the same calls)")
     models: list[Model] = []
     results: list[Result] = []
     alphas: list[FloatArray] = []
@@ -474,6 +509,7 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], C: FloatArray, kernel: Kerne
         elif stop is Status.CONVERGED and not met[p]:
             status = Status.STALLED
         stats: dict[str, Any] = {"seconds": seconds / B, "batch_seconds": seconds, "strategy": "batched-smo",
+                                 "strategy_choice": [(0, "batched-smo", why)],
                                  "batch": B, "rounds": run.rounds, "refreshes": refreshes,
                                  "rows_computed": qp.Q.stats.rows_computed, "stopped_by": stop.code,
                                  "first_stop": "converged" if stopped[p] == 0 else "limit"}

@@ -272,18 +272,22 @@ class SubsetKernelQ(Operator):
     kernel : Kernel
         Any kernel but ``precomputed``.
     gram : ndarray, optional
-        A float64 kernel matrix already computed over the data (shared by many problems); the
-        entries are then read from it instead of evaluated.
-    at : ndarray of int, optional
-        With ``gram``: the index in ``gram`` of each of ``rows``.
+        Float64 kernel values already computed between some points (its rows) and points that
+        include all of this problem's (its columns), shared by many problems; read instead of
+        evaluated wherever it has the row.
+    gram_row : ndarray of int, optional
+        With ``gram``: the row of ``gram`` of each variable, −1 where it has none.
+    gram_col : ndarray of int, optional
+        With ``gram``: the column of ``gram`` of each variable.
     """
 
-    __slots__ = ("X", "idx", "y", "kernel", "gram", "at", "stats")
+    __slots__ = ("X", "idx", "y", "kernel", "gram", "gram_row", "gram_col", "stats")
 
     def __init__(self, X: Any, rows: NDArray[np.intp], y: FloatArray, kernel: Kernel,
-                 gram: FloatArray | None = None, at: NDArray[np.intp] | None = None) -> None:
+                 gram: FloatArray | None = None, gram_row: NDArray[np.intp] | None = None,
+                 gram_col: NDArray[np.intp] | None = None) -> None:
         self.X, self.idx, self.y, self.kernel = X, rows, y, kernel
-        self.gram, self.at = gram, (rows if at is None else at)
+        self.gram, self.gram_row, self.gram_col = gram, gram_row, gram_col
         self.stats = OperatorStats()
 
     @property
@@ -296,39 +300,32 @@ class SubsetKernelQ(Operator):
         """The kernel's (True for linear, RBF, polynomial with coef0 ≥ 0)."""
         return self.kernel.psd
 
-    def _block(self, i: NDArray[np.intp], j: NDArray[np.intp]) -> FloatArray:
-        if self.gram is not None:
-            out: FloatArray = self.gram[np.ix_(self.at[i], self.at[j])]
-            return out
-        return self.kernel.block(self.X[self.idx[i]], self.X[self.idx[j]])
+    def _rows_of(self, i: NDArray[np.intp]) -> FloatArray:
+        """K[i, :] over this problem's rows (from ``gram`` when it holds them all)."""
+        self.stats.rows_computed += int(i.size)
+        if self.gram is not None and self.gram_row is not None and self.gram_col is not None:
+            r = self.gram_row[i]
+            if (r >= 0).all():
+                out: FloatArray = self.gram[r][:, self.gram_col]
+                return out
+        return self.kernel.block(self.X[self.idx[i]], self.X[self.idx])
 
     def diag(self) -> FloatArray:
         """K(x_i, x_i) (y_i² = 1)."""
-        if self.gram is not None:
-            return np.asarray(self.gram[self.at, self.at], dtype=np.float64)
         return self.kernel.self_values(self.X[self.idx])
 
     def matvec(self, x: FloatArray) -> FloatArray:
-        """Q x, from the kernel columns of the nonzero entries of x."""
+        """Q x, from the kernel rows of the nonzero entries of x (K is symmetric)."""
         nz = np.flatnonzero(x)
         if not nz.size:
             return np.zeros(self.idx.size)
-        self.stats.rows_computed += int(nz.size)
-        if self.gram is not None:
-            # whole rows of the support vectors, then their columns: a symmetric K read by rows
-            Kt = self.gram[self.at[nz]][:, self.at]
-            out: FloatArray = self.y * ((self.y[nz] * x[nz]) @ Kt)
-            return out
-        K = self._block(np.arange(self.idx.size), nz)
-        out = self.y * (K @ (self.y[nz] * x[nz]))
+        out: FloatArray = self.y * ((self.y[nz] * x[nz]) @ self._rows_of(nz))
         return out
 
     def rows(self, idx: Any) -> FloatArray:
         """Q[idx, :]."""
         i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
-        self.stats.rows_computed += int(i.size)
-        K = self._block(i, np.arange(self.idx.size))
-        out: FloatArray = (self.y[i][:, None] * self.y[None, :]) * K
+        out: FloatArray = (self.y[i][:, None] * self.y[None, :]) * self._rows_of(i)
         return out
 
     def row(self, i: int) -> FloatArray:

@@ -31,13 +31,15 @@ IndexArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
 
 #: ``rows(problems, local)``: for each listed problem p (shape (A,)) the kernel row K_{t,·} of its
-#: local variable t = ``local[a]`` over its own padded variables, shape (A, N). The kernel values
+#: local variable t = ``local[a]`` over its own padded variables, shape (A, N); with ``local`` of
+#: shape (A, m), m rows of each problem, shape (A, m, N). The kernel values
 #: K, not Q = yyᵀ∘K: the signs are the solver's. A new array in the solver's ``dtype``, which the
 #: solver overwrites.
 RowFn = Callable[[IndexArray, IndexArray], FloatArray]
 
 TAU = 1e-12          # LIBSVM's guard on the curvature of a pair
 CLOCK_EVERY = 32     # rounds between reads of the clock
+NEWTON_FREE = 256    # largest free set a face step solves (a dense solve of that order)
 
 
 @attrs.frozen(eq=False)
@@ -56,6 +58,8 @@ class BatchRun:
         Whether the problem met its gap ≤ tol at the solver's gradient (False: a limit ended it).
     rounds : int
         Rounds taken (the largest number of steps of any problem).
+    newton : ndarray of int, shape (B,)
+        Face steps each problem took (``newton_every``).
     """
 
     alpha: FloatArray
@@ -63,6 +67,7 @@ class BatchRun:
     iterations: NDArray[np.int64]
     converged: BoolArray
     rounds: int
+    newton: NDArray[np.int64]
 
 
 def _gradient_of(rows: RowFn, y: FloatArray, alpha: FloatArray, p: FloatArray) -> FloatArray:
@@ -79,10 +84,63 @@ def _gradient_of(rows: RowFn, y: FloatArray, alpha: FloatArray, p: FloatArray) -
     return G
 
 
+def _newton(rows: RowFn, pid: IndexArray, F: NDArray[Any], beta: FloatArray, lo: FloatArray, hi: FloatArray,
+            ridge: float) -> BoolArray:
+    """The exact minimizer on each problem's current face, taken where it stays inside the box.
+
+    In β = y∘α the dual is min ½βᵀKβ − yᵀβ, Σβ fixed, lo ≤ β ≤ hi, and F = y − Kβ is minus its
+    gradient. With the bound variables held, the step d on the free set F solves
+    [K_FF e; eᵀ 0][d; μ] = [F_F; 0]; a problem whose whole step keeps every free variable strictly
+    inside its bounds takes it (β and F updated in place), the others are left as they are: a
+    problem whose face SMO has already found ends in one step instead of its tail of pair steps.
+    Returns which problems moved.
+    """
+    A, N = F.shape
+    free = (beta > lo) & (beta < hi)
+    nf = free.sum(axis=1)
+    moved = np.zeros(A, dtype=bool)
+    cand = np.flatnonzero((nf >= 2) & (nf <= NEWTON_FREE))
+    if not cand.size:
+        return moved
+    m = int(nf[cand].max())
+    idx = np.argsort(~free[cand], axis=1, kind="stable")[:, :m]       # each problem's free variables first
+    valid = np.arange(m)[None, :] < nf[cand][:, None]
+    R = rows(pid[cand], idx)                                         # (A_c, m, N) kernel rows
+    S = np.zeros((cand.size, m + 1, m + 1))
+    S[:, :m, :m] = np.take_along_axis(R, idx[:, None, :], axis=2)
+    vf = valid.astype(np.float64)
+    S[:, :m, :m] *= vf[:, :, None] * vf[:, None, :]
+    diag_add = np.where(valid, ridge, 1.0)          # padding: a decoupled unit row, d = 0
+    S[:, np.arange(m), np.arange(m)] += diag_add
+    S[:, :m, m] = vf
+    S[:, m, :m] = vf
+    rhs = np.zeros((cand.size, m + 1))
+    rhs[:, :m] = np.take_along_axis(F[cand], idx, axis=1) * vf
+    try:
+        d = np.linalg.solve(S, rhs[:, :, None])[:, :m, 0] * vf
+    except np.linalg.LinAlgError:
+        return moved
+    rows_c = np.arange(cand.size)[:, None]
+    b_old = beta[cand][rows_c, idx]
+    new = b_old + d
+    inside = ((new > lo[cand][rows_c, idx]) & (new < hi[cand][rows_c, idx])) | ~valid
+    ok = inside.all(axis=1) & np.isfinite(d).all(axis=1)
+    if not ok.any():
+        return moved
+    go = cand[ok]
+    # β changes on the free variables only (padding's d is 0); F = y − Kβ changes by −K_{·,F} d
+    bg = beta[go]
+    np.put_along_axis(bg, idx[ok], np.where(valid[ok], new[ok], b_old[ok]), axis=1)
+    beta[go] = bg
+    F[go] -= np.matmul(d[ok].astype(R.dtype)[:, None, :], R[ok])[:, 0, :]
+    moved[go] = True
+    return moved
+
+
 def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *, p: FloatArray | None = None,
                 tol: float = 1e-3, alpha: FloatArray | None = None, grad: FloatArray | None = None,
                 max_iter: int | None = None, deadline: float = math.inf, tau: float = TAU,
-                dtype: type[np.floating[Any]] = np.float64) -> BatchRun:
+                dtype: type[np.floating[Any]] = np.float64, newton_every: int = 0) -> BatchRun:
     """Solve B duals min ½αᵀ(yyᵀ∘K_b)α + p_bᵀα, 0 ≤ α ≤ ub_b, y_bᵀα = y_bᵀα⁰_b together.
 
     Parameters
@@ -110,6 +168,11 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
         A ``time.perf_counter()`` value that ends every unfinished problem.
     tau : float
         Curvature floor of a pair (LIBSVM's TAU).
+    newton_every : int
+        Every this many rounds (0: never), each unfinished problem whose exact minimizer on its
+        current face (bound variables held) lies inside the box jumps there (one dense solve on
+        its free variables, all problems in one batched call): SMO finds the face long before its
+        pair steps converge on it.
     dtype : numpy floating type
         Of the stacked work arrays (the scores F and the kernel rows ``rows`` returns): float32
         halves the memory each round streams; its rounding (~1e-7 relative) is far below a tol of
@@ -132,6 +195,7 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     out_alpha, out_grad = al.copy(), G.copy()
     iterations = np.zeros(B, dtype=np.int64)
     converged = np.zeros(B, dtype=bool)
+    newton = np.zeros(B, dtype=np.int64)
     # The run works on β = y∘α ∈ [lo, hi] (lo = −ub, hi = 0 where y = −1; lo = 0, hi = ub where
     # y = +1), on which a pair step is β_i += t, β_j −= t: no label appears in the loop. F is
     # LIBSVM's −y∘∇f: i maximizes it over I_up = {β < hi}, j minimizes it over I_low = {β > lo}.
@@ -156,6 +220,8 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     A = B
     base = np.arange(A) * N
     while A:
+        if newton_every and it and it % newton_every == 0:
+            newton[pid[_newton(rows, pid, F, beta, lo, hi, 1e-12 * max(1.0, kd0))]] += 1
         vu = F + Pu
         i = vu.argmax(axis=1)
         fi = base + i
@@ -223,4 +289,5 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
         Ki *= t.astype(dtype)[:, None]
         F -= Ki
         it += 1
-    return BatchRun(alpha=out_alpha, grad=out_grad, iterations=iterations, converged=converged, rounds=it)
+    return BatchRun(alpha=out_alpha, grad=out_grad, iterations=iterations, converged=converged, rounds=it,
+                    newton=newton)

@@ -76,6 +76,19 @@ def test_same_model_as_svc(name: str) -> None:
     np.testing.assert_allclose(ours.intercept_, svc.intercept_, atol=1e-4)
 
 
+def test_auto_and_explicit_strategies() -> None:
+    """``auto`` takes the batched path on small data (and says so); a strategy named explicitly
+    other than SMO is kept."""
+    Xtr, _, ytr, _ = _split("iris")
+    auto = KernelSVC(C=10, strategy="auto").fit(Xtr, ytr)
+    assert isinstance(auto.result_, list)
+    assert all(r.stats["strategy_choice"][0][1] == "batched-smo" for r in auto.result_)
+    incas = KernelSVC(C=10, strategy="incas").fit(Xtr, ytr)
+    assert isinstance(incas.result_, list)
+    assert all(r.stats.get("strategy") != "batched-smo" for r in incas.result_)
+    np.testing.assert_allclose(auto.decision_function(Xtr), incas.decision_function(Xtr), atol=5e-2)
+
+
 @pytest.mark.parametrize("tol", [1e-3, 1e-6])
 def test_each_problem_certified_by_an_independent_dual(tol: float) -> None:
     Xtr, _, ytr, _ = _split("iris")
@@ -148,12 +161,12 @@ def test_stack_equals_each_problem_alone() -> None:
     K3 = np.stack(Ks)
 
     def rows(pid: np.ndarray, t: np.ndarray) -> np.ndarray:
-        out: np.ndarray = K3[pid, t].copy()
+        out: np.ndarray = K3[pid, t] if t.ndim == 1 else K3[pid[:, None], t]
         return out
 
     def rows_of(b: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         def one(pid: np.ndarray, t: np.ndarray) -> np.ndarray:
-            out: np.ndarray = K3[b:b + 1][pid, t].copy()
+            out: np.ndarray = K3[b:b + 1][pid, t] if t.ndim == 1 else K3[b:b + 1][pid[:, None], t]
             return out
         return one
 
