@@ -309,8 +309,8 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
         if deadline is not None:
             left = max(deadline - time.perf_counter(), 1e-6)
             limit = left if limit is None else min(limit, left)
-        models, results, alphas, rows_of = _train_batched(X, y_idx, C, kernel, pairs, tol=tol, max_iter=max_iter,
-                                                          time_limit=limit, x0=x0)
+        models, results, alphas, rows_of = _train_batched(X, y_idx, classes, C, kernel, pairs, tol=tol,
+                                                          max_iter=max_iter, time_limit=limit, x0=x0)
     for p, (i, j) in enumerate(pairs if not results else []):
         member = (y_idx == i) | (y_idx == j) if j >= 0 else np.ones(y_idx.size, dtype=bool)
         rows = np.flatnonzero(keep & member)
@@ -387,7 +387,8 @@ def _gram(X: Any, kernel: Kernel, dtype: type[np.floating[Any]]) -> NDArray[Any]
     return out
 
 
-def _train_batched(X: Any, y_idx: NDArray[np.intp], C: FloatArray, kernel: Kernel, pairs: NDArray[np.intp], *,
+def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: FloatArray, kernel: Kernel,
+                   pairs: NDArray[np.intp], *,
                    tol: float, max_iter: int | None, time_limit: float | None,
                    x0: list[FloatArray] | None) -> tuple[list[Model], list[Result], list[FloatArray],
                                                          list[NDArray[np.intp]]]:
@@ -406,7 +407,7 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], C: FloatArray, kernel: Kerne
     counts = np.array([m.size for m in members])
     for i, j in pairs:
         if counts[i] == 0 or counts[j] == 0:
-            raise ProblemError(f"y: class index {int(i) if counts[i] == 0 else int(j)} has no samples with C > 0 "
+            raise ProblemError(f"y: class {classes[i] if counts[i] == 0 else classes[j]} has no samples with C > 0 "
                                "in its problem")
     M = int(counts.max())
     src = np.zeros(k * M, dtype=np.intp)        # padding repeats a real row: never selected
