@@ -210,7 +210,7 @@ class IncrementalSVM(RegularizationPath):
         return ids
 
     def fit(self, X: Any, y: ArrayLike, C_i: ArrayLike | None = None, *, method: str = "batch",
-            batch_tol: float = 1e-8) -> IncrementalSVM:
+            batch_tol: float = 1e-3) -> IncrementalSVM:
         """Train from scratch on (X, y), replacing the model.
 
         Parameters
@@ -223,8 +223,11 @@ class IncrementalSVM(RegularizationPath):
             the wrong sign repaired exactly (decremented to 0 and learned again).
         batch_tol : float
             Tolerance of the batch solve, relative to the gradient's scale max(1, max Q_ii · max C_i).
-            The batch solve is capped in iterations; should its point be too rough for the
-            polish, the points are learned one by one instead.
+            The polish makes any near-optimal point exact (a point SMO left on the wrong side is
+            repaired by its exact decrement and increment), so a loose batch solve costs a few
+            repairs where a tight one costs SMO's slow tail. The batch solve is capped in
+            iterations; should its point be too rough for the polish, the points are learned one
+            by one instead.
 
         Returns
         -------
@@ -524,7 +527,7 @@ class IncrementalNuSVC(IncrementalSVM):
         self._sync_nu()
 
     def fit(self, X: Any, y: ArrayLike, C_i: ArrayLike | None = None, *, method: str = "batch",
-            batch_tol: float = 1e-8) -> IncrementalNuSVC:
+            batch_tol: float = 1e-3) -> IncrementalNuSVC:
         """Train from scratch: the C-SVC at the current C (see :meth:`IncrementalSVM.fit`), then the
         C path to ν(C) = ν. Raises ``ProblemError`` when ν is infeasible for the class balance."""
         if C_i is not None:
