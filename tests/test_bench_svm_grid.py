@@ -139,3 +139,16 @@ def test_row_summary_flags() -> None:
     s = svm_grid.row_summary([cell("a", 3.0, 1.0, 0.0), cell("b", 0.1, 10.0, 0.0)], grid=2)["x@1"]
     assert s["bar_sum"] == "met" and s["bar_max"] == "not met" and s["max_ratio_cell"] == "a"
     assert not math.isnan(s["sum_ratio"])
+
+
+def test_quick_runs_never_write_the_committed_results() -> None:
+    from benchmarks.harness import REPO
+
+    results = REPO / "benchmarks" / "results"
+    a: Any = svm_grid.parse_args(["--quick"])
+    assert a.out_dir == a.ref_dir == results / "quick"
+    assert (a.n, a.repeat, a.settle, a.rows, len(a.cell_list)) == (svm_grid.QUICK_N, 1, 0.0, list(ROWS), 4)
+    full: Any = svm_grid.parse_args(["--rows", "adult10k", "--cells", "C=1000,g=1", "--strategies", "auto,smo"])
+    assert full.out_dir == REPO / "docs" / "benchmarks" and full.ref_dir == results
+    assert (full.n, full.repeat, full.threads, full.rows) == (None, 3, [1, 2], ["adult10k"])
+    assert full.cell_list == [(1000.0, 1.0)] and full.strategies == ["auto", "smo"]
