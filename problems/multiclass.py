@@ -428,9 +428,13 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
     at = (pc[:, :, None] * M + np.arange(M)).reshape(B, N)
     at_flat = at.ravel()
 
+    memo: list[Any] = [None, None, None]         # the solver passes the same pid until problems finish
+
     def rows(pid: NDArray[np.intp], t: NDArray[np.intp]) -> FloatArray:
+        if memo[0] is not pid:
+            memo[:] = [pid, pid * N, pc[pid]]
         if t.ndim == 1:
-            one: FloatArray = K3[at_flat[pid * N + t][:, None], pc[pid]].reshape(pid.size, N)
+            one: FloatArray = K3[at_flat[memo[1] + t][:, None], memo[2]].reshape(pid.size, N)
             return one
         many: FloatArray = K3[at[pid[:, None], t][:, :, None], pc[pid][:, None, :]].reshape(pid.size, t.shape[1], N)
         return many

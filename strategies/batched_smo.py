@@ -85,7 +85,7 @@ def _gradient_of(rows: RowFn, y: FloatArray, alpha: FloatArray, p: FloatArray) -
 
 
 def _newton(rows: RowFn, pid: IndexArray, F: NDArray[Any], beta: FloatArray, lo: FloatArray, hi: FloatArray,
-            ridge: float) -> BoolArray:
+            ridge: float, last_free: BoolArray) -> BoolArray:
     """The exact minimizer on each problem's current face, taken where it stays inside the box.
 
     In β = y∘α the dual is min ½βᵀKβ − yᵀβ, Σβ fixed, lo ≤ β ≤ hi, and F = y − Kβ is minus its
@@ -93,13 +93,16 @@ def _newton(rows: RowFn, pid: IndexArray, F: NDArray[Any], beta: FloatArray, lo:
     [K_FF e; eᵀ 0][d; μ] = [F_F; 0]; a problem whose whole step keeps every free variable strictly
     inside its bounds takes it (β and F updated in place), the others are left as they are: a
     problem whose face SMO has already found ends in one step instead of its tail of pair steps.
-    Returns which problems moved.
+    Only problems whose free set is the one of the previous call (``last_free``, updated in place)
+    try: a face that still changes is not worth a dense solve. Returns which problems moved.
     """
     A, N = F.shape
     free = (beta > lo) & (beta < hi)
     nf = free.sum(axis=1)
+    settled = (free == last_free).all(axis=1)
+    last_free[...] = free
     moved = np.zeros(A, dtype=bool)
-    cand = np.flatnonzero((nf >= 2) & (nf <= NEWTON_FREE))
+    cand = np.flatnonzero(settled & (nf >= 2) & (nf <= NEWTON_FREE))
     if not cand.size:
         return moved
     m = int(nf[cand].max())
@@ -169,10 +172,10 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     tau : float
         Curvature floor of a pair (LIBSVM's TAU).
     newton_every : int
-        Every this many rounds (0: never), each unfinished problem whose exact minimizer on its
-        current face (bound variables held) lies inside the box jumps there (one dense solve on
-        its free variables, all problems in one batched call): SMO finds the face long before its
-        pair steps converge on it.
+        Every this many rounds (0: never), each unfinished problem whose free set has not changed
+        since the last such round and whose exact minimizer on that face (bound variables held)
+        lies inside the box jumps there (one dense solve on its free variables, all problems in
+        one batched call): SMO finds the face long before its pair steps converge on it.
     dtype : numpy floating type
         Of the stacked work arrays (the scores F and the kernel rows ``rows`` returns): float32
         halves the memory each round streams; its rounding (~1e-7 relative) is far below a tol of
@@ -215,34 +218,38 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     kdh = (0.5 * kd).astype(dtype)
     half_tau = dtype(0.5 * tau)
     limit = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
+    last_free = np.zeros((B, N), dtype=bool)     # the free sets at the last face step
     perf = time.perf_counter
     it = 0
     A = B
     base = np.arange(A) * N
+    # flat views of the stacked arrays (rebuilt when problems finish): one index per problem
+    Fr, Pur, Plr, br, hir, lor = F.ravel(), Pu.ravel(), Pl.ravel(), beta.ravel(), hi.ravel(), lo.ravel()
     while A:
         if newton_every and it and it % newton_every == 0:
-            newton[pid[_newton(rows, pid, F, beta, lo, hi, 1e-12 * max(1.0, kd0))]] += 1
+            newton[pid[_newton(rows, pid, F, beta, lo, hi, 1e-12 * max(1.0, kd0), last_free)]] += 1
         vu = F + Pu
         i = vu.argmax(axis=1)
         fi = base + i
-        gmax = vu.ravel()[fi]
+        gmax = vu.take(fi)
         vl = F + Pl
-        j0 = vl.argmin(axis=1)
-        done = ~(gmax - vl.ravel()[base + j0] > tol)
+        gap = gmax - vl.take(base + vl.argmin(axis=1))
         stop = it >= limit or (it % CLOCK_EVERY == 0 and perf() >= deadline)
-        if stop or done.any():
+        if stop or not (gap > tol).all():
+            done = ~(gap > tol)
             fin = np.ones(A, dtype=bool) if stop else done
-            out_beta = beta[fin]
             yf = y[pid[fin]]
-            out_alpha[pid[fin]] = yf * out_beta
+            out_alpha[pid[fin]] = yf * beta[fin]
             out_grad[pid[fin]] = -yf * F[fin]        # F = −yG and y = ±1, so G = −yF
             iterations[pid[fin]] = it
             converged[pid[fin]] = done[fin]
             if stop:
                 break
             keep = ~fin
-            pid, F, Pu, Pl, beta, hi, lo, kd, kdh = (pid[keep], F[keep], Pu[keep], Pl[keep], beta[keep], hi[keep],
-                                                     lo[keep], kd[keep], kdh[keep])
+            pid, F, Pu, Pl, beta, hi, lo, kd, kdh, last_free = (
+                pid[keep], F[keep], Pu[keep], Pl[keep], beta[keep], hi[keep], lo[keep], kd[keep], kdh[keep],
+                last_free[keep])
+            Fr, Pur, Plr, br, hir, lor = F.ravel(), Pu.ravel(), Pl.ravel(), beta.ravel(), hi.ravel(), lo.ravel()
             i, gmax, vl = i[keep], gmax[keep], vl[keep]
             A = pid.size
             base = np.arange(A) * N
@@ -259,31 +266,28 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
             half = np.subtract(kd0, Ki, dtype=dtype)
         else:
             half = np.subtract(kdh, Ki, dtype=dtype)
-            half += kdh.ravel()[fi][:, None]
+            half += kdh.take(fi)[:, None]
         np.maximum(half, half_tau, out=half)
         b /= half
-        j = b.argmax(axis=1)
-        fj = base + j
-        Kj = rows(pid, j)
+        fj = base + b.argmax(axis=1)
+        Kj = rows(pid, fj - base)
         # the step t ≥ 0 (β_i += t, β_j −= t) lowers the objective at the rate gmax − F_j with
         # curvature a_ij, clipped to the box; a clipped end lands exactly on its bound
         if flat_kd:
-            a = np.maximum(2.0 * (kd0 - Ki.ravel()[fj]), tau)
+            a = np.maximum(2.0 * (kd0 - Ki.take(fj)), tau)
         else:
-            kdr = kd.ravel()
-            a = np.maximum(kdr[fi] + kdr[fj] - 2.0 * Ki.ravel()[fj], tau)
-        br = beta.ravel()
-        hi_i, lo_j, bi, bj = hi.ravel()[fi], lo.ravel()[fj], br[fi], br[fj]
+            a = np.maximum(kd.take(fi) + kd.take(fj) - 2.0 * Ki.take(fj), tau)
+        hi_i, lo_j, bi, bj = hir.take(fi), lor.take(fj), br.take(fi), br.take(fj)
         room_i, room_j = hi_i - bi, bj - lo_j
-        t = np.minimum(np.minimum((gmax - F.ravel()[fj]) / a, room_i), room_j)
+        t = np.minimum(np.minimum((gmax - Fr.take(fj)) / a, room_i), room_j)
         ni = np.where(t >= room_i, hi_i, bi + t)
         nj = np.where(t >= room_j, lo_j, bj - t)
         br[fi] = ni
         br[fj] = nj
-        Pl.ravel()[fi] = 0.0                  # i moved up: it can come down
-        Pu.ravel()[fj] = 0.0                  # j moved down: it can go up
-        Pu.ravel()[fi] = np.where(ni < hi_i, 0.0, -np.inf)
-        Pl.ravel()[fj] = np.where(nj > lo_j, 0.0, np.inf)
+        Plr[fi] = 0.0                  # i moved up: it can come down
+        Pur[fj] = 0.0                  # j moved down: it can go up
+        Pur[fi] = np.where(ni < hi_i, 0.0, -np.inf)
+        Plr[fj] = np.where(nj > lo_j, 0.0, np.inf)
         # F = −yG changes by −y∘(Q_i y_i t − Q_j y_j t) = −(K_i − K_j) t
         Ki -= Kj
         Ki *= t.astype(dtype)[:, None]
