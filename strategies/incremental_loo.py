@@ -30,7 +30,7 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 
-from strategies.incremental_path import CANDIDATE, ERROR, MARGIN, RESERVE, PathEngine
+from strategies.incremental_path import ERROR, RESERVE, PathEngine
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -86,11 +86,10 @@ class LOODecrements:
         # the members' slots: M₀ in factor order, then one position per bordering column (a
         # joined point sits at s0 + its column); unused positions hold the point decremented,
         # whose weight 0 leaves it unchanged
-        self.T = np.empty(s0 + kc, dtype=np.intp)
+        self.T = np.zeros(s0 + kc, dtype=np.intp)
         self.T[:s0] = self.M0
-        self.CT = np.empty(s0 + kc)
+        self.CT = np.zeros(s0 + kc)
         self.CT[:s0] = eng._Cv[self.M0]
-        self.current = 0                         # the point being decremented
         self._cols: dict[int, FloatArray] = {}
         self._max_cached = max(0, int(col_bytes) // (8 * max(hw, 1)))
 
@@ -181,41 +180,43 @@ class LOODecrements:
             b = Si[:last, last].copy()
             Si[:last, :last] -= np.multiply.outer(b, b / Si[last, last])
 
-    def _remove_col(self, col_of: dict[int, int], who: int, k: int, wt: FloatArray) -> int:
+    def _remove_col(self, col_of: dict[int, int], who: int, k: int, wt: FloatArray, aT: FloatArray) -> int:
         """Drop ``who``'s bordering column (and a joined point's member position); returns k − 1."""
         s0 = self.s0
         j = col_of.pop(who)
         self._drop(j, k)
         last = k - 1
+        T, CT = self.T, self.CT
         if j < last:
             col_of[int(self.slot[j])] = j
-            self.T[s0 + j], self.CT[s0 + j], wt[s0 + j] = self.T[s0 + last], self.CT[s0 + last], wt[s0 + last]
-        c = self.current
-        self.T[s0 + last], self.CT[s0 + last], wt[s0 + last] = c, self.eng._Cv[c], 0.0
+            T[s0 + j], CT[s0 + j], wt[s0 + j], aT[s0 + j] = T[s0 + last], CT[s0 + last], wt[s0 + last], aT[s0 + last]
+        CT[s0 + last] = wt[s0 + last] = aT[s0 + last] = 0.0
         return last
 
     # -- one point ---------------------------------------------------------------------------------
     def value(self, c: int, Qc: FloatArray, loo_below: float) -> float | None:
-        """Decrement α_c to 0 in place; return g_c there (−inf once g_c < ``loo_below``: a certain
-        error, g_c only falling on the way), or None to leave the point to the general step.
+        """Decrement α_c to 0; return g_c there (−inf once g_c < ``loo_below``: a certain error,
+        g_c only falling on the way), or None to leave the point to the general step.
 
-        ``Qc`` is row c of Q over the slots. The engine's α, g, b, sets and step count change; its
-        factor and row buffer do not.
+        ``Qc`` is row c of Q over the slots. Only the engine's g (and α of the points that leave
+        M), and its step count, change; the caller restores the snapshot after each point. The
+        members' α, the bias and the sets are followed here: the value needs g_c alone.
         """
         e = self.eng
         hw, s0, M0, pos, H, Z = self.hw, self.s0, self.M0, self.pos, self.H, self.Z
-        alpha, Cv, st = e._alpha, e._Cv, e._status
+        alpha, Cv = e._alpha, e._Cv
         g = e._g[:hw]
         Ys, Ps, Si, hs, T, CT, joined, cslot = self.Y, self.P, self.Sinv, self.h, self.T, self.CT, self.joined, self.slot
         kc = self.max_cols
-        self.current = c
         side = self.side0.copy()
         side[c] = 0.0
-        # weights of the member positions: 1 on M₀ members still in M and on joined points
+        # per member position: α, and the weight 1 on M₀ members still in M and on joined points
+        # (0 elsewhere: a position left idle keeps α = 0 and never bounds the step)
+        aT = np.zeros(s0 + kc)
+        aT[:s0] = alpha[M0]
+        CT[s0:] = 0.0
         wt = np.zeros(s0 + kc)
         wt[:s0] = 1.0
-        T[s0:] = c
-        CT[s0:] = Cv[c]
         x = np.zeros(s0 + kc)
         col_of: dict[int, int] = {}
         k = 0
@@ -231,15 +232,14 @@ class LOODecrements:
             G0 = np.zeros(hw)
             self._push(0, c, False, np.zeros(0), -float(H[pc, pc]), H[pc], -Z[:, pc], 1.0)
             col_of[c] = 0
-            wt[pc] = 0.0
+            wt[pc] = aT[pc] = 0.0
             k = 1
             nm -= 1
         else:
             z0 = -Z[c]
             G0 = self._column(c, Qc)[1]
-        st[c] = CANDIDATE
-        if alpha[c] <= 0.0:
-            alpha[c] = 0.0
+        ac = float(alpha[c])
+        if ac <= 0.0:
             return float(g[c])
         if nm == 0:
             return None                          # no margin vector: the bias-only step
@@ -263,46 +263,45 @@ class LOODecrements:
                 xmax = float(ax.max())
                 tol_g = 1e-12 * max(qmax * (1.0 + float(ax.sum())) + abs(mu), 1e-300)
                 btol = 1e-13 * (1.0 + xmax)
-                lam, event, who = float(alpha[c]), 0, c          # 0 target, 1 m->E, 2 m->R, 3 join
-                am = alpha[T]
-                lm = np.where(x < 0.0, CT - am, am)
+                lam, event, who, q = ac, 0, c, -1           # 0 target, 1 m->E, 2 m->R, 3 join
+                lm = np.where(x < 0.0, CT - aT, aT)
                 lm /= np.maximum(ax, btol)
                 lm[ax <= btol] = np.inf
-                q = int(lm.argmin())
-                if lm[q] < lam:
-                    lam, event, who = max(float(lm[q]), 0.0), (1 if x[q] < 0.0 else 2), int(T[q])
+                qq = int(lm.argmin())
+                if lm[qq] < lam:
+                    lam, event, q = max(float(lm[qq]), 0.0), (1 if x[qq] < 0.0 else 2), qq
+                    who = int(T[q])
                 # an error point joins when its g rises (γ < 0 as α_c falls), a reserve point when it falls
                 idx = np.flatnonzero(side * gam < -tol_g)
                 if idx.size:
                     li = g[idx] / gam[idx]
-                    q = int(li.argmin())
-                    if li[q] < lam:
-                        lam, event, who = max(float(li[q]), 0.0), 3, int(idx[q])
+                    qq = int(li.argmin())
+                    if li[qq] < lam:
+                        lam, event, who = max(float(li[qq]), 0.0), 3, int(idx[qq])
                 if lam == 0.0 and event:
                     return None                    # a degenerate vertex: the general step resolves ties
-                am -= lam * x
-                np.maximum(am, 0.0, out=am)
-                np.minimum(am, CT, out=am)
-                alpha[T] = am
-                alpha[c] -= lam
-                e._b -= lam * mu
+                if event and float(g[c]) - lam * float(gam[c]) < loo_below:
+                    return -np.inf                 # g_c passes the verdict on this segment: no event needed
+                aT -= lam * x
+                np.maximum(aT, 0.0, out=aT)
+                np.minimum(aT, CT, out=aT)
+                ac -= lam
                 g -= lam * gam
                 if event == 0:
-                    alpha[c] = 0.0
                     return float(g[c])
                 if abs(g[who]) <= snap:
                     g[who] = 0.0
                 p = int(pos[who])
                 if event != 3:
-                    if event == 1:
-                        st[who], alpha[who], side[who] = ERROR, Cv[who], 1.0
-                    else:
-                        st[who], alpha[who], side[who] = RESERVE, 0.0, -1.0
+                    # a member leaves for its bound (α kept there for a later join)
+                    bound = float(CT[q]) if event == 1 else 0.0
+                    alpha[who] = aT[q] = bound
+                    side[who] = 1.0 if event == 1 else -1.0
                     nm -= 1
                     if nm == 0:
                         return None                # no margin vector: the bias-only step
                     if p < 0:
-                        k = self._remove_col(col_of, who, k, wt)
+                        k = self._remove_col(col_of, who, k, wt, aT)
                         continue
                     if k == kc:
                         return None
@@ -316,10 +315,9 @@ class LOODecrements:
                     continue
                 # an error or reserve point reached g = 0: it joins M
                 nm += 1
-                st[who] = MARGIN
                 side[who] = 0.0
                 if p >= 0:
-                    k = self._remove_col(col_of, who, k, wt)
+                    k = self._remove_col(col_of, who, k, wt, aT)
                     wt[p] = 1.0
                     continue
                 if k == kc:
@@ -335,7 +333,7 @@ class LOODecrements:
                 if not piv > 1e-10 * max(float(Qa[who]), 1e-300):
                     return None
                 col_of[who] = k
-                T[s0 + k], CT[s0 + k], wt[s0 + k] = who, Cv[who], 1.0
+                T[s0 + k], CT[s0 + k], wt[s0 + k], aT[s0 + k] = who, Cv[who], 1.0, alpha[who]
                 k += 1
             return None
         finally:
