@@ -459,7 +459,9 @@ class IncrementalSVC(_BinaryIncremental):
     -----
     Cost: adding or removing a point is O(n·|M|) plus O(|M|²) per path segment (M the margin
     vectors), with a few segments per point typically; :meth:`leave_one_out` is one decrement
-    per support vector, each followed by a restore from a snapshot (no drift accumulates).
+    per support vector from the same solved state, through an inverse of the margin set's KKT
+    matrix made once (a segment then costs O(n), a point joining M O(n·|M|) the first time it
+    does), each followed by a restore from a snapshot (no drift accumulates).
     """
 
     _model: _CPModel

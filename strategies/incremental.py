@@ -269,10 +269,12 @@ class IncrementalSVM(RegularizationPath):
         α_c is decremented adiabatically to 0 — stopping early once g_c < −1, a certain error, since
         g_c only decreases on the way — and f₋c(x_c) = y_c (g_c + 1) read off at α_c = 0.
 
-        The state is then *restored from a snapshot* (α, b, g, sets, and — only when M changed —
-        the factor and the touched margin rows) rather than by relearning c: the snapshot gives the
-        solved state back bit for bit, with no drift accumulating over n decrements, and costs a
-        few O(n) copies instead of a second adiabatic path.
+        The decrements run through the inverse of the solved state's margin KKT matrix, bordered
+        by the few columns each path changes (:class:`strategies.incremental_loo.LOODecrements`):
+        a path segment costs O(n) in the number of columns, not O(|M|·n), and the margin factor
+        is never written, so the state is *restored from a snapshot* (α, b, g, sets: a few O(n)
+        copies) bit for bit, with no drift over n decrements. Degenerate vertices and points
+        dependent on M take the general step from the restored state.
 
         Returns
         -------

@@ -52,8 +52,8 @@ class LOODecrements:
     H : ndarray
         K₀⁻¹ over M₀ in factor order, then the multiplier (symmetric).
     Z : ndarray
-        (B H₀)ᵀ... that is B^T H₀ over the slots 0 .. n_slots − 1, B = [Q_M₀,:; a]: row i is
-        H₀ [Q_M₀,i; a_i], the margin coefficients' response to point i's column.
+        Bᵀ H₀ over the slots 0 .. n_slots − 1, B = [Q_M₀,:; a]: row i is H₀ [Q_M₀,i; a_i], the
+        response of M₀'s coefficients and the multiplier to point i's column.
     max_cols : int
         Bordering columns beyond which a point is handed back to the general step.
     col_bytes : int
@@ -83,9 +83,8 @@ class LOODecrements:
         st = eng._status[:hw]
         # +1 on error points (they join M when g rises), −1 on reserve points (when g falls)
         self.side0 = np.where(st == ERROR, 1.0, np.where(st == RESERVE, -1.0, 0.0))
-        # the members' slots: M₀ in factor order, then one position per bordering column (a
-        # joined point sits at s0 + its column); unused positions hold the point decremented,
-        # whose weight 0 leaves it unchanged
+        # the members' slots and bounds: M₀ in factor order, then one position per bordering
+        # column (a joined point sits at s0 + its column)
         self.T = np.zeros(s0 + kc, dtype=np.intp)
         self.T[:s0] = self.M0
         self.CT = np.zeros(s0 + kc)

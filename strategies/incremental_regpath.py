@@ -4,9 +4,10 @@ Moving C (every C_i scaled with it) keeps the dual solved along a piecewise-line
 moves with C, the margin α and the multiplier b through M's factor, and the path breaks where a
 point changes set (Cauwenberghs and Poggio's path in C; Diehl and Cauwenberghs 2003). On a segment
 α is linear in C, so ν(C) = eᵀα/(C l) meets a target ν at a C found exactly on the segment
-(Chang and Lin: the ν-SVC is the C-SVC at that C). Leave-one-out decrements each point to 0 with
-the path engine's adiabatic move, optionally re-tunes C (ν mode), reads the point's margin value
-and restores the state from a snapshot.
+(Chang and Lin: the ν-SVC is the C-SVC at that C). Leave-one-out decrements each point to 0 —
+through :class:`strategies.incremental_loo.LOODecrements` (the margin KKT matrix inverted once),
+or with the path engine's adiabatic move where the C path re-tunes C (ν mode) or that cannot
+treat a point — reads the point's margin value and restores the state from a snapshot.
 
 :class:`RegularizationPath` adds these to :class:`strategies.incremental_path.PathEngine`; the
 user's models (:mod:`strategies.incremental`) extend it.
