@@ -185,7 +185,7 @@ class INCAS(Strategy):
     singular_tol: float = 1e-11
     nonconvex_tol: float = 1e-8
     max_zero_steps: int = 500
-    release: int = 1
+    release: int = 8
 
     def __attrs_post_init__(self) -> None:
         if self.shrink_every < 1:
@@ -729,8 +729,8 @@ class INCAS(Strategy):
 
     # -- entering S (release, warm start) and dependences ---------------------------------------
     def _enter_many(self, qp: QP, state: State, work: INCASWork, var: IndexArray) -> None:
-        """Release several bound variables into S: their rows in one call, the factor in one
-        block append; on a dependence the block is entered one variable at a time."""
+        """Release several bound variables (most violated first) into S: their rows in one call,
+        the factor in one block append; on a dependence only the first enters."""
         work.eq_fixed = False
         rows = self._rows(qp, state, var)
         fac = work.fac
@@ -746,11 +746,10 @@ class INCAS(Strategy):
             work.last_released = int(var[-1])
             state.counters["released"] += int(var.size)
             return
-        for k, i in enumerate(var.tolist()):
-            work.last_released = int(i)
-            self._enter(qp, state, work, int(i), release=True, row=rows[k])
-            if state.stop is not None:
-                return
+        # a dependence among them (or with S): the most violated enters alone, as in the paper
+        # (its ray step moves x, so the others' violations are priced afresh before they enter)
+        work.last_released = int(var[0])
+        self._enter(qp, state, work, int(var[0]), release=True, row=rows[0])
 
     @staticmethod
     def _rows(qp: QP, state: State, idx: IndexArray) -> FloatArray:

@@ -247,7 +247,7 @@ REGISTRY: dict[str, Entry] = {e.name: e for e in (
            _SHRINKING), _decomposition, main="q"),
     Entry("incas", "Scheinberg's active set, one variable at a time over a bordered Cholesky factor (finite box, "
                    "≤ 1 equality row); at its best at tight tolerances and large C", "kernel",
-          (_SHRINKING, Option("release", int, 1, "bound variables released into S per pricing (1: the paper's)")),
+          (_SHRINKING, Option("release", int, 8, "bound variables released into S per pricing (1: the paper's one at a time)")),
           lambda shrinking, release: INCAS(shrinking=shrinking, release=release)),
     Entry("gpcg", "Moré–Toraldo gradient projection + conjugate gradients (box, any equality rows)", "kernel",
           (Option("face_solver", str, "auto", "solver on the free face", ("auto", "cg", "cholesky")),),
