@@ -462,7 +462,6 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
     run = batched_smo(rows, diag, y, ub, tol=tol, alpha=alpha0, max_iter=max_iter, deadline=deadline, dtype=dtype,
                       newton_every=NEWTON_EVERY)
     alpha, its, ok_run = run.alpha.copy(), run.iterations.copy(), run.converged.copy()
-    stopped = np.where(ok_run, 0, 1)
     # the certificates read float64 kernel rows of the support vectors of any problem, computed
     # once for all (a row a refresh adds later is evaluated by its problem)
     used = np.unique(at[run.alpha > 0])
@@ -506,8 +505,9 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
     alphas: list[FloatArray] = []
     for p in range(B):
         x, g, cert, qp = alpha[p, loc[p]], grads[p], certs[p], qps[p]
-        stop = Status.CONVERGED if ok_run[p] else (Status.TIME_LIMIT if time.perf_counter() >= deadline
-                                                   else Status.MAX_ITER)
+        # a run that did not converge was ended by the step limit or else by the clock
+        stop = Status.CONVERGED if ok_run[p] else (Status.MAX_ITER if max_iter is not None and its[p] >= max_iter
+                                                   else Status.TIME_LIMIT)
         status = stop
         if not cert.feasible():
             status = Status.INFEASIBLE
@@ -515,9 +515,9 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
             status = Status.STALLED
         stats: dict[str, Any] = {"seconds": seconds / B, "batch_seconds": seconds, "strategy": "batched-smo",
                                  "strategy_choice": [(0, "batched-smo", why)],
-                                 "batch": B, "rounds": run.rounds, "refreshes": refreshes,
-                                 "rows_computed": qp.Q.stats.rows_computed, "stopped_by": stop.code,
-                                 "first_stop": "converged" if stopped[p] == 0 else "limit"}
+                                 "batch": B, "rounds": run.rounds, "face_steps": int(run.newton[p]),
+                                 "refreshes": refreshes, "rows_computed": qp.Q.stats.rows_computed,
+                                 "stopped_by": stop.code}
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), iteration=int(its[p]))
         results.append(Result(x=x, multipliers=cert.multipliers, z=cert.z, status=status,
                               objective=float(0.5 * x @ (g + qp.c)), kkt=cert, iterations=int(its[p]), stats=stats,
