@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             f"SVC {r['svc_s']:.2f} s, ours {r['ours_s']:.2f} s, ours / SVC {r['ratio']:.2f}"
             f"{' LOADED' if r['loaded'] else ''}; max |score diff| {r['max_score_diff']:.4f}"
             f"{'' if r['scores_agree'] else ' ABOVE 0.002'}; {'shared' if r['shared'] else 'FALLBACK'}, "
-            f"{'dense kernel' if r['kernel_dense'] else 'row cache'}, {'all converged' if r['converged'] else 'NOT all converged'}")
+            f"{'dense kernel' if r['kernel_dense'] else 'row cache'}, "
+            f"{'all converged' if r['converged'] else 'NOT all converged'}")
         log(markdown_table(["C", "γ·d", "score SVC", "score ours", "|diff|", "fit SVC (s)", "fit ours (s)"],
                            [[f"{c['C']:g}", f"{c['gamma_d']:g}", f"{c['score_svc']:.4f}", f"{c['score_ours']:.4f}",
                              f"{abs(c['score_svc'] - c['score_ours']):.4f}", f"{c['fit_svc_s']:.3f}",

@@ -322,10 +322,15 @@ class GridCV:
         return decide(self.raw[g][c][f], self.scheme, self.pairs, self.n_classes)
 
 
+#: What one fold's path gives per C: decision values, fit and score seconds, iterations,
+#: convergence, objective.
+_PathOut = tuple[list[FloatArray], list[float], list[float], list[int], list[bool], list[float]]
+
+
 def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, train: IndexArray, test: IndexArray,
                C_sorted: FloatArray, pairs: NDArray[np.intp], strategy: Strategy, *, tol: float,
                max_iter: int | None, time_limit: float | None, reporter: Reporter | None,
-               cache_bytes: int) -> tuple[list[FloatArray], list[float], list[float], list[int], list[bool], list[float]]:
+               cache_bytes: int) -> _PathOut:
     """One fold over increasing C: every binary problem warm-started from its solution at the
     previous C; the held-out decision values, times, iterations, convergence and objective per C."""
     keep = train[weight[train] > 0]
