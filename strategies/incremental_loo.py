@@ -63,7 +63,7 @@ class LOODecrements:
     """
 
     def __init__(self, eng: PathEngine, H: FloatArray, Z: FloatArray, *, max_cols: int = 64,
-                 col_bytes: int = 256 << 20) -> None:
+                 col_bytes: int = 128 << 20) -> None:
         self.eng = eng
         self.H = H
         self.Z = Z
@@ -93,7 +93,7 @@ class LOODecrements:
         self._max_cached = max(0, int(col_bytes) // (8 * max(hw, 1)))
 
     @classmethod
-    def build(cls, eng: PathEngine, *, max_entries: int = 50_000_000) -> LOODecrements | None:
+    def build(cls, eng: PathEngine, *, max_entries: int = 32 << 20) -> LOODecrements | None:
         """K₀⁻¹ and Z for the engine's margin set; None without margin vectors, when Z would hold
         more than ``max_entries`` numbers, or when K₀ is too ill-conditioned for an explicit inverse."""
         m = eng._fac.size

@@ -305,6 +305,7 @@ class RegularizationPath(PathEngine):
         if work.size == 0:
             return out
         hw = self._op.n_slots
+        block = max(1, min(block, (4 << 20) // max(hw, 1)))      # a block of rows within 32 MB
         snap = self._save()
         fast = LOODecrements.build(self)
         try:
