@@ -293,9 +293,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                        help="1: fit Platt's sigmoids on 5-fold cross-validated decision values (LIBSVM's -b 1) "
                             "so that 'qpcore predict -b 1' gives class probabilities (default 0)")
     solver = p.add_argument_group("solver")
-    solver.add_argument("--strategy", choices=(*KERNEL_STRATEGIES, *LINEAR_STRATEGIES), default="smo",
-                        help="kernel models: smo (default; LIBSVM's second-order rule), decomposition, incas, gpcg, "
-                             "active-set; linear models: asvm (L2 loss), ocas, ocas-active, bmrm (hinge loss)")
+    solver.add_argument("--strategy", choices=(*KERNEL_STRATEGIES, *LINEAR_STRATEGIES), default="auto",
+                        help="kernel models: auto (default: SMO, switching to INCAS when pair steps crawl), smo "
+                             "(LIBSVM's second-order rule), decomposition, incas, gpcg, active-set; linear models: asvm (L2 loss), ocas, ocas-active, bmrm (hinge loss)")
     solver.add_argument("-e", "--tol", type=positive_float, default=1e-3, metavar="T",
                         help="stopping tolerance (default 1e-3): the maximal-violating-pair gap for kernel "
                              "strategies (svm-train's -e), the projected gradient for asvm, the relative "

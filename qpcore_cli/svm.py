@@ -267,6 +267,9 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
         "n_test": None if y_test is None else int(y_test.shape[0]),
         "strategy": s.strategy_name,
         **s.strategy_settings,
+        # what a delegating strategy (auto) ran, and why
+        "strategy_used": result.stats.get("strategy", s.strategy_name),
+        "strategy_choice": [list(c) for c in result.stats.get("strategy_choice", [])],
         "C": s.C,
         "kernel": s.kernel,
         # only the parameters the kernel uses (the others are null)
@@ -326,6 +329,7 @@ def print_summary(report: dict[str, Any], out: TextIO | None = None) -> None:
         ("objective", f"{r['objective']:.10e}   (dual: 1/2 a'Qa - e'a)"),
         ("KKT gap", f"{r['gap']:.3e}   (maximal violating pair; tol {r['tol']:g})"),
         ("iterations", f"{r['iterations']}"),
+        *[("strategy", f"{name} from iteration {it}: {why}") for it, name, why in r.get("strategy_choice", [])],
         ("time", f"{r['seconds']:.3f} s solve, {r['total_seconds']:.3f} s with building and decoding"),
         ("kernel rows", f"{r['rows_computed']} computed, {r['cache_hits']} cache hits"),
         ("support vectors", f"{r['n_sv']} of {r['n_train']} ({r['n_bsv']} at C)"),
@@ -388,16 +392,16 @@ def run_demo(args: argparse.Namespace) -> int:
         X, y = load_svmlight(trn, n_features=DEMO_FEATURES, zero_based=False)
         X_test, y_test = load_svmlight(tst, n_features=DEMO_FEATURES, zero_based=False)
     settings = SVMSettings(C=1.0, kernel="rbf", gamma=0.05, degree=3, coef0=0.0, tol=1e-3, cache_mb=200.0,
-                           max_iter=None, time_limit=None, strategy_name="smo",
-                           strategy=make("smo", rule="wss2", shrinking=True),
-                           strategy_settings={"rule": "wss2", "shrinking": True})
+                           max_iter=None, time_limit=None, strategy_name="auto", strategy=make("auto"),
+                           strategy_settings={})
     check_writable(args.json)
     quiet_stdout = args.json == "-"
     if not quiet_stdout:
         print(f"qpcore demo: RBF C-SVC (gamma=0.05, C=1) on {X.shape[0]} rows of UCI Adult "
-              f"({X.shape[1]} binary features), SMO with LIBSVM's second-order working set, tol 1e-3",
+              f"({X.shape[1]} binary features), strategy auto (SMO with LIBSVM's second-order working set while "
+              "the free set is small), tol 1e-3",
               flush=True)
-    report = train_svm(X, y, X_test, y_test, settings, make_reporter(args.quiet, settings.tol, "SMO (wss2)"))
+    report = train_svm(X, y, X_test, y_test, settings, make_reporter(args.quiet, settings.tol, "auto"))
     report["data"] = f"bundled:{DEMO_FILES[0]}"
     report["test"] = f"bundled:{DEMO_FILES[1]}"
     if not quiet_stdout:
@@ -500,7 +504,7 @@ def run_svm(args: argparse.Namespace) -> int:
     return 0
 
 
-#: ``qpcore solve svm``: the C-SVC dual from a LIBSVM-format file, SMO by default.
+#: ``qpcore solve svm``: the C-SVC dual from a LIBSVM-format file, strategy auto by default.
 SVM_PROBLEM = ProblemKind(
     help="C-SVC dual (two classes) from a LIBSVM-format file", add_arguments=add_svm_arguments,
-    run=run_svm, default_strategy="smo")
+    run=run_svm, default_strategy="auto")

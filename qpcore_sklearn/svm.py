@@ -48,7 +48,8 @@ def make_strategy(strategy: str | Strategy) -> Strategy:
     Parameters
     ----------
     strategy : str or Strategy
-        ``"smo"`` (LIBSVM's second-order rule, shrinking), ``"decomposition"`` (working sets of
+        ``"auto"`` (SMO, then INCAS once pair steps crawl), ``"smo"`` (LIBSVM's second-order rule,
+        shrinking), ``"decomposition"`` (working sets of
         q variables, SVMlight's rule), ``"incas"`` (Scheinberg's active set), ``"gpcg"``
         (Moré–Toraldo), ``"active-set"`` (dense, small problems), a spec with options
         (``"decomposition:q=512,rule=mvp"``), or a strategy object (e.g. ``SMO(rule="platt")``,
@@ -134,7 +135,9 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         C of class c is ``C * class_weight[c]``; ``"balanced"`` weighs classes inversely to their
         frequency.
     strategy : str or Strategy
-        ``"smo"``, ``"decomposition"``, ``"incas"``, ``"gpcg"``, ``"active-set"``, a spec with options or a
+        ``"auto"`` (default: SMO, switching to INCAS once pair steps crawl over a large free set;
+        :class:`strategies.auto.Auto`), ``"smo"``, ``"decomposition"``, ``"incas"``, ``"gpcg"``,
+        ``"active-set"``, a spec with options or a
         strategy object (see :func:`make_strategy`).
     multiclass : {"ovo", "ovr"}
         One-vs-one (LIBSVM's, default) or one-vs-rest binary problems for more than two classes.
@@ -202,7 +205,7 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
 
     def __init__(self, C: float = 1.0, kernel: str = "rbf", degree: int = 3, gamma: str | float = "scale",
                  coef0: float = 0.0, tol: float = 1e-3, cache_size: float = 200, class_weight: Any = None,
-                 strategy: str | Strategy = "smo", multiclass: str = "ovo", decision_function_shape: str = "ovr",
+                 strategy: str | Strategy = "auto", multiclass: str = "ovo", decision_function_shape: str = "ovr",
                  max_iter: int = -1, time_limit: float | None = None, warm_start: bool = False,
                  progress: Any = None, probability: bool = False, random_state: Any = None,
                  predict_from_proba: bool = False) -> None:

@@ -68,7 +68,8 @@ class Auto(Strategy):
         The first strategy: LIBSVM's second-order rule with shrinking, taking its Newton step on
         the free variables after two checks without progress (SMO alone waits for three).
     incas_release : int
-        Bound variables INCAS releases per pricing after a switch (``INCAS.release``).
+        Bound variables INCAS releases per pricing after a switch (``INCAS.release``); INCAS
+        shrinks when ``smo`` does.
     check_every : int
         SMO steps between observations (at most n).
     patience : int
@@ -181,7 +182,8 @@ class Auto(Strategy):
             return
         why = (f"pair steps crawl: gap {gap:.3g} not halved over {work.slow * min(qp.n, self.check_every)} "
                f"steps with {free} free variables (> {limit}); an active set solves the free block exactly")
-        self._switch(qp, state, work, INCAS(release=self.incas_release), "incas", why)
+        inc = INCAS(release=self.incas_release, shrinking=self.smo.shrinking)
+        self._switch(qp, state, work, inc, "incas", why)
 
     def _switch(self, qp: QP, state: State, work: AutoWork, inner: Strategy, name: str, why: str) -> None:
         # INCAS starts from the run's own start, not from SMO's point: it would enter every free

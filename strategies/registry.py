@@ -231,8 +231,9 @@ REGISTRY: dict[str, Entry] = {e.name: e for e in (
                   "over a large free set, decomposition where SMO cannot take the problem (choices and reasons "
                   "in Result.stats)", "kernel",
           (Option("release", int, 8, "bound variables INCAS releases per pricing after a switch"),
-           Option("patience", int, 1, "observations without the gap halving before a switch")),
-          lambda release, patience: Auto(incas_release=release, patience=patience)),
+           Option("patience", int, 1, "observations without the gap halving before a switch"), _SHRINKING),
+          lambda release, patience, shrinking: Auto(smo=SMO(newton_after=2, shrinking=shrinking),
+                                                    incas_release=release, patience=patience)),
     Entry("smo", "sequential minimal optimization (Platt; LIBSVM's second-order rule by default): finite box, "
                  "no equality or disjoint ±1 equality groups (C-SVC, ν-SVC duals)", "kernel",
           (Option("rule", str, "wss2", "pair rule: LIBSVM's second order (wss2), maximal violating pair (mvp), "

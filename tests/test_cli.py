@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: fields every ``solve svm --json`` report carries
 REPORT_FIELDS = {
-    "problem", "n_train", "n_features", "n_test", "strategy", "rule", "shrinking", "C", "kernel", "gamma",
+    "problem", "n_train", "n_features", "n_test", "strategy", "strategy_used", "shrinking", "C", "kernel", "gamma",
     "degree", "coef0", "tol", "cache_mb", "max_iter", "time_limit", "status", "status_message", "converged",
     "objective", "gap", "kkt_measure", "iterations", "seconds", "build_seconds", "total_seconds",
     "rows_computed", "cache_hits", "n_sv", "n_bsv", "bias", "train_accuracy", "test_accuracy", "data", "test",
@@ -87,7 +87,7 @@ def test_demo(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     r = read_json(out_json)
     assert r["status"] == "converged" and r["converged"] is True
     assert (r["n_train"], r["n_test"], r["n_features"]) == (3000, 2000, 123)
-    assert (r["kernel"], r["gamma"], r["C"], r["tol"], r["rule"]) == ("rbf", 0.05, 1.0, 1e-3, "wss2")
+    assert (r["kernel"], r["gamma"], r["C"], r["tol"], r["strategy"]) == ("rbf", 0.05, 1.0, 1e-3, "auto")
     assert r["gap"] <= 1e-3
     # LIBSVM (scikit-learn 1.9, same settings): objective -1012.46, 1189 SVs, test accuracy 84.85 %
     assert r["objective"] == pytest.approx(-1012.46, rel=1e-3)
@@ -119,7 +119,9 @@ def test_solve_svm_json(capsys: pytest.CaptureFixture[str], svm_files: tuple[Pat
     assert "test accuracy" in out
     r = read_json(out_json)
     assert REPORT_FIELDS <= set(r)
-    assert r["problem"] == "svm" and r["strategy"] == "smo" and r["rule"] == "wss2" and r["shrinking"] is True
+    assert r["problem"] == "svm" and r["strategy"] == "auto" and r["shrinking"] is True
+    # auto says what it ran and why (SMO from the start on this small, easy problem)
+    assert r["strategy_used"] == "smo" and r["strategy_choice"][0][1] == "smo"
     assert r["status"] == "converged" and r["converged"] is True
     assert r["n_train"] == 240 and r["n_test"] == 120 and r["n_features"] == 5
     assert r["kernel"] == "rbf" and r["gamma"] == pytest.approx(1 / 5) and r["C"] == 1.0
@@ -189,7 +191,8 @@ def test_solve_svm_rules(capsys: pytest.CaptureFixture[str], svm_files: tuple[Pa
                          rule: str) -> None:
     train, _ = svm_files
     out_json = tmp_path / "r.json"
-    code, _, err = run_main(capsys, "solve", "svm", "--data", str(train), "--rule", rule, "--no-shrinking",
+    code, _, err = run_main(capsys, "solve", "svm", "--data", str(train), "--strategy", "smo", "--rule", rule,
+                            "--no-shrinking",
                             "--cache-mb", "1", "--json", str(out_json), "-q")
     assert code == 0, err
     r = read_json(out_json)
@@ -317,7 +320,7 @@ BAD_ARGS: list[tuple[str, list[str]]] = [
     ("n-features too small", ["solve", "svm", "--data", "{train}", "--n-features", "3"]),
     ("unknown kernel", ["solve", "svm", "--data", "{train}", "--kernel", "laplace"]),
     ("unknown strategy", ["solve", "svm", "--data", "{train}", "--strategy", "simplex"]),
-    ("unknown rule", ["solve", "svm", "--data", "{train}", "--rule", "best"]),
+    ("unknown rule", ["solve", "svm", "--data", "{train}", "--strategy", "smo", "--rule", "best"]),
     ("unknown option", ["solve", "svm", "--data", "{train}", "--frobnicate"]),
     ("json into a missing folder", ["solve", "svm", "--data", "{train}", "--json", "{folder}/no/such/r.json"]),
     ("json is a folder", ["solve", "svm", "--data", "{train}", "--json", "{folder}"]),

@@ -394,7 +394,7 @@ def test_version_refusal_and_corrupt_files(capsys: pytest.CaptureFixture[str], m
     header = load_model_file(model).header
     assert header["format"] == "qpcore-svm-model" and header["version"] == FORMAT_VERSION == 2
     assert header["type"] == "c-svc" and header["kind"] == "kernel" and header["classes"] == ["2", "5", "7", "9"]
-    assert header["class_dtype"] == "int64" and header["training"]["strategy"] == "smo"
+    assert header["class_dtype"] == "int64" and header["training"]["strategy"] == "auto"
     assert zipfile.is_zipfile(model)
     cases = [
         ({"version": 3}, None, None, "format version 3; this qpcore"),
