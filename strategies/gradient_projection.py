@@ -20,6 +20,14 @@ runs on the face restricted to the null space of the rows there. Only ``matvec``
 small principal blocks of the operator are used, so it runs on ``DenseQ``, ``KernelQ`` and
 ``GramQ`` alike.
 
+**Where it is the right choice.** GPCG needs only products with Q, and each cycle changes many
+bounds at once: it is the strategy for box QPs whose Q is available as a fast matvec (dense, a
+Gram or low-rank operator, a PDE-like sparse Q) with many variables changing bounds, general
+equality rows, and tight tolerances (the dense box QPs of ``benchmarks.qp``). On kernel SVM duals
+each product costs a pass over every kernel row, and the face's conditioning grows with C, so
+SMO, decomposition and INCAS are far faster there (sklearn's digits, C = 10: about 1000× LIBSVM);
+the ``"auto"`` strategy never picks it.
+
 **Bounded steps.** One cycle can cost hundreds of products with Q, so one ``step`` is a bounded
 piece of it, and the cycle resumes in the next step:
 
