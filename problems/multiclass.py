@@ -45,7 +45,7 @@ Model = tuple[NDArray[np.intp], FloatArray, float]
 BATCH_ROWS = 4096
 BATCH_ROWS_BINARY = 1024   # the same for two classes (one problem)
 REFRESHES = 3       # certificate rounds before a problem is left stalled
-NEWTON_EVERY = 30  # rounds between face steps of the batched SMO
+NEWTON_EVERY = 10  # rounds between face steps of the batched SMO
 
 
 def problems_of(n_classes: int, scheme: Scheme) -> NDArray[np.intp]:
@@ -439,6 +439,13 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
         many: FloatArray = K3[at[pid[:, None], t][:, :, None], pc[pid][:, None, :]].reshape(pid.size, t.shape[1], N)
         return many
 
+    K2 = K3.reshape(k * M, k * M)
+
+    def block(pid: NDArray[np.intp], t: NDArray[np.intp]) -> FloatArray:
+        g = at[pid[:, None], t]
+        out: FloatArray = K2[g[:, :, None], g[:, None, :]]
+        return out
+
     y = np.tile(np.concatenate((np.ones(M), -np.ones(M))), (B, 1))
     ub = Cpad[pc].reshape(B, N)
     diag = kd[pc].reshape(B, N)
@@ -460,7 +467,7 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
             if start is not None and abs(float(yl @ start)) <= 1e-12 * max(1.0, float(start.sum())):
                 alpha0[p, loc[p]] = start
     run = batched_smo(rows, diag, y, ub, tol=tol, alpha=alpha0, max_iter=max_iter, deadline=deadline, dtype=dtype,
-                      newton_every=NEWTON_EVERY)
+                      newton_every=NEWTON_EVERY, block=block)
     alpha, its, ok_run = run.alpha.copy(), run.iterations.copy(), run.converged.copy()
     # the certificates read float64 kernel rows of the support vectors of any problem, computed
     # once for all (a row a refresh adds later is evaluated by its problem)
@@ -468,9 +475,12 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
     gram = kernel.block(Xpad[used], Xpad)
     gram_row = np.full(k * M, -1, dtype=np.intp)
     gram_row[used] = np.arange(used.size)
-    qps = [QP.trusted(SubsetKernelQ(X, glob[p], y[p, loc[p]], kernel, gram, gram_row[at[p, loc[p]]], at[p, loc[p]]),
-                      -np.ones(glob[p].size),
-                      np.zeros(glob[p].size), ub[p, loc[p]], y[p, loc[p]][None, :], np.zeros(1)) for p in range(B)]
+    qps = []
+    for p in range(B):
+        yl, col = y[p, loc[p]], at[p, loc[p]]
+        n_p = col.size
+        qps.append(QP.trusted(SubsetKernelQ(X, glob[p], yl, kernel, gram, gram_row[col], col), -np.ones(n_p),
+                              np.zeros(n_p), ub[p, loc[p]], yl[None, :], np.zeros(1)))
     certs: list[Any] = [None] * B
     grads: list[FloatArray] = [np.zeros(0)] * B
     met = np.zeros(B, dtype=bool)

@@ -24,7 +24,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BatchRun", "RowFn", "batched_smo"]
+__all__ = ["BatchRun", "BlockFn", "RowFn", "batched_smo"]
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -37,9 +37,14 @@ BoolArray = NDArray[np.bool_]
 #: solver overwrites.
 RowFn = Callable[[IndexArray, IndexArray], FloatArray]
 
+#: ``block(problems, local)``: with ``local`` of shape (A, m), the kernel among those m variables of
+#: each problem, shape (A, m, m) (optional: else taken from the rows).
+BlockFn = Callable[[IndexArray, IndexArray], FloatArray]
+
 TAU = 1e-12          # LIBSVM's guard on the curvature of a pair
 CLOCK_EVERY = 32     # rounds between reads of the clock
 NEWTON_FREE = 256    # largest free set a face step solves (a dense solve of that order)
+FACE_SOLVES = 6      # solves of one face step (each holds the variable that blocked the last)
 
 
 @attrs.frozen(eq=False)
@@ -84,17 +89,19 @@ def _gradient_of(rows: RowFn, y: FloatArray, alpha: FloatArray, p: FloatArray) -
     return G
 
 
-def _newton(rows: RowFn, pid: IndexArray, F: NDArray[Any], beta: FloatArray, lo: FloatArray, hi: FloatArray,
-            ridge: float, last_free: BoolArray) -> BoolArray:
-    """The exact minimizer on each problem's current face, taken where it stays inside the box.
+def _newton(rows: RowFn, block: BlockFn | None, pid: IndexArray, F: NDArray[Any], beta: FloatArray, lo: FloatArray,
+            hi: FloatArray, ridge: float, last_free: BoolArray) -> BoolArray:
+    """Steps toward the exact minimizer on each problem's current face, active-set style.
 
     In β = y∘α the dual is min ½βᵀKβ − yᵀβ, Σβ fixed, lo ≤ β ≤ hi, and F = y − Kβ is minus its
-    gradient. With the bound variables held, the step d on the free set F solves
-    [K_FF e; eᵀ 0][d; μ] = [F_F; 0]; a problem whose whole step keeps every free variable strictly
-    inside its bounds takes it (β and F updated in place), the others are left as they are: a
-    problem whose face SMO has already found ends in one step instead of its tail of pair steps.
-    Only problems whose free set is the one of the previous call (``last_free``, updated in place)
-    try: a face that still changes is not worth a dense solve. Returns which problems moved.
+    gradient. With the bound variables held, the step d on the free set solves
+    [K_FF e; eᵀ 0][d; μ] = [F_F; 0]. A problem takes it whole when it stays inside the box, and
+    then sits at the minimizer on its face: one step instead of SMO's tail of pair steps on a face
+    it has already found. Otherwise it steps to the first bound in the way, holds that variable
+    there and solves again on the rest (up to ``FACE_SOLVES`` solves, all problems in one batched
+    call each). Only problems whose free set is the one of the previous call (``last_free``,
+    updated in place) try: a face that still changes is not worth a dense solve. β and F are
+    updated in place; returns which problems moved.
     """
     A, N = F.shape
     free = (beta > lo) & (beta < hi)
@@ -107,35 +114,67 @@ def _newton(rows: RowFn, pid: IndexArray, F: NDArray[Any], beta: FloatArray, lo:
         return moved
     m = int(nf[cand].max())
     idx = np.argsort(~free[cand], axis=1, kind="stable")[:, :m]       # each problem's free variables first
-    valid = np.arange(m)[None, :] < nf[cand][:, None]
-    R = rows(pid[cand], idx)                                         # (A_c, m, N) kernel rows
-    S = np.zeros((cand.size, m + 1, m + 1))
-    S[:, :m, :m] = np.take_along_axis(R, idx[:, None, :], axis=2)
-    vf = valid.astype(np.float64)
-    S[:, :m, :m] *= vf[:, :, None] * vf[:, None, :]
-    diag_add = np.where(valid, ridge, 1.0)          # padding: a decoupled unit row, d = 0
-    S[:, np.arange(m), np.arange(m)] += diag_add
-    S[:, :m, m] = vf
-    S[:, m, :m] = vf
-    rhs = np.zeros((cand.size, m + 1))
-    rhs[:, :m] = np.take_along_axis(F[cand], idx, axis=1) * vf
-    try:
-        d = np.linalg.solve(S, rhs[:, :, None])[:, :m, 0] * vf
-    except np.linalg.LinAlgError:
+    act = np.arange(m)[None, :] < nf[cand][:, None]                   # free variables still moving
+    # the rows of the free variables are only needed where a step is taken: K_FF alone first
+    R: NDArray[Any] | None = None
+    if block is not None:
+        KFF = np.asarray(block(pid[cand], idx), dtype=np.float64)
+    else:
+        R = rows(pid[cand], idx)
+        KFF = np.take_along_axis(R, idx[:, None, :], axis=2).astype(np.float64)
+    rc = np.arange(cand.size)[:, None]
+    b0 = beta[cand][rc, idx]
+    lo_f, hi_f = lo[cand][rc, idx], hi[cand][rc, idx]
+    bf = b0.copy()
+    Ff = np.take_along_axis(F[cand], idx, axis=1).astype(np.float64)
+    going = np.ones(cand.size, dtype=bool)          # problems still solving
+    ar = np.arange(m)
+    for _ in range(FACE_SOLVES):
+        g = np.flatnonzero(going & (act.sum(axis=1) >= 2))
+        if not g.size:
+            break
+        v = act[g].astype(np.float64)
+        S = np.zeros((g.size, m + 1, m + 1))
+        S[:, :m, :m] = KFF[g] * v[:, :, None] * v[:, None, :]
+        S[:, ar, ar] += np.where(act[g], ridge, 1.0)     # held variables: a decoupled unit row, d = 0
+        S[:, :m, m] = v
+        S[:, m, :m] = v
+        rhs = np.zeros((g.size, m + 1))
+        rhs[:, :m] = Ff[g] * v
+        try:
+            d = np.linalg.solve(S, rhs[:, :, None])[:, :m, 0] * v
+        except np.linalg.LinAlgError:
+            break
+        finite = np.isfinite(d).all(axis=1)
+        d[~finite] = 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(d > 0, (hi_f[g] - bf[g]) / d, np.where(d < 0, (lo_f[g] - bf[g]) / d, np.inf))
+        room = np.where(act[g], room, np.inf)
+        first = room.argmin(axis=1)
+        t_max = room[np.arange(g.size), first]
+        t = np.minimum(t_max, 1.0)
+        step = t[:, None] * d
+        bf[g] += step
+        Ff[g] -= np.matmul(KFF[g], step[:, :, None])[:, :, 0]
+        # the variable in the way lands exactly on its bound and is held there
+        blocked = (t_max <= 1.0) & finite
+        hb = g[blocked]
+        fb = first[blocked]
+        db = d[blocked, fb]
+        bf[hb, fb] = np.where(db > 0, hi_f[hb, fb], lo_f[hb, fb])
+        act[hb, fb] = False
+        going[g[~blocked | ~finite]] = False
+    delta = bf - b0
+    moved_c = np.abs(delta).max(axis=1) > 0.0
+    if not moved_c.any():
         return moved
-    rows_c = np.arange(cand.size)[:, None]
-    b_old = beta[cand][rows_c, idx]
-    new = b_old + d
-    inside = ((new > lo[cand][rows_c, idx]) & (new < hi[cand][rows_c, idx])) | ~valid
-    ok = inside.all(axis=1) & np.isfinite(d).all(axis=1)
-    if not ok.any():
-        return moved
-    go = cand[ok]
-    # β changes on the free variables only (padding's d is 0); F = y − Kβ changes by −K_{·,F} d
+    go = cand[moved_c]
     bg = beta[go]
-    np.put_along_axis(bg, idx[ok], np.where(valid[ok], new[ok], b_old[ok]), axis=1)
+    np.put_along_axis(bg, idx[moved_c], bf[moved_c], axis=1)
     beta[go] = bg
-    F[go] -= np.matmul(d[ok].astype(R.dtype)[:, None, :], R[ok])[:, 0, :]
+    # F = y − Kβ changes by −K_{·,F} Δβ_F (the held variables' Δ included: they moved to a bound)
+    Rg = R[moved_c] if R is not None else rows(pid[go], idx[moved_c])      # (A_moved, m, N) kernel rows
+    F[go] -= np.matmul(delta[moved_c].astype(Rg.dtype)[:, None, :], Rg)[:, 0, :]
     moved[go] = True
     return moved
 
@@ -143,7 +182,8 @@ def _newton(rows: RowFn, pid: IndexArray, F: NDArray[Any], beta: FloatArray, lo:
 def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *, p: FloatArray | None = None,
                 tol: float = 1e-3, alpha: FloatArray | None = None, grad: FloatArray | None = None,
                 max_iter: int | None = None, deadline: float = math.inf, tau: float = TAU,
-                dtype: type[np.floating[Any]] = np.float64, newton_every: int = 0) -> BatchRun:
+                dtype: type[np.floating[Any]] = np.float64, newton_every: int = 0,
+                block: BlockFn | None = None) -> BatchRun:
     """Solve B duals min ½αᵀ(yyᵀ∘K_b)α + p_bᵀα, 0 ≤ α ≤ ub_b, y_bᵀα = y_bᵀα⁰_b together.
 
     Parameters
@@ -176,6 +216,9 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
         since the last such round and whose exact minimizer on that face (bound variables held)
         lies inside the box jumps there (one dense solve on its free variables, all problems in
         one batched call): SMO finds the face long before its pair steps converge on it.
+    block : BlockFn, optional
+        The kernel among a few variables of each problem, for the face steps (taken from
+        ``rows`` when omitted).
     dtype : numpy floating type
         Of the stacked work arrays (the scores F and the kernel rows ``rows`` returns): float32
         halves the memory each round streams; its rounding (~1e-7 relative) is far below a tol of
@@ -227,7 +270,12 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     Fr, Pur, Plr, br, hir, lor = F.ravel(), Pu.ravel(), Pl.ravel(), beta.ravel(), hi.ravel(), lo.ravel()
     while A:
         if newton_every and it and it % newton_every == 0:
-            newton[pid[_newton(rows, pid, F, beta, lo, hi, 1e-12 * max(1.0, kd0), last_free)]] += 1
+            mv = _newton(rows, block, pid, F, beta, lo, hi, 1e-12 * max(1.0, kd0), last_free)
+            if mv.any():
+                newton[pid[mv]] += 1
+                # variables the step held at a bound leave I_up or I_low
+                Pu[mv] = np.where(beta[mv] < hi[mv], 0.0, -np.inf)
+                Pl[mv] = np.where(beta[mv] > lo[mv], 0.0, np.inf)
         vu = F + Pu
         i = vu.argmax(axis=1)
         fi = base + i
