@@ -49,10 +49,11 @@ class Progress:
     without a callback.
     """
 
-    __slots__ = ("qp", "elapsed", "_state", "_sync", "_kkt")
+    __slots__ = ("qp", "elapsed", "stage", "_state", "_sync", "_kkt")
 
-    def __init__(self, qp: QP, state: State, elapsed: float, sync: Callable[[], None] | None = None) -> None:
-        self.qp, self.elapsed = qp, elapsed
+    def __init__(self, qp: QP, state: State, elapsed: float, sync: Callable[[], None] | None = None,
+                 stage: str | None = None) -> None:
+        self.qp, self.elapsed, self.stage = qp, elapsed, stage
         self._state, self._sync = state, sync
         self._kkt: KKT | None = None
 
@@ -125,8 +126,9 @@ class PrintReporter:
 
     def update(self, progress: Progress) -> None:
         """Print iteration, objective, gap, elapsed."""
+        stage = f"  [{progress.stage}]" if progress.stage else ""
         print(f"iter {progress.iteration:>9d}  obj {progress.objective: .10e}  gap {progress.gap:.3e}  "
-              f"{progress.elapsed:8.2f}s", file=self.stream, flush=True)
+              f"{progress.elapsed:8.2f}s{stage}", file=self.stream, flush=True)
 
     def finish(self, result: Result) -> None:
         """Print the status line."""
@@ -356,10 +358,10 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
 
         if now >= next_report:
             assert reporter is not None
-            reporter.update(Progress(qp, st, now - t0, sync))
+            reporter.update(Progress(qp, st, now - t0, sync, strategy.stage(st)))
             next_report = now + reporter.interval
         if callback is not None and st.iteration % callback_every == 0:
-            return bool(callback(Progress(qp, st, perf() - t0, sync)))
+            return bool(callback(Progress(qp, st, perf() - t0, sync, strategy.stage(st))))
         return False
 
     watch = observe if reporter is not None or callback is not None else None

@@ -201,6 +201,21 @@ class Strategy(abc.ABC):
             The run's final state.
         """
 
+    def stage(self, state: State) -> str | None:
+        """What the run is doing now, for progress displays (``Progress.stage``): a strategy that
+        delegates names the one running. The default is None.
+
+        Parameters
+        ----------
+        state : State
+            The run's state.
+
+        Returns
+        -------
+        str or None
+        """
+        return None
+
     def report(self, state: State) -> dict[str, Any]:
         """What the run adds to ``Result.stats`` beyond its counters (e.g. the choices a
         strategy that delegates made, and why). The default adds nothing.

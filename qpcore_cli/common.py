@@ -278,6 +278,8 @@ class RichReporter:
         if self._gap0 is None and math.isfinite(gap) and gap > 0:
             self._gap0 = gap
         info = f"iter {progress.iteration:>8d}  obj {progress.objective: .8e}  gap {gap:.2e}"
+        if progress.stage:
+            info += f"  [{progress.stage}]"
         self._progress.update(self._task, completed=self._fraction(gap), info=info)
 
     def finish(self, result: Result) -> None:

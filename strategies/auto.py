@@ -219,6 +219,21 @@ class Auto(Strategy):
         finally:
             self._back(state, work)
 
+    def stage(self, state: State) -> str | None:
+        """The strategy running now (``Progress.stage``).
+
+        Parameters
+        ----------
+        state : State
+            The run's state.
+
+        Returns
+        -------
+        str or None
+        """
+        work = state.work_or_none(AutoWork)
+        return None if work is None else work.current
+
     def report(self, state: State) -> dict[str, Any]:
         """``strategy`` (the one that finished) and ``strategy_choice`` ((iteration, name, reason)).
 

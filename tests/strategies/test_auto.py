@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -88,9 +90,19 @@ def test_progress_reads_the_current_strategy() -> None:
     X, y = _blobs(300, 5)
     qp = csvc(X, y, 1000.0, Kernel("rbf", gamma=2.0)).qp
     seen: list[str] = []
-    qpcore.solve(qp, Auto(check_every=100, min_free=50), tol=1e-6, callback=lambda p: seen.append(p.work(AutoWork).current),
-                 callback_every=50)
-    assert seen[0] == "smo" and seen[-1] in ("smo", "incas")
+    staged: list[str | None] = []
+
+    def watch(p: qpcore.Progress) -> None:
+        seen.append(p.work(AutoWork).current)
+        staged.append(p.stage)
+
+    qpcore.solve(qp, Auto(check_every=100, min_free=50), tol=1e-6, callback=watch, callback_every=50)
+    assert seen[0] == "smo" and seen[-1] == "incas"
+    assert staged == seen                      # the progress display's stage is the running strategy
+    lines = io.StringIO()
+    qpcore.solve(qp, Auto(check_every=100, min_free=50), tol=1e-6,
+                 reporter=qpcore.PrintReporter(interval=0.0, stream=lines))
+    assert "[smo]" in lines.getvalue() and "[incas]" in lines.getvalue()
 
 
 def test_bad_options_fail_at_once() -> None:
