@@ -127,3 +127,18 @@ def test_one_class_c_mode_same_values(monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_array_equal(fast.error, ref.error)
     both = ~np.isnan(fast.decision)
     np.testing.assert_allclose(fast.decision[both], ref.decision[both], rtol=0, atol=1e-9)
+
+
+def test_benchmark_quick_run_reports_the_runs_ratio(tmp_path: Any) -> None:
+    pytest.importorskip("sklearn.svm")
+    import json
+
+    from benchmarks import loo as bench
+
+    out = tmp_path / "loo.json"
+    assert bench.main(["--quick", "--data", "synthetic", "--C", "10", "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())["results"][0]
+    assert rec["C"] == 10.0 and rec["n"] == 200
+    assert rec["speedup"] == pytest.approx(rec["brute_seconds"] / rec["ours_seconds"], rel=1e-12)
+    assert rec["errors_ours"] == rec["errors_brute"] or rec["judged_differently"] > 0
+    assert rec["clear_disagreements"] == 0
