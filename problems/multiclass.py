@@ -378,10 +378,11 @@ def _gram(X: Any, kernel: Kernel, dtype: type[np.floating[Any]]) -> NDArray[Any]
     Z = (Z - Z.mean(axis=0)).astype(np.float32)
     g = np.float32(kernel.gamma)     # a float64 scalar would send every pass through float64
     gsq = g * np.einsum("ij,ij->i", Z, Z)
-    out: NDArray[np.float32] = Z @ Z.T
-    out *= np.float32(2.0) * g
-    out -= gsq[None, :]
-    out -= gsq[:, None]
+    # −γ‖u − v‖² = 2γ uᵀv − γ‖u‖² − γ‖v‖² as one product of augmented points
+    one = np.ones((Z.shape[0], 1), dtype=np.float32)
+    left = np.hstack((np.float32(2.0) * g * Z, -gsq[:, None], one))
+    right = np.hstack((Z, one, -gsq[:, None]))
+    out: NDArray[np.float32] = left @ right.T
     np.minimum(out, np.float32(0.0), out=out)      # rounding can make ‖u−v‖² slightly negative
     np.exp(out, out=out)
     return out
@@ -469,17 +470,12 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
     run = batched_smo(rows, diag, y, ub, tol=tol, alpha=alpha0, max_iter=max_iter, deadline=deadline, dtype=dtype,
                       newton_every=NEWTON_EVERY, block=block)
     alpha, its, ok_run = run.alpha.copy(), run.iterations.copy(), run.converged.copy()
-    # the certificates read float64 kernel rows of the support vectors of any problem, computed
-    # once for all (a row a refresh adds later is evaluated by its problem)
-    used = np.unique(at[run.alpha > 0])
-    gram = kernel.block(Xpad[used], Xpad)
-    gram_row = np.full(k * M, -1, dtype=np.intp)
-    gram_row[used] = np.arange(used.size)
     qps = []
     for p in range(B):
-        yl, col = y[p, loc[p]], at[p, loc[p]]
-        n_p = col.size
-        qps.append(QP.trusted(SubsetKernelQ(X, glob[p], yl, kernel, gram, gram_row[col], col), -np.ones(n_p),
+        yl = y[p, loc[p]]
+        n_p = yl.size
+        # each certificate evaluates the float64 kernel between its rows and its support vectors
+        qps.append(QP.trusted(SubsetKernelQ(X, glob[p], yl, kernel), -np.ones(n_p),
                               np.zeros(n_p), ub[p, loc[p]], yl[None, :], np.zeros(1)))
     certs: list[Any] = [None] * B
     grads: list[FloatArray] = [np.zeros(0)] * B

@@ -258,8 +258,8 @@ class SubsetKernelQ(Operator):
     """Q = yyᵀ∘K over some rows of a data set, each product evaluated afresh in float64.
 
     For certifying points solved elsewhere (:func:`problems.multiclass.train_multiclass` solves
-    its small problems together): nothing is built or cached per problem, and :meth:`matvec` only
-    reads the columns of the nonzero entries of x (an SVM dual's support vectors).
+    its small problems together): nothing is built or cached, and :meth:`matvec` only evaluates
+    the kernel columns of the nonzero entries of x (an SVM dual's support vectors).
 
     Parameters
     ----------
@@ -271,23 +271,12 @@ class SubsetKernelQ(Operator):
         ±1 label of each of those rows.
     kernel : Kernel
         Any kernel but ``precomputed``.
-    gram : ndarray, optional
-        Float64 kernel values already computed between some points (its rows) and points that
-        include all of this problem's (its columns), shared by many problems; read instead of
-        evaluated wherever it has the row.
-    gram_row : ndarray of int, optional
-        With ``gram``: the row of ``gram`` of each variable, −1 where it has none.
-    gram_col : ndarray of int, optional
-        With ``gram``: the column of ``gram`` of each variable.
     """
 
-    __slots__ = ("X", "idx", "y", "kernel", "gram", "gram_row", "gram_col", "stats")
+    __slots__ = ("X", "idx", "y", "kernel", "stats")
 
-    def __init__(self, X: Any, rows: NDArray[np.intp], y: FloatArray, kernel: Kernel,
-                 gram: FloatArray | None = None, gram_row: NDArray[np.intp] | None = None,
-                 gram_col: NDArray[np.intp] | None = None) -> None:
+    def __init__(self, X: Any, rows: NDArray[np.intp], y: FloatArray, kernel: Kernel) -> None:
         self.X, self.idx, self.y, self.kernel = X, rows, y, kernel
-        self.gram, self.gram_row, self.gram_col = gram, gram_row, gram_col
         self.stats = OperatorStats()
 
     @property
@@ -300,32 +289,26 @@ class SubsetKernelQ(Operator):
         """The kernel's (True for linear, RBF, polynomial with coef0 ≥ 0)."""
         return self.kernel.psd
 
-    def _rows_of(self, i: NDArray[np.intp]) -> FloatArray:
-        """K[i, :] over this problem's rows (from ``gram`` when it holds them all)."""
-        self.stats.rows_computed += int(i.size)
-        if self.gram is not None and self.gram_row is not None and self.gram_col is not None:
-            r = self.gram_row[i]
-            if (r >= 0).all():
-                out: FloatArray = self.gram[r][:, self.gram_col]
-                return out
-        return self.kernel.block(self.X[self.idx[i]], self.X[self.idx])
-
     def diag(self) -> FloatArray:
         """K(x_i, x_i) (y_i² = 1)."""
         return self.kernel.self_values(self.X[self.idx])
 
     def matvec(self, x: FloatArray) -> FloatArray:
-        """Q x, from the kernel rows of the nonzero entries of x (K is symmetric)."""
+        """Q x, from the kernel columns of the nonzero entries of x."""
         nz = np.flatnonzero(x)
         if not nz.size:
             return np.zeros(self.idx.size)
-        out: FloatArray = self.y * ((self.y[nz] * x[nz]) @ self._rows_of(nz))
+        self.stats.rows_computed += int(nz.size)
+        K = self.kernel.block(self.X[self.idx], self.X[self.idx[nz]])
+        out: FloatArray = self.y * (K @ (self.y[nz] * x[nz]))
         return out
 
     def rows(self, idx: Any) -> FloatArray:
         """Q[idx, :]."""
         i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
-        out: FloatArray = (self.y[i][:, None] * self.y[None, :]) * self._rows_of(i)
+        self.stats.rows_computed += int(i.size)
+        K = self.kernel.block(self.X[self.idx[i]], self.X[self.idx])
+        out: FloatArray = (self.y[i][:, None] * self.y[None, :]) * K
         return out
 
     def row(self, i: int) -> FloatArray:
