@@ -5,18 +5,20 @@ then restores it. The general step (:meth:`strategies.incremental_path.PathEngin
 the KKT system of the current margin set M at every path segment and updates M's factor at every
 event, O(|M|·n) and O(|M|²) each, and the restore then copies the factor back. Here the bordered
 KKT matrix K₀ of the solved state's margin set M₀ is inverted once, H₀ = K₀⁻¹, together with
-Z = B H₀ (B = [Q_:M₀, a], the rates of every g per unit of the margin coefficients), and the
-margin set met on the way, M = M₀ \\ D ∪ A, is written as K₀ bordered by k = |D| + |A| columns:
+Z = Bᵀ H₀ (B = [Q_M₀,:; a]: row i of Z is the response of M₀'s coefficients and the multiplier
+to point i's column), and the margin set met on the way, M = M₀ \\ D ∪ A, is written as K₀
+bordered by k = |D| + |A| columns:
 
     ⎡ K₀   U ⎤ ⎡ z ⎤   ⎡ r₀ ⎤
     ⎣ Uᵀ   W ⎦ ⎣ v ⎦ = ⎣ r₁ ⎦ ,
 
 a column eₚ per member p of M₀ that left (its multiplier frees p's row, and z_p = 0 is imposed),
 a column [Q_M₀,a; a_a] per point a that joined (W = Q_AA). Block elimination leaves a k × k
-system S v = h, S = W − UᵀH₀U, h = r₁ − Uᵀz₀ with z₀ = H₀ r₀ fixed for the point, so a
-segment costs O(k·n + k·|M₀|) (γ = G₀ + P v, with a column of P per bordering column) and an
-event O(|M₀|·n) only when a point joins (a member leaving reads its column of Z). The factor
-and the margin-row buffer are never written, so restoring after a point copies the O(n) vectors only.
+system S v = h, S = W − UᵀH₀U, h = r₁ − Uᵀz₀ with z₀ = H₀ r₀ fixed for the point (S⁻¹ is
+kept by bordering and its reverse), so a segment costs O(k·n + k·|M₀|) (γ = G₀ + P v, with a
+row of P per bordering column) and an event O(|M₀|·n) only the first time a point joins (its
+row of P is cached; a member leaving reads its column of Z). The factor and the margin-row
+buffer are never written, so restoring after a point copies the O(n) vectors only.
 
 The segments and events are the general step's (the same ratio tests and tolerances). What it
 does not treat — a zero-length event at a degenerate vertex, a point dependent on M, an empty M,
