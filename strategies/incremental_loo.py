@@ -96,8 +96,21 @@ class LOODecrements:
 
     @classmethod
     def build(cls, eng: PathEngine, *, max_entries: int = 32 << 20) -> LOODecrements | None:
-        """K₀⁻¹ and Z for the engine's margin set; None without margin vectors, when Z would hold
-        more than ``max_entries`` numbers, or when K₀ is too ill-conditioned for an explicit inverse."""
+        """K₀⁻¹ and Z for the engine's margin set.
+
+        Parameters
+        ----------
+        eng : PathEngine
+            The solved state.
+        max_entries : int
+            The most numbers Z may hold (|M₀| + 1 per slot).
+
+        Returns
+        -------
+        LOODecrements or None
+            None without margin vectors, when Z would be larger, or when K₀ is too
+            ill-conditioned for an explicit inverse (its residual above 1e-8).
+        """
         m = eng._fac.size
         hw = eng._op.n_slots
         if m == 0 or hw * (m + 1) > max_entries:
@@ -196,12 +209,26 @@ class LOODecrements:
 
     # -- one point ---------------------------------------------------------------------------------
     def value(self, c: int, Qc: FloatArray, loo_below: float) -> float | None:
-        """Decrement α_c to 0; return g_c there (−inf once g_c < ``loo_below``: a certain error,
-        g_c only falling on the way), or None to leave the point to the general step.
+        """Decrement α_c to 0 from the solved state.
 
-        ``Qc`` is row c of Q over the slots. Only the engine's g (and α of the points that leave
-        M), and its step count, change; the caller restores the snapshot after each point. The
-        members' α, the bias and the sets are followed here: the value needs g_c alone.
+        Only the engine's g (and α of the points that leave M) and its step count change; the
+        caller restores the snapshot after each point. The members' α, the bias and the sets are
+        followed here: the value needs g_c alone.
+
+        Parameters
+        ----------
+        c : int
+            The point's slot.
+        Qc : ndarray
+            Row c of Q over the slots.
+        loo_below : float
+            Stop once g_c falls below this (a certain verdict: g_c only falls on the way);
+            −inf for none.
+
+        Returns
+        -------
+        float or None
+            g_c at α_c = 0; −inf when stopped early; None to leave the point to the general step.
         """
         e = self.eng
         hw, s0, M0, pos, H, Z = self.hw, self.s0, self.M0, self.pos, self.H, self.Z
