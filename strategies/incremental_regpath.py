@@ -321,7 +321,7 @@ class RegularizationPath(PathEngine):
                                 self.stats["loo_general"] += 1
                                 self._restore(snap)
                         if val is None:
-                            why = self._decrement(c, loo=np.isfinite(loo_below), loo_below=loo_below)
+                            why = self._decrement(c, loo=bool(np.isfinite(loo_below)), loo_below=loo_below)
                             val = -np.inf if why == "loo" else float(self._g[c])
                     except RuntimeError:
                         val = np.nan           # no state without this point
