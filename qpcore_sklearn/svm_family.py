@@ -115,7 +115,7 @@ class KernelNuSVC(KernelSVC):
         Accepted and checked as NuSVC takes it, and like NuSVC without effect: LIBSVM's ν-SVC has
         no C for the weight to scale.
     strategy : str or Strategy
-        ``"smo"``, ``"decomposition"``, ``"active-set"``, ``"gpcg"``, a spec with options or a
+        ``"auto"`` (default), ``"smo"``, ``"decomposition"``, ``"active-set"``, ``"gpcg"``, a spec with options or a
         strategy object (see :func:`~qpcore_sklearn.svm.make_strategy`); a strategy must take
         two equality groups (INCAS takes one row and refuses).
     multiclass : {"ovo", "ovr"}
@@ -157,7 +157,7 @@ class KernelNuSVC(KernelSVC):
 
     def __init__(self, nu: float = 0.5, kernel: str = "rbf", degree: int = 3, gamma: str | float = "scale",
                  coef0: float = 0.0, shrinking: bool = True, tol: float = 1e-3, cache_size: float = 200,
-                 class_weight: Any = None, strategy: str | Strategy = "smo", multiclass: str = "ovo",
+                 class_weight: Any = None, strategy: str | Strategy = "auto", multiclass: str = "ovo",
                  decision_function_shape: str = "ovr", max_iter: int = -1, time_limit: float | None = None,
                  warm_start: bool = False, progress: Any = None, probability: bool = False,
                  random_state: Any = None, predict_from_proba: bool = False) -> None:
@@ -403,7 +403,7 @@ class KernelOneClassSVM(OutlierMixin, _KernelFamily):  # type: ignore[misc]
         Iteration limit; −1 is LIBSVM's cap, max(10⁷, 100·n). A run stopped by a limit keeps its
         best point and fitting warns (``ConvergenceWarning``).
     strategy : str or Strategy
-        ``"smo"``, ``"decomposition"``, ``"incas"``, ``"gpcg"``, ``"active-set"``, a spec with
+        ``"auto"`` (default), ``"smo"``, ``"decomposition"``, ``"incas"``, ``"gpcg"``, ``"active-set"``, a spec with
         options or a strategy object.
     time_limit : float, optional
         Seconds for the solve.
@@ -436,7 +436,7 @@ class KernelOneClassSVM(OutlierMixin, _KernelFamily):  # type: ignore[misc]
 
     def __init__(self, kernel: str = "rbf", degree: int = 3, gamma: str | float = "scale", coef0: float = 0.0,
                  tol: float = 1e-3, nu: float = 0.5, shrinking: bool = True, cache_size: float = 200,
-                 max_iter: int = -1, strategy: str | Strategy = "smo", time_limit: float | None = None,
+                 max_iter: int = -1, strategy: str | Strategy = "auto", time_limit: float | None = None,
                  progress: Any = None) -> None:
         self.kernel = kernel
         self.degree = degree
@@ -572,7 +572,7 @@ class KernelSVR(_KernelRegressor):
     max_iter : int
         Iteration limit; −1 is LIBSVM's cap, max(10⁷, 100·2l).
     strategy : str or Strategy
-        ``"smo"``, ``"decomposition"``, ``"incas"``, ``"gpcg"``, ``"active-set"``, a spec with
+        ``"auto"`` (default), ``"smo"``, ``"decomposition"``, ``"incas"``, ``"gpcg"``, ``"active-set"``, a spec with
         options or a strategy object.
     time_limit : float, optional
         Seconds for the solve.
@@ -595,7 +595,7 @@ class KernelSVR(_KernelRegressor):
 
     def __init__(self, kernel: str = "rbf", degree: int = 3, gamma: str | float = "scale", coef0: float = 0.0,
                  tol: float = 1e-3, C: float = 1.0, epsilon: float = 0.1, shrinking: bool = True,
-                 cache_size: float = 200, max_iter: int = -1, strategy: str | Strategy = "smo",
+                 cache_size: float = 200, max_iter: int = -1, strategy: str | Strategy = "auto",
                  time_limit: float | None = None, progress: Any = None) -> None:
         self.kernel = kernel
         self.degree = degree
@@ -690,7 +690,7 @@ class KernelNuSVR(_KernelRegressor):
 
     def __init__(self, nu: float = 0.5, C: float = 1.0, kernel: str = "rbf", degree: int = 3,
                  gamma: str | float = "scale", coef0: float = 0.0, shrinking: bool = True, tol: float = 1e-3,
-                 cache_size: float = 200, max_iter: int = -1, strategy: str | Strategy = "smo",
+                 cache_size: float = 200, max_iter: int = -1, strategy: str | Strategy = "auto",
                  time_limit: float | None = None, progress: Any = None) -> None:
         self.nu = nu
         self.C = C
