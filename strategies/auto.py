@@ -6,11 +6,11 @@ C, few: most multipliers go straight from 0 to C and the free set stays small. A
 free set grows to hundreds or thousands of variables and pair steps crawl (their linear rate is
 set by the conditioning of the free block): there an active-set method, which solves the free
 block exactly with an updated factorization, needs far fewer and heavier steps. ``Auto`` starts
-with SMO and watches the run: every ``check_every`` steps it reads the pair gap and the size of
-the free set; when the gap has not halved for ``patience`` checks in a row and the free set is
-larger than SMO's own Newton step takes (``SMO.newton_free``), it hands the current point to
-INCAS (which enters the free variables into its factor and continues with Scheinberg's pivots,
-releasing ``release`` violators per pricing). Problems SMO cannot take (equality groups with
+with SMO and watches the run: every ``check_every`` steps (and at least n/2) it reads the pair
+gap and the size of the free set; when the gap has not halved for ``patience`` checks in a row
+and the free set is larger than SMO's own Newton step takes (``SMO.newton_free``), it restarts
+with INCAS from the run's start (Scheinberg's pivots, releasing ``release`` violators per
+pricing). Problems SMO cannot take (equality groups with
 coefficients other than ±1, variables in no row) go to decomposition, which takes them all.
 
 Each choice and its reason is kept: ``Result.stats["strategy_choice"]`` lists
@@ -71,12 +71,14 @@ class Auto(Strategy):
         Bound variables INCAS releases per pricing after a switch (``INCAS.release``); INCAS
         shrinks when ``smo`` does.
     check_every : int
-        SMO steps between observations (at most n).
+        SMO steps between observations: at least this many and n/2, at most n.
     patience : int
         Observations in a row at which the pair gap did not halve before switching.
     min_free : int or None
         Free variables above which a crawl switches to INCAS; None: ``smo.newton_free`` (below
         it SMO's own Newton step on the free variables ends the crawl).
+    max_buffer_bytes : float
+        No switch when INCAS's rows of the free set (float64, free × n) would exceed this.
     """
 
     smo: SMO = attrs.field(factory=lambda: SMO(newton_after=2))
@@ -84,6 +86,7 @@ class Auto(Strategy):
     check_every: int = 1000
     patience: int = 1
     min_free: int | None = None
+    max_buffer_bytes: float = float(1 << 30)
 
     def __attrs_post_init__(self) -> None:
         from qpcore.problem import ProblemError
@@ -165,9 +168,15 @@ class Auto(Strategy):
         if work.current != "smo" or state.done or state.stop is not None:
             return
         work.since_check += 1
-        if work.since_check >= min(qp.n, self.check_every):
+        if work.since_check >= self._period(qp.n):
             work.since_check = 0
             self._observe(qp, state, work)
+
+    def _period(self, n: int) -> int:
+        # SMO's step count grows with n (LIBSVM: about n/2 steps on adult at C = 1), so a fixed
+        # period reads a large problem's normal pace as a crawl (full adult, 32,561 rows: a
+        # switch after 10,000 steps cost 3.8× SMO alone)
+        return min(n, max(self.check_every, n // 2))
 
     def _observe(self, qp: QP, state: State, work: AutoWork) -> None:
         inner = work.inner_work
@@ -180,7 +189,10 @@ class Auto(Strategy):
         limit = self.smo.newton_free if self.min_free is None else self.min_free
         if work.slow < self.patience or free <= limit or INCAS().accepts(qp) is not None:
             return
-        why = (f"pair steps crawl: gap {gap:.3g} not halved over {work.slow * min(qp.n, self.check_every)} "
+        if 8.0 * free * qp.n > self.max_buffer_bytes:
+            # INCAS keeps the rows of its free set in float64: not when they would not fit
+            return
+        why = (f"pair steps crawl: gap {gap:.3g} not halved over {work.slow * self._period(qp.n)} "
                f"steps with {free} free variables (> {limit}); an active set solves the free block exactly")
         inc = INCAS(release=self.incas_release, shrinking=self.smo.shrinking)
         self._switch(qp, state, work, inc, "incas", why)
