@@ -166,6 +166,12 @@ class INCAS(Strategy):
     max_zero_steps : int
         Consecutive steps that do not move x (degenerate pivots) before a refresh, and twice
         that before the run ends ``stalled``.
+    release : int
+        Violators released into S per pricing (1: the paper's one at a time). Their rows are
+        computed in one block and appended to the factor by one block update; each pricing is a
+        pass over S's rows, so releasing several saves passes, while a variable released in vain
+        (pushed back to its bound) costs a blocked Step 1. A batch that is dependent (duplicated
+        points) enters only its most violated variable, as the paper does.
 
     Notes
     -----
