@@ -77,6 +77,8 @@ BoolArray = NDArray[np.bool_]
 
 __all__ = ["INCAS", "INCASWork"]
 
+_INIT_BLOCK = 256   # interior variables of a warm start entered into S per block update
+
 _COUNTERS = ("step1_full", "step1_blocked", "released", "dependences", "refactors", "shrink_events",
              "unshrink_events", "rows_requested", "cross_entries", "gradient_refreshes", "zero_steps")
 
@@ -264,10 +266,11 @@ class INCAS(Strategy):
                          pos_of=np.arange(n, dtype=np.intp), nact=n, h=np.zeros(n), lb=qp.lb.copy(),
                          ub=qp.ub.copy(), c=qp.c.copy())
         state.set_work(work)
-        for i in np.flatnonzero((x > qp.lb) & (x < qp.ub)).tolist():
+        interior = np.flatnonzero((x > qp.lb) & (x < qp.ub))
+        for lo in range(0, interior.size, _INIT_BLOCK):
             if state.stop is not None:
                 break
-            self._enter(qp, state, work, int(i), release=False)
+            self._enter_start(qp, state, work, interior[lo:lo + _INIT_BLOCK])
         # h = g − c − Q[S, :]ᵀ x_S, from the exact gradient of the start
         work.h = g - qp.c - self._s_product(work, state.x)
         return state
@@ -734,6 +737,25 @@ class INCAS(Strategy):
         return i if viol[i] > 0.0 else -1
 
     # -- entering S (release, warm start) and dependences ---------------------------------------
+    def _enter_start(self, qp: QP, state: State, work: INCASWork, var: IndexArray) -> None:
+        """Enter interior variables of a warm start into S: a block of rows and one block update
+        of the factor; one at a time (with the dependence handling) if the block is dependent."""
+        rows = self._rows(qp, state, var)
+        fac = work.fac
+        order = fac.members
+        cols = rows[:, order].T if order.size else np.zeros((0, var.size))
+        blk = rows[:, var]
+        a_new = work.a[var] if work.a is not None else None
+        if var.size > 1 and fac.add_block(var, cols, 0.5 * (blk + blk.T), a_new):
+            for k, i in enumerate(var.tolist()):
+                self._append(state, work, int(i), rows[k])
+            work.need_solve = True
+            return
+        for k, i in enumerate(var.tolist()):
+            if state.stop is not None:
+                return
+            self._enter(qp, state, work, int(i), release=False, row=rows[k])
+
     def _enter_many(self, qp: QP, state: State, work: INCASWork, var: IndexArray) -> None:
         """Release several bound variables (most violated first) into S: their rows in one call,
         the factor in one block append; on a dependence only the first enters."""
