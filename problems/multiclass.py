@@ -45,7 +45,7 @@ Model = tuple[NDArray[np.intp], FloatArray, float]
 BATCH_ROWS = 4096
 BATCH_ROWS_BINARY = 1024   # the same for two classes (one problem)
 REFRESHES = 3       # certificate rounds before a problem is left stalled
-NEWTON_EVERY = 10  # rounds between face steps of the batched SMO
+NEWTON_EVERY = 20  # rounds between face steps of the batched SMO
 
 
 def problems_of(n_classes: int, scheme: Scheme) -> NDArray[np.intp]:
@@ -418,8 +418,10 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
         valid[c * M:c * M + m.size] = True
     Xpad = X[src]
     # the rounds stream kernel rows and scores: single precision halves that where tol allows it
-    # (the certificates are float64, and a refresh resumes from the exact gradient)
-    dtype: type[np.floating[Any]] = np.float32 if tol >= 1e-4 else np.float64
+    # and the entries are at most 1 (RBF: other kernels' entries grow with the data, and so would
+    # the rounding of the scores); the certificates are float64, a refresh resumes from the
+    # exact gradient
+    dtype: type[np.floating[Any]] = np.float32 if tol >= 1e-4 and kernel.name == "rbf" else np.float64
     K3 = _gram(Xpad, kernel, dtype).reshape(k * M, k, M)
     kd = kernel.self_values(Xpad).reshape(k, M)
     Cpad = np.where(valid, C[src], 0.0).reshape(k, M)

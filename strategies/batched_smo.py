@@ -45,6 +45,7 @@ TAU = 1e-12          # LIBSVM's guard on the curvature of a pair
 CLOCK_EVERY = 32     # rounds between reads of the clock
 NEWTON_FREE = 256    # largest free set a face step solves (a dense solve of that order)
 FACE_SOLVES = 6      # solves of one face step (each holds the variable that blocked the last)
+FACE_RIDGE = 1e-8    # relative ridge of a face step's K_FF (duplicate points, low-rank kernels)
 
 
 @attrs.frozen(eq=False)
@@ -90,7 +91,7 @@ def _gradient_of(rows: RowFn, y: FloatArray, alpha: FloatArray, p: FloatArray) -
 
 
 def _newton(rows: RowFn, block: BlockFn | None, pid: IndexArray, F: NDArray[Any], beta: FloatArray, lo: FloatArray,
-            hi: FloatArray, ridge: float, last_free: BoolArray) -> BoolArray:
+            hi: FloatArray, ridge: float) -> BoolArray:
     """Steps toward the exact minimizer on each problem's current face, active-set style.
 
     In β = y∘α the dual is min ½βᵀKβ − yᵀβ, Σβ fixed, lo ≤ β ≤ hi, and F = y − Kβ is minus its
@@ -99,17 +100,13 @@ def _newton(rows: RowFn, block: BlockFn | None, pid: IndexArray, F: NDArray[Any]
     then sits at the minimizer on its face: one step instead of SMO's tail of pair steps on a face
     it has already found. Otherwise it steps to the first bound in the way, holds that variable
     there and solves again on the rest (up to ``FACE_SOLVES`` solves, all problems in one batched
-    call each). Only problems whose free set is the one of the previous call (``last_free``,
-    updated in place) try: a face that still changes is not worth a dense solve. β and F are
-    updated in place; returns which problems moved.
+    call each). β and F are updated in place; returns which problems moved.
     """
     A, N = F.shape
     free = (beta > lo) & (beta < hi)
     nf = free.sum(axis=1)
-    settled = (free == last_free).all(axis=1)
-    last_free[...] = free
     moved = np.zeros(A, dtype=bool)
-    cand = np.flatnonzero(settled & (nf >= 2) & (nf <= NEWTON_FREE))
+    cand = np.flatnonzero((nf >= 2) & (nf <= NEWTON_FREE))
     if not cand.size:
         return moved
     m = int(nf[cand].max())
@@ -117,53 +114,70 @@ def _newton(rows: RowFn, block: BlockFn | None, pid: IndexArray, F: NDArray[Any]
     act = np.arange(m)[None, :] < nf[cand][:, None]                   # free variables still moving
     # the rows of the free variables are only needed where a step is taken: K_FF alone first
     R: NDArray[Any] | None = None
+    c_n = cand.size
+    S = np.zeros((c_n, m + 1, m + 1))
     if block is not None:
-        KFF = np.asarray(block(pid[cand], idx), dtype=np.float64)
+        S[:, :m, :m] = block(pid[cand], idx)
     else:
         R = rows(pid[cand], idx)
-        KFF = np.take_along_axis(R, idx[:, None, :], axis=2).astype(np.float64)
-    rc = np.arange(cand.size)[:, None]
+        S[:, :m, :m] = np.take_along_axis(R, idx[:, None, :], axis=2)
+    # S is the KKT matrix of the free variables still moving ("act"); a held variable's row and
+    # column are a decoupled unit row (its d = 0), so the same S serves every solve
+    v = act.astype(np.float64)
+    S[:, :m, :m] *= v[:, :, None] * v[:, None, :]
+    ar = np.arange(m)
+    S[:, ar, ar] += np.where(act, ridge, 1.0)
+    S[:, :m, m] = v
+    S[:, m, :m] = v
+    rc = np.arange(c_n)[:, None]
     b0 = beta[cand][rc, idx]
     lo_f, hi_f = lo[cand][rc, idx], hi[cand][rc, idx]
     bf = b0.copy()
     Ff = np.take_along_axis(F[cand], idx, axis=1).astype(np.float64)
-    going = np.ones(cand.size, dtype=bool)          # problems still solving
-    ar = np.arange(m)
+    g = np.arange(c_n)                              # problems still solving
     for _ in range(FACE_SOLVES):
-        g = np.flatnonzero(going & (act.sum(axis=1) >= 2))
-        if not g.size:
-            break
-        v = act[g].astype(np.float64)
-        S = np.zeros((g.size, m + 1, m + 1))
-        S[:, :m, :m] = KFF[g] * v[:, :, None] * v[:, None, :]
-        S[:, ar, ar] += np.where(act[g], ridge, 1.0)     # held variables: a decoupled unit row, d = 0
-        S[:, :m, m] = v
-        S[:, m, :m] = v
+        Sg = S if g.size == c_n else S[g]
         rhs = np.zeros((g.size, m + 1))
-        rhs[:, :m] = Ff[g] * v
+        rhs[:, :m] = Ff[g] * act[g]
         try:
-            d = np.linalg.solve(S, rhs[:, :, None])[:, :m, 0] * v
+            d = np.linalg.solve(Sg, rhs[:, :, None])[:, :m, 0]
         except np.linalg.LinAlgError:
             break
+        d *= act[g]
         finite = np.isfinite(d).all(axis=1)
         d[~finite] = 0.0
+        # exactly in Σd = 0 (an ill-conditioned K_FF leaves the solve's last row loose), so the
+        # equality does not drift
+        na = act[g].sum(axis=1)
+        d -= (d.sum(axis=1) / np.maximum(na, 1))[:, None] * act[g]
+        # an exact line search along d on the quadratic itself: a direction a near-singular K_FF
+        # made inaccurate still only ever lowers the objective (slope −F_Fᵀd < 0, step ≤ the
+        # minimizer along d); the exact Newton direction has its minimizer at 1
+        Kd = np.matmul(Sg[:, :m, :m], d[:, :, None])[:, :, 0]
+        slope = -np.einsum("ij,ij->i", Ff[g], d)
+        curv = np.einsum("ij,ij->i", d, Kd)
+        descent = finite & (slope < 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             room = np.where(d > 0, (hi_f[g] - bf[g]) / d, np.where(d < 0, (lo_f[g] - bf[g]) / d, np.inf))
-        room = np.where(act[g], room, np.inf)
+            t_line = np.where(curv > 0.0, -slope / curv, np.inf)
         first = room.argmin(axis=1)
         t_max = room[np.arange(g.size), first]
-        t = np.minimum(t_max, 1.0)
-        step = t[:, None] * d
-        bf[g] += step
-        Ff[g] -= np.matmul(KFF[g], step[:, :, None])[:, :, 0]
+        t = np.where(descent, np.minimum(t_max, t_line), 0.0)
+        t[~np.isfinite(t)] = 0.0
+        bf[g] += t[:, None] * d
+        # the moving variables' F: −K_FF step (a held variable's entry is not read again)
+        Ff[g] -= t[:, None] * Kd
         # the variable in the way lands exactly on its bound and is held there
-        blocked = (t_max <= 1.0) & finite
-        hb = g[blocked]
-        fb = first[blocked]
-        db = d[blocked, fb]
-        bf[hb, fb] = np.where(db > 0, hi_f[hb, fb], lo_f[hb, fb])
+        blocked = descent & (t_max <= t_line) & np.isfinite(t_max)
+        hb, fb = g[blocked], first[blocked]
+        bf[hb, fb] = np.where(d[blocked, fb] > 0, hi_f[hb, fb], lo_f[hb, fb])
         act[hb, fb] = False
-        going[g[~blocked | ~finite]] = False
+        S[hb, fb, :] = 0.0
+        S[hb, :, fb] = 0.0
+        S[hb, fb, fb] = 1.0
+        g = hb[act[hb].sum(axis=1) >= 2]
+        if not g.size:
+            break
     delta = bf - b0
     moved_c = np.abs(delta).max(axis=1) > 0.0
     if not moved_c.any():
@@ -212,10 +226,9 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     tau : float
         Curvature floor of a pair (LIBSVM's TAU).
     newton_every : int
-        Every this many rounds (0: never), each unfinished problem whose free set has not changed
-        since the last such round and whose exact minimizer on that face (bound variables held)
-        lies inside the box jumps there (one dense solve on its free variables, all problems in
-        one batched call): SMO finds the face long before its pair steps converge on it.
+        Every this many rounds (0: never), every unfinished problem steps toward the minimizer on
+        its current face, active-set style (:func:`_newton`: batched dense solves on the free
+        variables): SMO finds the face long before its pair steps converge on it.
     block : BlockFn, optional
         The kernel among a few variables of each problem, for the face steps (taken from
         ``rows`` when omitted).
@@ -261,7 +274,6 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     kdh = (0.5 * kd).astype(dtype)
     half_tau = dtype(0.5 * tau)
     limit = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
-    last_free = np.zeros((B, N), dtype=bool)     # the free sets at the last face step
     perf = time.perf_counter
     it = 0
     A = B
@@ -270,7 +282,7 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     Fr, Pur, Plr, br, hir, lor = F.ravel(), Pu.ravel(), Pl.ravel(), beta.ravel(), hi.ravel(), lo.ravel()
     while A:
         if newton_every and it and it % newton_every == 0:
-            mv = _newton(rows, block, pid, F, beta, lo, hi, 1e-12 * max(1.0, kd0), last_free)
+            mv = _newton(rows, block, pid, F, beta, lo, hi, FACE_RIDGE * max(1.0, kd0))
             if mv.any():
                 newton[pid[mv]] += 1
                 # variables the step held at a bound leave I_up or I_low
@@ -294,9 +306,8 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
             if stop:
                 break
             keep = ~fin
-            pid, F, Pu, Pl, beta, hi, lo, kd, kdh, last_free = (
-                pid[keep], F[keep], Pu[keep], Pl[keep], beta[keep], hi[keep], lo[keep], kd[keep], kdh[keep],
-                last_free[keep])
+            pid, F, Pu, Pl, beta, hi, lo, kd, kdh = (pid[keep], F[keep], Pu[keep], Pl[keep], beta[keep], hi[keep],
+                                                     lo[keep], kd[keep], kdh[keep])
             Fr, Pur, Plr, br, hir, lor = F.ravel(), Pu.ravel(), Pl.ravel(), beta.ravel(), hi.ravel(), lo.ravel()
             i, gmax, vl = i[keep], gmax[keep], vl[keep]
             A = pid.size
