@@ -34,7 +34,8 @@ from strategies.batched_smo import batched_smo
 from strategies.auto import Auto
 from strategies.smo import SMO, SecondOrderRule
 
-__all__ = ["BATCH_ROWS", "BATCH_ROWS_BINARY", "MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of", "train_multiclass", "votes"]
+__all__ = ["BATCH_ROWS", "BATCH_ROWS_BINARY", "MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of",
+           "train_multiclass", "votes"]
 
 FloatArray = NDArray[np.float64]
 Scheme = Literal["ovo", "ovr"]

@@ -201,8 +201,8 @@ def _random_case(seed: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, Ke
     if rng.random() < 0.3:
         X[n // 2:] = X[: n - n // 2]
     C = rng.uniform(0.1, 100, n) if rng.random() < 0.5 else np.full(n, float(10 ** rng.uniform(-1, 3)))
-    kern = Kernel(str(rng.choice(["rbf", "linear", "poly"])), gamma=float(10 ** rng.uniform(-1, 1)),  # type: ignore[arg-type]
-                  coef0=1.0, degree=2)
+    name = str(rng.choice(["rbf", "linear", "poly"]))
+    kern = Kernel(name, gamma=float(10 ** rng.uniform(-1, 1)), coef0=1.0, degree=2)  # type: ignore[arg-type]
     return X, y, k, C, kern, float(10 ** rng.uniform(-8, -2))
 
 
