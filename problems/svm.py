@@ -15,8 +15,7 @@ from qpcore.problem import QP, ProblemError
 from qpcore.state import Result
 
 __all__ = ["CLASSIFIERS", "REGRESSIONS", "SVMModel", "SubsetKernelQ", "SVMProblem", "SVM_KINDS", "check_C", "check_X",
-           "csvc",
-           "fixed_threshold_svm", "two_class_labels"]
+           "csvc", "fixed_threshold_svm", "two_class_labels"]
 
 FloatArray = NDArray[np.float64]
 
