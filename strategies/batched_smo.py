@@ -225,6 +225,10 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
         A ``time.perf_counter()`` value that ends every unfinished problem.
     tau : float
         Curvature floor of a pair (LIBSVM's TAU).
+    dtype : numpy floating type
+        Of the stacked work arrays (the scores F and the kernel rows ``rows`` returns): float32
+        halves the memory each round streams; its rounding (~1e-7 relative) is far below a tol of
+        1e-3, and the caller's certificate and a refresh from the exact gradient catch the rest.
     newton_every : int
         Every this many rounds (0: never), every unfinished problem steps toward the minimizer on
         its current face, active-set style (:func:`_newton`: batched dense solves on the free
@@ -232,14 +236,11 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     block : BlockFn, optional
         The kernel among a few variables of each problem, for the face steps (taken from
         ``rows`` when omitted).
-    dtype : numpy floating type
-        Of the stacked work arrays (the scores F and the kernel rows ``rows`` returns): float32
-        halves the memory each round streams; its rounding (~1e-7 relative) is far below a tol of
-        1e-3, and the caller's certificate and a refresh from the exact gradient catch the rest.
 
     Returns
     -------
     BatchRun
+        Each problem's point, the solver's gradient there, its steps and whether it met tol.
     """
     B, N = y.shape
     if p is None:
