@@ -118,7 +118,7 @@ def test_reference_is_cached_per_cell(quick_run: tuple[dict[str, Any], str, Path
     assert len(cache) == 4 * len(ROWS)
     tights = sorted(c["f_tight"] for row in ROWS for c in store[row]["cells"])
     assert tights == sorted(e["f_tight"] for e in cache.values())
-    assert all(e["status"] == "converged" and e["config"]["tol"] == svm_grid.REF_TOL for e in cache.values())
+    assert all(e["status"] == "converged" and e["config"]["tols"] == list(svm_grid.REF_TOLS) for e in cache.values())
 
 
 def test_row_summary_flags() -> None:
