@@ -104,7 +104,8 @@ def test_row_summary_sums_the_cells(quick_run: tuple[dict[str, Any], str, Path])
         ratios = {c["key"]: c["results"]["auto@1"]["ratio"] for c in cells}
         assert s["max_ratio"] == max(ratios.values()) and ratios[s["max_ratio_cell"]] == s["max_ratio"]
         rel_ok = all(c["results"]["auto@1"]["rel_obj"] <= svm_grid.BAR["rel_obj"] for c in cells)
-        assert s["rel_ok"] == rel_ok
+        assert s["rel_ok"] == rel_ok and s["rel_above"] == [c["key"] for c in cells
+                                                         if c["results"]["auto@1"]["rel_obj"] > svm_grid.BAR["rel_obj"]]
         assert s["bar_sum"] == ("met" if s["sum_ratio"] <= svm_grid.BAR["sum"] and rel_ok else "not met")
         assert s["bar_max"] == ("met" if s["max_ratio"] <= svm_grid.BAR["max"] and rel_ok else "not met")
         assert s["loaded"] == any(r["loaded"] for c in cells for r in c["results"].values())
@@ -134,6 +135,8 @@ def test_row_summary_flags() -> None:
     assert s["bar_sum"] == s["bar_max"] == "met"
     assert svm_grid.row_summary(good, grid=3)["x@1"]["bar_sum"] == "incomplete"
     assert svm_grid.row_summary(good + [cell("c", 0.1, 1.0, 1e-5)], grid=3)["x@1"]["bar_sum"] == "not met"
+    s = svm_grid.row_summary(good + [cell("c", 0.1, 1.0, 1e-5), cell("d", 0.1, 1.0, 2e-6)], grid=4)["x@1"]
+    assert s["rel_above"] == ["c", "d"] and s["rel_above_libsvm"] == ["c", "d"]   # LIBSVM's rel_obj: None
     s = svm_grid.row_summary(good + [cell("c", 0.1, 1.0, 0.0, stopped=True)], grid=3)["x@1"]
     assert s["bar_max"] == "not met" and s["stopped"] == ["c"]
     s = svm_grid.row_summary([cell("a", 3.0, 1.0, 0.0), cell("b", 0.1, 10.0, 0.0)], grid=2)["x@1"]
