@@ -39,7 +39,6 @@ IndexArray = NDArray[np.intp]
 __all__ = ["BorderedCholesky", "Dependence", "Factor", "cholesky_delete"]
 
 _dtrsv: Any = _blas.dtrsv
-_dtrsm: Any = _blas.dtrsm
 
 
 @runtime_checkable
@@ -344,16 +343,12 @@ class BorderedCholesky:
         tau = self.tau if self.tau is not None else 0.0
         Mc = Cm + tau * np.outer(self._aS[:n], an) if n else Cm
         Mnn = B + tau * np.outer(an, an)
-        if n:
-            # BLAS trsm on the padded F-ordered buffer (identity beyond S, zero right-hand side
-            # there): a slice R[:n, :n] is not contiguous and would be copied whole
-            cap = self._R.shape[0]
-            rhs = np.zeros((cap, k), order="F")
-            rhs[:n] = Mc
-            R12 = np.asarray(_dtrsm(1.0, self._R, rhs, side=0, lower=0, trans_a=1, diag=0,
-                                    overwrite_b=1))[:n]
-        else:
-            R12 = np.zeros((0, k))
+        # one trsv per column on the padded buffer, as add does: a trsm with k right-hand sides
+        # wakes scipy's BLAS threads, which then spin against numpy's pool in the caller's
+        # products (INCAS at 2 threads: 3× its 1-thread time)
+        R12 = np.empty((n, k))
+        for c in range(k):
+            R12[:, c] = self._tri(Mc[:, c], True) if n else 0.0
         S = Mnn - R12.T @ R12
         S = 0.5 * (S + S.T)
         try:
