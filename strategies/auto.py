@@ -10,7 +10,7 @@ with SMO and watches the run: every ``check_every`` steps (and at least n/2) it 
 gap and the size of the free set; when the gap has not halved for ``patience`` checks in a row
 and the free set is larger than SMO's own Newton step takes (``SMO.newton_free``), it restarts
 with INCAS from the run's start (Scheinberg's pivots, releasing ``release`` violators per
-pricing). Problems SMO cannot take (equality groups with
+pricing). At tight tolerances (``tight_tol``) INCAS starts at once. Problems SMO cannot take (equality groups with
 coefficients other than ±1, variables in no row) go to decomposition, which takes them all.
 
 Each choice and its reason is kept: ``Result.stats["strategy_choice"]`` lists
@@ -79,6 +79,9 @@ class Auto(Strategy):
         it SMO's own Newton step on the free variables ends the crawl).
     max_buffer_bytes : float
         No switch when INCAS's rows of the free set (float64, free × n) would exceed this.
+    tight_tol, tight_max_n : float, int
+        At tol ≤ ``tight_tol`` on problems of at most ``tight_max_n`` variables INCAS starts
+        (adult 3,185 rows, RBF, C = 100, tol 1e-6: INCAS 0.65 s, SMO first 1.36 s).
     """
 
     smo: SMO = attrs.field(factory=lambda: SMO(newton_after=2))
@@ -87,6 +90,8 @@ class Auto(Strategy):
     patience: int = 1
     min_free: int | None = None
     max_buffer_bytes: float = float(1 << 30)
+    tight_tol: float = 1e-5
+    tight_max_n: int = 20000
 
     def __attrs_post_init__(self) -> None:
         from qpcore.problem import ProblemError
@@ -129,8 +134,13 @@ class Auto(Strategy):
         """
         self.check(qp)
         reason = self.smo.accepts(qp)
-        if reason is None:
-            inner: Strategy = self.smo
+        incas = INCAS(release=self.incas_release, shrinking=self.smo.shrinking)
+        if reason is None and tol <= self.tight_tol and qp.n <= self.tight_max_n and incas.accepts(qp) is None:
+            inner: Strategy = incas
+            name, why = "incas", (f"start at tol {tol:g} (≤ {self.tight_tol:g}, n = {qp.n}): pair steps need many "
+                                  "more steps as tol falls, an active set barely more")
+        elif reason is None:
+            inner = self.smo
             name, why = "smo", f"start (n = {qp.n}): pair steps are cheapest while the free set is small"
         else:
             inner = Decomposition()
