@@ -6,10 +6,10 @@ C, few: most multipliers go straight from 0 to C and the free set stays small. A
 free set grows to hundreds or thousands of variables and pair steps crawl (their linear rate is
 set by the conditioning of the free block): there an active-set method, which solves the free
 block exactly with an updated factorization, needs far fewer and heavier steps. ``Auto`` starts
-with SMO and watches the run: every ``check_every`` steps (and at least n/2) it reads the pair
-gap and the size of the free set; when the gap has not halved for ``patience`` checks in a row
-and the free set is larger than SMO's own Newton step takes (``SMO.newton_free``), it restarts
-with INCAS from the run's start (Scheinberg's pivots, releasing ``release`` violators per
+with SMO and watches the run: every ``check_every`` steps (and at least n/4) it reads the pair
+gap and the size of the free set; when the steps SMO still needs at the gap's pace so far
+exceed an estimate of INCAS's cost (nSV · free / ``incas_factor``) and the free set is larger
+than SMO's own Newton step takes (``SMO.newton_free``), it restarts with INCAS from the run's start (Scheinberg's pivots, releasing ``release`` violators per
 pricing). At tight tolerances (``tight_tol``) INCAS starts at once. Problems SMO cannot take (equality groups with
 coefficients other than ±1, variables in no row) go to decomposition, which takes them all.
 
@@ -50,8 +50,8 @@ class AutoWork(Work):
     x0: FloatArray | None
     choices: list[tuple[int, str, str]] = attrs.Factory(list)
     since_check: int = 0
-    last_gap: float = math.inf
-    slow: int = 0
+    observed: int = 0
+    first_gap: float = math.inf
 
     def release(self) -> Work | None:
         """A finished run keeps nothing: none of the inner strategies resumes from its state."""
@@ -71,9 +71,14 @@ class Auto(Strategy):
         Bound variables INCAS releases per pricing after a switch (``INCAS.release``); INCAS
         shrinks when ``smo`` does.
     check_every : int
-        SMO steps between observations: at least this many and n/2, at most n.
+        SMO steps between observations: at least this many and n/4, at most n.
     patience : int
-        Observations in a row at which the pair gap did not halve before switching.
+        Observations before a switch may be decided.
+    incas_factor : float
+        INCAS's cost is estimated as nSV · free / ``incas_factor`` SMO steps; SMO's remaining
+        steps from the gap's mean decrease per observation. The switch happens when SMO's
+        estimate is larger (calibrated on adult, 3,000 rows: C = 1000, γ = 1/d switches, SMO
+        needing 110,000 steps; C = 100, γ = 10/d does not, SMO needing 19,000).
     min_free : int or None
         Free variables above which a crawl switches to INCAS; None: ``smo.newton_free`` (below
         it SMO's own Newton step on the free variables ends the crawl).
@@ -86,11 +91,12 @@ class Auto(Strategy):
 
     smo: SMO = attrs.field(factory=lambda: SMO(newton_after=2))
     incas_release: int = 8
-    check_every: int = 1000
+    check_every: int = 500
     patience: int = 1
     min_free: int | None = None
     max_buffer_bytes: float = float(1 << 30)
     tight_tol: float = 1e-5
+    incas_factor: float = 100.0
     tight_max_n: int = 20000
 
     def __attrs_post_init__(self) -> None:
@@ -146,9 +152,12 @@ class Auto(Strategy):
             inner = Decomposition()
             name, why = "decomposition", f"SMO cannot take the problem ({reason.split(';')[0]})"
         state = inner.init(qp, x0, tol)
+        first = state.work_or_none(SMOWork)
         work = AutoWork(current=name, inner=inner, inner_work=state.work_or_none(Work), tol=tol,
                         x0=None if x0 is None else np.array(x0, dtype=np.float64))
         work.choices.append((0, name, why))
+        if first is not None:
+            work.first_gap = SMO._gap(qp, state, first)
         state.set_work(work)
         return state
 
@@ -186,7 +195,7 @@ class Auto(Strategy):
         # SMO's step count grows with n (LIBSVM: about n/2 steps on adult at C = 1), so a fixed
         # period reads a large problem's normal pace as a crawl (full adult, 32,561 rows: a
         # switch after 10,000 steps cost 3.8× SMO alone)
-        return min(n, max(self.check_every, n // 2))
+        return min(n, max(self.check_every, n // 4))
 
     def _observe(self, qp: QP, state: State, work: AutoWork) -> None:
         inner = work.inner_work
@@ -194,16 +203,29 @@ class Auto(Strategy):
         gap = SMO._gap(qp, state, inner)
         x = state.x
         free = int(np.count_nonzero((x > qp.lb) & (x < qp.ub)))
-        work.slow = work.slow + 1 if gap > work.tol and gap > 0.5 * work.last_gap else 0
-        work.last_gap = gap
+        work.observed += 1
+        if gap <= work.tol or work.observed < self.patience:
+            return
+        # SMO's pace so far: the gap's mean decrease per period since the start (pair steps
+        # converge linearly, at a rate the free block's conditioning sets), and from it the steps
+        # it still needs
+        rate = (gap / work.first_gap) ** (1.0 / work.observed) if work.first_gap > 0 else 1.0
+        period = self._period(qp.n)
+        remaining = (math.inf if not rate < 1.0
+                     else period * math.log(gap / work.tol) / math.log(1.0 / rate))
+        # INCAS's cost in SMO steps, about nSV · free / incas_factor: each pivot prices the bound
+        # variables with a pass over the free set's rows (an SMO step is a pass over two rows)
+        nsv = int(np.count_nonzero(x != 0.0))
+        incas_steps = nsv * free / self.incas_factor
         limit = self.smo.newton_free if self.min_free is None else self.min_free
-        if work.slow < self.patience or free <= limit or INCAS().accepts(qp) is not None:
+        if remaining <= incas_steps or free <= limit or INCAS().accepts(qp) is not None:
             return
         if 8.0 * free * qp.n > self.max_buffer_bytes:
             # INCAS keeps the rows of its free set in float64: not when they would not fit
             return
-        why = (f"pair steps crawl: gap {gap:.3g} not halved over {work.slow * self._period(qp.n)} "
-               f"steps with {free} free variables (> {limit}); an active set solves the free block exactly")
+        left = "never ends" if math.isinf(remaining) else f"needs about {remaining:.3g} more steps"
+        why = (f"pair steps crawl: at the gap's pace so far ({gap:.3g}, ×{rate:.2f} per {period} steps) SMO "
+               f"{left}; INCAS about {incas_steps:.3g} step-equivalents ({nsv} support vectors, {free} free)")
         inc = INCAS(release=self.incas_release, shrinking=self.smo.shrinking)
         self._switch(qp, state, work, inc, "incas", why)
 
