@@ -737,19 +737,27 @@ class INCAS(Strategy):
         return i if viol[i] > 0.0 else -1
 
     # -- entering S (release, warm start) and dependences ---------------------------------------
+    def _append_block(self, state: State, work: INCASWork, var: IndexArray, rows: FloatArray) -> bool:
+        """Append ``var`` (rows Q[var, :]) to S by one block update of the factor; False, with S
+        unchanged, when the block is dependent."""
+        fac = work.fac
+        order = fac.members
+        # Q[S, var] from the new rows (Q symmetric): no gather over the buffer of S
+        cols = rows[:, order].T if order.size else np.zeros((0, var.size))
+        blk = rows[:, var]
+        a_new = work.a[var] if work.a is not None else None
+        if not fac.add_block(var, cols, 0.5 * (blk + blk.T), a_new):
+            return False
+        for k, i in enumerate(var.tolist()):
+            self._append(state, work, int(i), rows[k])
+        work.need_solve = True
+        return True
+
     def _enter_start(self, qp: QP, state: State, work: INCASWork, var: IndexArray) -> None:
         """Enter interior variables of a warm start into S: a block of rows and one block update
         of the factor; one at a time (with the dependence handling) if the block is dependent."""
         rows = self._rows(qp, state, var)
-        fac = work.fac
-        order = fac.members
-        cols = rows[:, order].T if order.size else np.zeros((0, var.size))
-        blk = rows[:, var]
-        a_new = work.a[var] if work.a is not None else None
-        if var.size > 1 and fac.add_block(var, cols, 0.5 * (blk + blk.T), a_new):
-            for k, i in enumerate(var.tolist()):
-                self._append(state, work, int(i), rows[k])
-            work.need_solve = True
+        if var.size > 1 and self._append_block(state, work, var, rows):
             return
         for k, i in enumerate(var.tolist()):
             if state.stop is not None:
@@ -761,16 +769,7 @@ class INCAS(Strategy):
         the factor in one block append; on a dependence only the first enters."""
         work.eq_fixed = False
         rows = self._rows(qp, state, var)
-        fac = work.fac
-        order = fac.members
-        # Q[S, var] from the new rows (Q symmetric): no gather over the buffer of S
-        cols = rows[:, order].T if order.size else np.zeros((0, var.size))
-        blk = rows[:, var]
-        a_new = work.a[var] if work.a is not None else None
-        if fac.add_block(var, cols, 0.5 * (blk + blk.T), a_new):
-            for k, i in enumerate(var.tolist()):
-                self._append(state, work, int(i), rows[k])
-            work.need_solve = True
+        if self._append_block(state, work, var, rows):
             work.last_released = int(var[-1])
             state.counters["released"] += int(var.size)
             return
