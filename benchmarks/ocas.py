@@ -244,7 +244,8 @@ def available() -> tuple[bool, str]:
     """Whether our side (problems.risk.hinge_svm and strategies.cutting_plane) can be imported."""
     try:
         from problems.risk import hinge_svm  # noqa: F401
-        from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS  # noqa: F401
+        from strategies.active_set_ocas import ActiveSetOCAS  # noqa: F401
+        from strategies.cutting_plane import BMRM, OCAS  # noqa: F401
     except Exception as e:  # noqa: BLE001 - any failure means "not available"
         return False, f"not available ({type(e).__name__}: {e})"
     return True, ""

@@ -31,7 +31,8 @@ leave-one-out, sliding windows, the regularization path in C).
 from strategies.active_set import DenseActiveSet
 from strategies.asvm import ASVM
 from strategies.auto import Auto
-from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS
+from strategies.active_set_ocas import ActiveSetOCAS
+from strategies.cutting_plane import BMRM, OCAS
 from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
 from strategies.gradient_projection import GPCG
 from strategies.incas import INCAS

@@ -21,7 +21,8 @@ from problems.asvm import asvm_dual
 from problems.risk import hinge_svm
 from qpcore.chunked import ClusterError
 from strategies.asvm import ASVM
-from strategies.cutting_plane import OCAS, ActiveSetOCAS
+from strategies.active_set_ocas import ActiveSetOCAS
+from strategies.cutting_plane import OCAS
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")

@@ -20,7 +20,8 @@ from problems.asvm import asvm_dual
 from problems.risk import HingeProblem, hinge_svm
 from problems.svm import csvc
 from strategies import GPCG, SMO, DenseActiveSet
-from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS, CutState, line_search
+from strategies.active_set_ocas import ActiveSetOCAS
+from strategies.cutting_plane import BMRM, OCAS, CutState, line_search
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 VARIANTS = {"BMRM": BMRM, "OCAS": OCAS, "ActiveSetOCAS": ActiveSetOCAS}

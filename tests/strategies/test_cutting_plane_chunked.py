@@ -26,7 +26,8 @@ import qpcore
 from problems.risk import HingeProblem, hinge_svm
 from qpcore.chunked import ChunkedRows, ChunkedVector, ClusterError, RowSpace
 from qpcore.problem import QP
-from strategies.cutting_plane import BMRM, OCAS, ActiveSetOCAS, CutState, line_search
+from strategies.active_set_ocas import ActiveSetOCAS
+from strategies.cutting_plane import BMRM, OCAS, CutState, line_search
 from strategies.line_search import rows_line_search
 
 

@@ -21,7 +21,7 @@ from qpcore.reference import assert_kkt
 from qpcore.testing import box_equality_qps
 from strategies import by_name
 from strategies.active_set import DenseActiveSet
-from strategies.cutting_plane import ActiveSetOCAS
+from strategies.active_set_ocas import ActiveSetOCAS
 from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
 from strategies.gradient_projection import GPCG
 from strategies.registry import (
