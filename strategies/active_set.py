@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from qpcore.capabilities import principal_block
 from qpcore.operators import negative_curvature
 from qpcore.optimality import Scores, maximal_violating_pair, measure, scores_of
-from qpcore.problem import QP, ProblemError
+from qpcore.problem import QP
 from qpcore.projection import bound_steps
 from qpcore.state import State, Status, Work, bound_status
 from qpcore.strategy import Strategy

@@ -31,7 +31,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import attrs
 import numpy as np
 from numpy.typing import NDArray
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 import strategies.incremental_loo as loo_mod
