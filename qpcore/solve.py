@@ -87,6 +87,12 @@ class Progress:
         return self._state.iteration
 
     @property
+    def counters(self) -> dict[str, int]:
+        """The strategy's counters as the last step left them (live, without the sync: copy what
+        you keep, the next step updates them)."""
+        return self._state.counters
+
+    @property
     def objective(self) -> float:
         """½xᵀQx + cᵀx from the strategy's gradient: ½xᵀ(g + c)."""
         s = self.state
