@@ -43,6 +43,10 @@ class Cuts:
         the block's examples, or a float vector of fractions for an aggregated cut.
     idle : ndarray
         Iterations each cut has had β_t = 0 in a row.
+    ids : ndarray
+        Each cut's id, distinct over the model's life: an id names one cut vector (an aggregated
+        cut gets a new one), so a reduced solver can keep a factor across iterations
+        (:class:`strategies.cut_qp.CutQP`).
     """
 
     A: FloatArray
@@ -54,13 +58,16 @@ class Cuts:
     idle: NDArray[np.int64]
     mix: Callable[[float, Any, float, Any], Any]
     n: int = 0
+    ids: NDArray[np.int64] = attrs.Factory(lambda: np.zeros(16, dtype=np.int64))
+    next_id: int = 0
 
     @classmethod
     def empty(cls, dim: int, mix: Callable[[float, Any, float, Any], Any], capacity: int = 16) -> Cuts:
         """No cuts yet; buffers for ``capacity`` of them. ``mix(f0, member0, f1, member1)`` forms an
         aggregated cut's member f0·member0 + f1·member1 (where the members are)."""
         return cls(A=np.zeros((capacity, dim)), b=np.zeros(capacity), G=np.zeros((capacity, capacity)),
-                   beta=np.zeros(0), slack=1.0, members=[], idle=np.zeros(capacity, dtype=np.int64), mix=mix)
+                   beta=np.zeros(0), slack=1.0, members=[], idle=np.zeros(capacity, dtype=np.int64), mix=mix,
+                   ids=np.zeros(capacity, dtype=np.int64))
 
     def _grow(self) -> None:
         cap = 2 * self.A.shape[0]
@@ -72,7 +79,9 @@ class Cuts:
         b[:self.n] = self.b[:self.n]
         idle = np.zeros(cap, dtype=np.int64)
         idle[:self.n] = self.idle[:self.n]
-        self.A, self.G, self.b, self.idle = A, G, b, idle
+        ids = np.zeros(cap, dtype=np.int64)
+        ids[:self.n] = self.ids[:self.n]
+        self.A, self.G, self.b, self.idle, self.ids = A, G, b, idle, ids
 
     def add(self, a: FloatArray, b: float, member: Any) -> None:
         """Append a cut with weight 0; its Gram row is one product with the stored cuts."""
@@ -85,6 +94,7 @@ class Cuts:
         self.G[:k + 1, k] = row
         self.b[k] = b
         self.idle[k] = 0
+        self.ids[k] = self._new_id()
         self.members.append(member)
         self.beta = np.append(self.beta, 0.0)
         self.n = k + 1
@@ -97,6 +107,7 @@ class Cuts:
         self.G[:n, :n] = self.G[np.ix_(idx, idx)]
         self.b[:n] = self.b[idx]
         self.idle[:n] = self.idle[idx]
+        self.ids[:n] = self.ids[idx]
         self.beta = self.beta[idx]
         self.members = [self.members[i] for i in idx]
         self.n = n
@@ -118,6 +129,12 @@ class Cuts:
         self.G[0, :k] = row
         self.G[:k, 0] = row
         self.idle[0] = 0
+        self.ids[0] = self._new_id()
+
+    def _new_id(self) -> int:
+        i = self.next_id
+        self.next_id += 1
+        return i
 
     def reduced_qp(self) -> tuple[QP, float]:
         """min ½βᵀGβ − bᵀβ over β, s ≥ 0 with Σβ + s = 1, as a qpcore QP in θ = γβ (the slack last).

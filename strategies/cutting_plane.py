@@ -9,8 +9,10 @@ which for the hinge-loss linear SVM (h_i = y_i[x_i, bias], ρ = 1, u = C) is
 ½‖w‖² + Σ C_i max(0, 1 − y_i wᵀx̃_i). Each iteration touches the data only through passes over
 the rows (H w: margins; Hᵀv: a subgradient); everything else is small:
 
-- the cutting-plane model and its reduced problem (:mod:`strategies.cut_store`), solved by **any
-  strategy** (``inner``, run by :func:`qpcore.solve.iterate`) warm-started from the previous β;
+- the cutting-plane model and its reduced problem (:mod:`strategies.cut_store`), solved by a
+  primal active set that keeps the factor of its free cuts across iterations
+  (:mod:`strategies.cut_qp`), or by **any strategy** (``inner``, run by
+  :func:`qpcore.solve.iterate`), warm-started from the previous β;
   its solution gives w_t = Σβ_t a_t and the dual value D = Σβ_t b_t − ½‖w_t‖²;
 - every β is a dual-feasible α: α_i = u_i Σ_t β_t [i ∈ V_t], with Hᵀα = w_t and D(α) = D, so
   F(w_b) − D is a duality gap that ``qpcore.solve`` re-checks from the problem alone
@@ -58,7 +60,7 @@ from qpcore.rowspace import ClusterError, LowRankRows, Rows
 from qpcore.solve import iterate
 from qpcore.state import State, Status, Work
 from qpcore.strategy import Strategy
-from strategies.active_set import DenseActiveSet
+from strategies.cut_qp import CutQP
 from strategies.cut_store import Cuts
 from strategies.cutting_plane_kernels import (LIST_CAP, LONG, MOVE_OPS, POINT_OPS, SUMMARY_OPS, k_alpha, k_bits, k_box,
                                               k_grad, k_matvec, k_mix, k_move, k_point, k_probe, k_start, release_work)
@@ -135,6 +137,8 @@ class CutState(Work):
     reach: float = 0.0
     stale: int = 0
     active: Any = None
+    #: the reduced problem's solver and its factor, kept across iterations (``inner`` None)
+    reduced: CutQP | None = None
     #: examples the last iteration's evaluation and line search touched
     _touched: tuple[int, int] = (0, 0)
 
@@ -217,7 +221,7 @@ def _counted(state: State, fn: Callable[[], Any]) -> Any:
 class _CuttingPlane(Strategy):
     """Shared configuration and machinery (see the module docstring)."""
 
-    inner: Strategy = attrs.field(factory=DenseActiveSet)
+    inner: Strategy | None = None
     inner_tol: float | None = None
     max_cuts: int | None = None
     drop_after: int | None = None
@@ -414,33 +418,53 @@ class _CuttingPlane(Strategy):
         cs._touched = (touched_eval, touched_search)
 
     def _solve_reduced(self, state: State) -> None:
+        """The reduced problem from the last β: by the kept factor (:class:`strategies.cut_qp.CutQP`),
+        or by ``inner`` through :func:`qpcore.solve.iterate`; then w_t and D from β."""
         cs = state.work(CutState)
         cuts = cs.cuts
+        k = cuts.n
+        scale = max(1.0, abs(cs.F_b))
+        # 1 % of the outer target, or of the current gap while it is larger: an early reduced
+        # problem need not be solved finer than the model it comes from is good (objective units)
+        tol = self.inner_tol if self.inner_tol is not None else max(1e-13 * scale, 0.01 * cs.tol * scale,
+                                                                     0.01 * (cs.F_b - cs.dual))
+        if self.inner is None:
+            if cs.reduced is None:
+                cs.reduced = CutQP()
+            red = cs.reduced
+            before = red.counters["pivots"], red.counters["cut_short"]
+            beta = red.solve(cuts.G[:k, :k], cuts.b[:k], cuts.ids[:k], cuts.beta, tol)
+            state.counters["inner_iterations"] += red.counters["pivots"] - before[0]
+            if red.counters["cut_short"] > before[1]:
+                state.counters["inner_cut_short"] = state.counters.get("inner_cut_short", 0) + 1
+        else:
+            beta = self._inner_reduced(state, tol)
+        cuts.beta = beta
+        cuts.slack = max(0.0, 1.0 - float(beta.sum()))
+        used = np.flatnonzero(beta)
+        cs.w_t = beta[used] @ cuts.A[used] if used.size else np.zeros(cuts.A.shape[1])
+        # D(α) of the dual point these weights stand for (exact, whatever the inner accuracy)
+        cs.dual = float(beta @ cuts.b[:k]) - 0.5 * float(cs.w_t @ cs.w_t)
+
+    def _inner_reduced(self, state: State, tol: float) -> FloatArray:
+        """β from the strategy ``inner`` on the reduced problem as a qpcore QP (scaled, see
+        :meth:`strategies.cut_store.Cuts.reduced_qp`)."""
+        assert self.inner is not None
+        cuts = state.work(CutState).cuts
         rqp, gamma = cuts.reduced_qp()
         x0 = np.append(cuts.beta, cuts.slack) * gamma
         # the slack absorbs rounding so the warm start is feasible
         x0[-1] = max(0.0, gamma - float(x0[:-1].sum()))
-        scale = max(1.0, abs(cs.F_b))
-        # 1 % of the outer target, or of the current gap while it is larger: an early reduced
-        # problem need not be solved finer than the model it comes from is good (objective
-        # units; the measure in θ is the gradient in β over γ, and Σθ ≤ γ)
-        tol = self.inner_tol if self.inner_tol is not None else max(1e-13 * scale, 0.01 * cs.tol * scale,
-                                                                     0.01 * (cs.F_b - cs.dual))
         # an explicit inner_tol gets a hundred times the step budget (a first-order inner method
         # on these rank-deficient problems can need tens of thousands of steps); a solve cut
         # short still gives a valid dual point and is counted in inner_cut_short
         x = _inner_solve(self.inner, rqp, x0, tol / gamma, state,
                          max_steps=None if self.inner_tol is None else 10_000 * (rqp.n + 10))
-        beta = np.maximum(x[:-1], 0.0) / gamma
+        beta: FloatArray = np.maximum(x[:-1], 0.0) / gamma
         tot = float(beta.sum())
         if tot > 1.0:
             beta /= tot
-        cuts.beta = beta
-        cuts.slack = max(0.0, 1.0 - float(beta.sum()))
-        k = cuts.n
-        cs.w_t = beta @ cuts.A[:k]
-        # D(α) of the dual point these weights stand for (exact, whatever the inner accuracy)
-        cs.dual = float(beta @ cuts.b[:k]) - 0.5 * float(cs.w_t @ cs.w_t)
+        return beta
 
     def _advance(self, qp: QP, state: State) -> None:
         raise NotImplementedError
@@ -471,11 +495,14 @@ class BMRM(_CuttingPlane):
 
     Parameters
     ----------
-    inner : Strategy
-        Solves the reduced QP (any qpcore strategy: DenseActiveSet, SMO, GPCG).
+    inner : Strategy, optional
+        Solves the reduced QP: None (default) the warm-started active set that keeps its factor
+        across iterations (:class:`strategies.cut_qp.CutQP`), else any qpcore strategy
+        (DenseActiveSet, SMO, GPCG) on it as a QP, through :func:`qpcore.solve.iterate`.
     inner_tol : float, optional
-        Its tolerance (default: 1 % of the outer absolute target tol·|F|, or of the gap while
-        larger, with at most 100·(k + 10) inner steps; given explicitly, 10,000·(k + 10) steps).
+        Its tolerance in objective units (default: 1 % of the outer absolute target tol·|F|, or of
+        the gap while larger; a strategy ``inner`` gets at most 100·(k + 10) steps, or
+        10,000·(k + 10) with an explicit inner_tol).
     max_cuts : int, optional
         At most this many cuts: the two oldest are aggregated (their β-weighted mean).
     drop_after : int, optional

@@ -216,14 +216,13 @@ def _decomposition(rule: str, q: int, inner: str, shrinking: bool) -> Strategy:
 
 def _cutting(cls: Callable[..., Strategy]) -> Callable[..., Strategy]:
     def build(inner: str, max_cuts: int | None) -> Strategy:
-        inner_strategy = _inner(inner)
-        if inner_strategy is None:
-            raise ProblemError("inner: the cutting planes need a named inner strategy (e.g. active-set)")
-        return cls(inner=inner_strategy, max_cuts=max_cuts)
+        # auto: the cut model's own warm-started solver (strategies.cut_qp)
+        return cls(inner=_inner(inner), max_cuts=max_cuts)
     return build
 
 
-_CUT_OPTIONS = (Option("inner", str, "active-set", "strategy for the reduced problem over the cuts"),
+_CUT_OPTIONS = (Option("inner", str, "auto", "strategy for the reduced problem over the cuts (auto: the "
+                                             "kept-factor active set of strategies.cut_qp)"),
                 Option("max_cuts", int, None, "cuts kept at most (default: the strategy's own)"))
 
 #: Name → entry, in the order help texts list them.
