@@ -96,19 +96,64 @@ from benchmarks.harness import (  # noqa: E402
 )
 
 GAPS = (1e-2, 1e-3, 1e-4)
+#: the gaps of Xiao and Zhou's Table 3 (the candidates of the default ``--gaps``: those ≥ 10·tol)
+TABLE3_GAPS = (1e-2, 1e-3, 1e-4, 1e-5)
 EPS_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
 REAL_ROWS = ("reuters", "adult", "ijcnn1")
-ROW_NAMES = (*REAL_ROWS, "dense2m", "text1m", "crossover")
-VARIANTS = ("ocas", "bmrm", "asocas")
-LABEL = {"ocas": "OCAS", "bmrm": "BMRM", "asocas": "active-set OCAS"}
-ANCHOR_METHOD = {"ocas": 1, "bmrm": 0, "asocas": 1}     # the svmocas -m each of ours is compared with
+DENSE_ROWS = ("dense2m", "dense200k")
+#: the text rows, where the paper expects the active set's gain (Table 3's bars apply there)
+TEXT_ROWS = ("reuters", "text1m")
+ROW_NAMES = (*REAL_ROWS, *DENSE_ROWS, "text1m", "crossover")
+VARIANTS = ("ocas", "bmrm", "asocas", "asocas-paper")
+DEFAULT_VARIANTS = ("ocas", "bmrm", "asocas")
+AS_VARIANTS = ("asocas", "asocas-paper")
+#: Xiao and Zhou's settings: the cut point μ = 0.05 and at most 20 cuts
+PAPER_MU, PAPER_MAX_CUTS = 0.05, 20
+LABEL = {"ocas": "OCAS", "bmrm": "BMRM", "asocas": "active-set OCAS",
+         "asocas-paper": "active-set OCAS (paper: μ 0.05, 20 cuts)"}
+ANCHOR_METHOD = {"ocas": 1, "bmrm": 0, "asocas": 1, "asocas-paper": 1}  # the svmocas -m each of ours is compared with
 BAR = {"vs_svmocas": 1.0, "dense_best": 0.5, "asocas_eval_search": 0.5}
+#: Table 3's bars (issue 27), active-set OCAS / OCAS at the gap ``t3_gap`` on the text rows
+BAR_T3 = {"gap": 1e-4, "eval": 0.6, "search": 0.3, "total": 1.0}
 SVMOCAS_INSTALL = "apt-get install libocas-tools"
 DEFAULT_SVM_DIR = Path(tempfile.gettempdir()) / "qpcore_ocas_svm"
 
 
 def gkey(g: float) -> str:
     return f"{g:.0e}"
+
+
+def parse_gaps(text: str) -> tuple[float, ...]:
+    """``1e-2,1e-3`` → (0.01, 0.001): sorted loosest first, duplicates dropped; each in (0, 1)."""
+    vals = sorted({float(v) for v in text.split(",") if v.strip()}, reverse=True)
+    if not vals or any(not 0 < v < 1 for v in vals):
+        raise ValueError(f"gaps: comma-separated numbers in (0, 1), got {text!r}")
+    return tuple(vals)
+
+
+def default_gaps(tol: float) -> tuple[float, ...]:
+    """Table 3's gaps a run at TolRel ``tol`` resolves: those ≥ 10·tol (tol 1e-5: 1e-2…1e-4)."""
+    return tuple(g for g in TABLE3_GAPS if g >= 10 * tol * (1 - 1e-9)) or (TABLE3_GAPS[0],)
+
+
+def store_key(name: str, C: float) -> str:
+    """A row's key in ``ocas.json``: its name at C = 1 (the issue-13 rows), ``name@C=10`` otherwise,
+    so the same data at several C stay side by side."""
+    return name if C == 1.0 else f"{name}@C={C:g}"
+
+
+def split_key(key: str) -> tuple[str, float]:
+    """The inverse of :func:`store_key`."""
+    name, _, c = key.partition("@C=")
+    return name, float(c) if c else 1.0
+
+
+def parse_C(text: str) -> tuple[float, ...]:
+    """``1,10`` → (1.0, 10.0), in the order given, each > 0."""
+    vals = tuple(dict.fromkeys(float(v) for v in text.split(",") if v.strip()))
+    if not vals or any(not v > 0 for v in vals):
+        raise ValueError(f"C: comma-separated positive numbers, got {text!r}")
+    return vals
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,13 +166,14 @@ class Sizes:
 
     real: int = 0
     dense: int = 2_000_000
+    dense_small: int = 200_000
     text: int = 1_000_000
     cross_rows: tuple[int, ...] = (100_000, 300_000, 1_000_000)
     cross_C: tuple[float, ...] = (0.1, 1.0, 10.0)
 
 
 FULL = Sizes()
-QUICK = Sizes(real=1000, dense=5000, text=5000, cross_rows=(1000, 3000), cross_C=(0.1, 10.0))
+QUICK = Sizes(real=1000, dense=5000, dense_small=2000, text=5000, cross_rows=(1000, 3000), cross_C=(0.1, 10.0))
 
 
 @dataclass
@@ -203,12 +249,12 @@ def real_row(name: str, n: int, C: float = 1.0, bias: float = 1.0) -> Row:
     return Row(name, X, y, C, bias, src, f"{name}.trn rows={X.shape[0]} {fingerprint(X, y)}")
 
 
-def dense_row(rows: int, C: float = 1.0, bias: float = 1.0, seed: int = 13) -> Row:
+def dense_row(rows: int, C: float = 1.0, bias: float = 1.0, seed: int = 13, name: str = "dense2m") -> Row:
     from benchmarks.generators import DenseSpec, tall_dense
 
     spec = DenseSpec(rows=rows, seed=seed)
     X, y = tall_dense(rows, spec.features, bayes_error=spec.bayes_error, flip=spec.flip, seed=seed)
-    return Row("dense2m", X, y, C, bias,
+    return Row(name, X, y, C, bias,
                f"benchmarks.generators.tall_dense({rows}, {spec.features}, bayes_error={spec.bayes_error:g}, "
                f"flip={spec.flip:g}, seed={seed})", spec.key())
 
@@ -256,9 +302,14 @@ def svmocas_path() -> str | None:
 
 
 def make_strategy(variant: str) -> Any:
-    """The strategy of a variant (``asocas`` is the registry's ``ocas-active``), default settings."""
+    """The strategy of a variant (``asocas`` is the registry's ``ocas-active``), default settings;
+    ``asocas-paper`` is ``ActiveSetOCAS`` with Xiao and Zhou's μ = 0.05 and 20 cuts."""
     from strategies.registry import make
 
+    if variant == "asocas-paper":
+        from strategies.active_set_ocas import ActiveSetOCAS
+
+        return ActiveSetOCAS(mu=PAPER_MU, max_cuts=PAPER_MAX_CUTS)
     return make(variant)
 
 
@@ -449,12 +500,17 @@ def choose_liblinear_input(row: Row, ctx: Runs, rows: int = 50_000) -> dict[str,
 
 def _trace_entry(p: Any) -> dict[str, Any]:
     """One entry of our trace, read by the solve's callback after each step: seconds since
-    ``qpcore.solve`` started, F(w_b), the dual value D and the active cuts (the work state's values,
-    read without the snapshot's sync, which would add a pass over the data)."""
+    ``qpcore.solve`` started, F(w_b), the dual value D and the active cuts; the cumulative seconds
+    of objective evaluation (T1, ``CutState.eval_seconds``) and line search (T2,
+    ``search_seconds``); what the last iteration touched (|X^a| ``touched_eval``, |X^s|
+    ``touched_search``); the cumulative ``rows_read`` counter (None while the strategy keeps none).
+    All read without the snapshot's sync, which would add a pass over the data."""
     from strategies.cutting_plane import CutState
 
     cs = p.work(CutState)
-    return {"iteration": p.iteration, "seconds": p.elapsed, "primal": cs.F_b, "dual": cs.dual, "cuts": cs.cuts.n}
+    return {"iteration": p.iteration, "seconds": p.elapsed, "primal": cs.F_b, "dual": cs.dual, "cuts": cs.cuts.n,
+            "eval_s": cs.eval_seconds, "search_s": cs.search_seconds, "touched_eval": cs.touched_eval,
+            "touched_search": cs.touched_search, "rows_read": p.counters.get("rows_read")}
 
 
 def run_ours(prob: Any, variant: str, threads: int, tol: float, time_limit: float) -> dict[str, Any]:
@@ -561,6 +617,82 @@ def time_to_gaps(times: list[float], primal: list[float], f_star: float,
     return out
 
 
+#: Table 3's fields at a gap: cumulative at the first iteration reaching it (means: per iteration up to it)
+T3_FIELDS = ("iteration", "seconds", "eval_s", "search_s", "rows_read", "mean_touched_eval", "mean_touched_search")
+
+
+def _mean_or_none(vals: list[Any]) -> float | None:
+    return None if not vals or any(v is None for v in vals) else float(np.mean(np.asarray(vals, dtype=np.float64)))
+
+
+def table3_points(trace: list[dict[str, Any]], f_star: float,
+                  gaps: tuple[float, ...] = TABLE3_GAPS) -> dict[str, dict[str, Any] | None]:
+    """Xiao and Zhou's Table 3 read off one run's trace: for each gap, at the first trace entry with
+    (F − F*)/F* ≤ gap, its iteration, seconds, cumulative T1 (``eval_s``) and T2 (``search_s``) and
+    ``rows_read``, and the mean |X^a| (``touched_eval``) and |X^s| (``touched_search``) per
+    iteration up to it. None for a gap never reached; a field the trace lacks is None."""
+    out: dict[str, dict[str, Any] | None] = {gkey(g): None for g in gaps}
+    if not trace:
+        return out
+    rel = (np.asarray([p["primal"] for p in trace], dtype=np.float64) - f_star) / abs(f_star)
+    for g in gaps:
+        hit = np.flatnonzero(rel <= g)
+        if not hit.size:
+            continue
+        i = int(hit[0])
+        p = trace[i]
+        out[gkey(g)] = {"iteration": p.get("iteration"), "seconds": p.get("seconds"), "eval_s": p.get("eval_s"),
+                        "search_s": p.get("search_s"), "rows_read": p.get("rows_read"),
+                        "mean_touched_eval": _mean_or_none([q.get("touched_eval") for q in trace[:i + 1]]),
+                        "mean_touched_search": _mean_or_none([q.get("touched_search") for q in trace[:i + 1]])}
+    return out
+
+
+def table3_summary(points: list[dict[str, dict[str, Any] | None]], gaps: tuple[float, ...]) -> dict[str, Any]:
+    """The median over runs of each Table-3 field at each gap (over the runs that reached it: ``reached``
+    of ``runs``); a field some run lacks is None."""
+    out: dict[str, Any] = {}
+    for g in gaps:
+        hits = [h for p in points if (h := p.get(gkey(g))) is not None]
+        if not hits:
+            out[gkey(g)] = {"reached": 0, "runs": len(points)}
+            continue
+        ent: dict[str, Any] = {"reached": len(hits), "runs": len(points)}
+        for f in T3_FIELDS:
+            vals = [h.get(f) for h in hits]
+            nums = [float(v) for v in vals if v is not None]
+            ent[f] = float(median(nums)) if len(nums) == len(vals) else None
+        out[gkey(g)] = ent
+    return out
+
+
+def _quot(a: Any, b: Any) -> float | None:
+    return float(a) / float(b) if a is not None and b is not None and float(b) > 0 else None
+
+
+def table3_compare(asx: dict[str, Any], oc: dict[str, Any], gaps: tuple[float, ...], *,
+                   barred: bool) -> dict[str, Any]:
+    """Active-set OCAS against OCAS at each gap (their :func:`table3_summary`): T1, T2, time to the gap,
+    iterations and rows read, each as AS / OCAS; the bars (:data:`BAR_T3`) at their gap when
+    ``barred`` (the text rows): T1 ≤ 0.6, T2 ≤ 0.3, time < 1."""
+    out: dict[str, Any] = {}
+    for g in gaps:
+        a, o = asx.get(gkey(g)) or {}, oc.get(gkey(g)) or {}
+        d: dict[str, Any] = {"as": a, "ocas": o,
+                             "t1_ratio": _quot(a.get("eval_s"), o.get("eval_s")),
+                             "t2_ratio": _quot(a.get("search_s"), o.get("search_s")),
+                             "total_ratio": _quot(a.get("seconds"), o.get("seconds")),
+                             "iterations_ratio": _quot(a.get("iteration"), o.get("iteration")),
+                             "rows_read_ratio": _quot(a.get("rows_read"), o.get("rows_read"))}
+        if barred and math.isclose(g, BAR_T3["gap"]):
+            def bar(v: float | None, lim: float, strict: bool = False) -> bool | None:
+                return None if v is None else bool(v < lim if strict else v <= lim)
+            d["bars"] = {"t1": bar(d["t1_ratio"], BAR_T3["eval"]), "t2": bar(d["t2_ratio"], BAR_T3["search"]),
+                         "total": bar(d["total_ratio"], BAR_T3["total"], strict=True)}
+        out[gkey(g)] = d
+    return out
+
+
 def _thin(t: list[float], v: list[float], keep: int = 400) -> list[list[float]]:
     """At most ``keep`` points of a trajectory (log-spaced indices, first and last kept)."""
     n = len(t)
@@ -589,6 +721,8 @@ class Opts:
     variants: tuple[str, ...] = VARIANTS
     ladder: tuple[float, ...] = EPS_LADDER
     ocas_cache: int = 2000
+    gaps: tuple[float, ...] = GAPS
+    svmocas: bool = True                  # False: no svmocas runs (and none in the reference)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -610,8 +744,10 @@ def _anchor_fn(path: str, row: Row, method: int, p: int, ctx: Runs, opts: Opts,
     return fn
 
 
-def _judge_runs(runs: list[dict[str, Any]], prob: Any, f_star: float, *, kind: str) -> None:
-    """Our problem's F of each run's final point; the trajectory's relative gaps and time to gaps."""
+def _judge_runs(runs: list[dict[str, Any]], prob: Any, f_star: float, *, kind: str,
+                gaps: tuple[float, ...] = GAPS) -> None:
+    """Our problem's F of each run's final point; the trajectory's relative gaps and time to gaps
+    (ours: also Table 3's points, :func:`table3_points`)."""
     for r in runs:
         if r.get("w") is None:
             continue
@@ -621,17 +757,18 @@ def _judge_runs(runs: list[dict[str, Any]], prob: Any, f_star: float, *, kind: s
         r["parity"] = (rep - r["final_primal"]) / abs(r["final_primal"]) if rep is not None else None
         if kind == "svmocas":
             tr = r["trajectory"]
-            r["ttg"] = time_to_gaps(tr["tim"], tr["Q_P"], f_star)
+            r["ttg"] = time_to_gaps(tr["tim"], tr["Q_P"], f_star, gaps)
             r["curve"] = _thin(tr["tim"], [max((q - f_star) / abs(f_star), 1e-16) for q in tr["Q_P"]])
         elif kind == "ours":
             tr = r["trace"]
             ts = [p["seconds"] for p in tr]
             fs = [p["primal"] for p in tr]
-            r["ttg"] = time_to_gaps(ts, fs, f_star) if tr else {gkey(g): math.inf for g in GAPS}
+            r["ttg"] = time_to_gaps(ts, fs, f_star, gaps) if tr else {gkey(g): math.inf for g in gaps}
+            r["table3"] = table3_points(tr, f_star, gaps)
             r["curve"] = _thin(ts, [max((f - f_star) / abs(f_star), 1e-16) for f in fs]) if tr else []
 
 
-def _ttg_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _ttg_summary(runs: list[dict[str, Any]], gaps: tuple[float, ...] = GAPS) -> dict[str, Any]:
     """Median, min, max of each gap's time and of the total; loads; the median run's details."""
     ok = [r for r in runs if r.get("ttg")]
     out: dict[str, Any] = {"runs": len(runs), "loads": [r.get("load") for r in runs],
@@ -640,9 +777,11 @@ def _ttg_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out["seconds"] = median(secs) if secs else None
     out["min"], out["max"] = (min(secs), max(secs)) if secs else (None, None)
     out["ttg"] = {}
-    for g in GAPS:
+    for g in gaps:
         v = [r["ttg"][gkey(g)] for r in ok]
         out["ttg"][gkey(g)] = {"median": median(v), "min": min(v), "max": max(v)} if v else None
+    if any("table3" in r for r in runs):
+        out["table3"] = table3_summary([r["table3"] for r in runs if "table3" in r], gaps)
     fin = [r for r in runs if math.isfinite(r.get("seconds", math.nan))] or runs
     mid = min(fin, key=lambda r: abs(r["seconds"] - out["seconds"])) if fin and out["seconds"] is not None else None
     if mid is not None:
@@ -720,21 +859,23 @@ def bench_row(row: Row, ctx: Runs, opts: Opts, *, liblinear: bool = True) -> dic
     desc = row.describe()
     log(f"\n[{row.name}] {desc['rows']} × {desc['features']}, nnz {desc['nnz']}, C={row.C:g}, bias {row.bias:g} "
         f"({row.source})")
-    rec: dict[str, Any] = {"data": desc, "time": now_iso(), "unavailable": {} if ok else {"ours": why}}
+    gaps = opts.gaps
+    rec: dict[str, Any] = {"data": desc, "time": now_iso(), "unavailable": {} if ok else {"ours": why},
+                           "gaps": list(gaps)}
     if not ok:
         return rec
     t0 = time.perf_counter()
     prob = build_problem(row)
     rec["build_s"] = round(time.perf_counter() - t0, 3)
     # svmocas's input file (written once; not timed)
-    have_ocas = svmocas_path() is not None
+    have_ocas = opts.svmocas and svmocas_path() is not None
     groups: list[tuple[str | None, dict[str, Callable[[], dict[str, Any]]]]] = []
     last_anchor: dict[int, dict[str, Any]] = {}
     if have_ocas:
         rec["svm_file"] = svm_file(row, opts.svm_dir)
         log(f"[{row.name}] svmocas input {rec['svm_file']['path']} ({rec['svm_file']['bytes'] / 2**20:.0f} MB, "
             + ("reused" if rec["svm_file"]["reused"] else f"written in {rec['svm_file']['write_s']} s") + ")")
-    else:
+    elif opts.svmocas:
         rec["unavailable"]["svmocas"] = f"svmocas not installed ({SVMOCAS_INSTALL})"
     ref = reference(row, prob, opts.ref_path, opts.ref_tol, opts.ref_time_limit, max(ctx.threads),
                     rec["svm_file"]["path"] if have_ocas else None, opts.ocas_cache)
@@ -770,7 +911,7 @@ def bench_row(row: Row, ctx: Runs, opts: Opts, *, liblinear: bool = True) -> dic
         choice = choose_liblinear_input(row, ctx)
         Xin = np.ascontiguousarray(row.X) if choice["chosen"] == "dense" else (
             row.X if row.kind == "sparse" else sp.csr_matrix(row.X))
-        lad = _liblinear_ladder(row, prob, Xin, f_star, ctx, opts)
+        lad = _liblinear_ladder(row, prob, Xin, f_star, ctx, opts, gaps)
         setup = _liblinear_setup(Xin, row, ctx)
         eps_set = sorted({e for e in lad["chosen"].values() if e is not None}, reverse=True)
         lfns: dict[str, Callable[[], dict[str, Any]]] = {
@@ -789,11 +930,11 @@ def bench_row(row: Row, ctx: Runs, opts: Opts, *, liblinear: bool = True) -> dic
     rec["f_star_source"] = ("reference" if lowest == f_star else
                             f"a run's final point ({(f_star - lowest) / abs(lowest):.1e} below the reference)")
     for k, rs in runs.items():
-        _judge_runs(rs, prob, lowest, kind="svmocas" if k.startswith("svmocas") else "ours")
+        _judge_runs(rs, prob, lowest, kind="svmocas" if k.startswith("svmocas") else "ours", gaps=gaps)
 
     res: dict[str, Any] = {}
     for k, rs in runs.items():
-        s = _ttg_summary(rs)
+        s = _ttg_summary(rs, gaps)
         if not k.startswith("svmocas"):
             variant, th = k.split("@")
             s["variant"], s["threads"] = variant, int(th)
@@ -801,7 +942,7 @@ def bench_row(row: Row, ctx: Runs, opts: Opts, *, liblinear: bool = True) -> dic
             anchor_key = f"svmocas -m {ANCHOR_METHOD[variant]} -p {p}"
             if anchor_key in runs:
                 s["anchor"] = anchor_key
-                s["ratios"] = {gkey(g): _pair_ratio(rs, runs[anchor_key], g) for g in GAPS}
+                s["ratios"] = {gkey(g): _pair_ratio(rs, runs[anchor_key], g) for g in gaps}
             es = [_eval_search_seconds(r.get("stats")) for r in rs]
             s["eval_search_s"] = median([x for x in es if x is not None]) if any(x is not None for x in es) else None
             s["touched_eval"] = median([r["stats"].get("touched_eval", math.nan) for r in rs]) if rs else None
@@ -823,14 +964,14 @@ def bench_row(row: Row, ctx: Runs, opts: Opts, *, liblinear: bool = True) -> dic
                                          "peak_mb": max((r.get("peak_mb") or 0.0) for r in rs),
                                          "loads": [r.get("load") for r in rs],
                                          "loaded": any(r.get("load", {}).get("loaded") for r in rs)}
-        for gap in GAPS:
+        for gap in gaps:
             e = lib["chosen"][gkey(gap)]
             pe = lsum["per_eps"].get(f"{e:g}") if e is not None else None
             lsum["ttg"][gkey(gap)] = (None if pe is None else
                                     {"median": pe["seconds"], "min": pe["min"], "max": pe["max"], "eps": e})
         lsum["loaded"] = any(v["loaded"] for v in lsum["per_eps"].values())
         rec["liblinear"] = lsum
-    rec["comparisons"] = compare(rec, ctx, opts)
+    rec["comparisons"] = compare(rec, ctx, opts, barred=row.name in TEXT_ROWS)
     return rec
 
 
@@ -841,12 +982,14 @@ def _med(s: dict[str, Any] | None, g: float) -> float | None:
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else float(v)
 
 
-def compare(rec: dict[str, Any], ctx: Runs, opts: Opts) -> dict[str, Any]:
+def compare(rec: dict[str, Any], ctx: Runs, opts: Opts, *, barred: bool = False) -> dict[str, Any]:
     """The issue's bars: ours / svmocas per gap; best of ours / min(svmocas, LIBLINEAR); active-set
-    OCAS against OCAS (evaluation + line search time, total time, final accuracy)."""
+    OCAS against OCAS (evaluation + line search time, total time, final accuracy); Table 3 of each
+    active-set variant against OCAS at each thread count (its bars when ``barred``: the text rows)."""
     res = rec["results"]
     lib = rec.get("liblinear")
-    out: dict[str, Any] = {"vs_svmocas": {}, "best_vs_anchors": {}, "asocas_vs_ocas": {}}
+    gaps = tuple(rec.get("gaps", GAPS))
+    out: dict[str, Any] = {"vs_svmocas": {}, "best_vs_anchors": {}, "asocas_vs_ocas": {}, "table3": {}}
     for k, s in res.items():
         if k.startswith("svmocas") or "ratios" not in s:
             continue
@@ -858,7 +1001,7 @@ def compare(rec: dict[str, Any], ctx: Runs, opts: Opts) -> dict[str, Any]:
         ours = {k: s for k, s in res.items() if not k.startswith("svmocas") and s.get("threads") == t}
         anchors = {k: s for k, s in res.items() if k.startswith("svmocas")}
         cmp_t: dict[str, Any] = {}
-        for g in GAPS:
+        for g in gaps:
             o = [(v, k) for k, s in ours.items() if (v := _med(s, g)) is not None]
             a = [(v, k) for k, s in anchors.items() if (v := _med(s, g)) is not None]
             if lib and lib["ttg"].get(gkey(g)):
@@ -872,6 +1015,11 @@ def compare(rec: dict[str, Any], ctx: Runs, opts: Opts) -> dict[str, Any]:
                                   "ratio": bo[0] / ba[0], "bar": bool(bo[0] / ba[0] <= BAR["dense_best"])}
         out["best_vs_anchors"][str(t)] = cmp_t
         oc, asc = res.get(f"ocas@{t}"), res.get(f"asocas@{t}")
+        for v in AS_VARIANTS:
+            av = res.get(f"{v}@{t}")
+            if oc and av and oc.get("table3") and av.get("table3"):
+                out["table3"].setdefault(v, {})[str(t)] = table3_compare(av["table3"], oc["table3"], gaps,
+                                                                           barred=barred)
         if oc and asc:
             es_o, es_a = oc.get("eval_search_s"), asc.get("eval_search_s")
             te = [(asc.get(x), oc.get(x)) for x in ("touched_eval", "touched_search")]
@@ -914,7 +1062,7 @@ def bench_crossover(X: Any, y: np.ndarray, spec: Any, sz: Sizes, ctx: Runs, opts
             last: dict[int, dict[str, Any]] = {}
             fns: dict[str, Callable[[], dict[str, Any]]] = {}
             anchor = None
-            fi = svm_file(row, opts.svm_dir) if svmocas_path() else None
+            fi = svm_file(row, opts.svm_dir) if opts.svmocas and svmocas_path() else None
             if fi is not None:
                 fns["svmocas -m 1 -p 1"] = _anchor_fn(fi["path"], row, 1, 1, ctx, opts, last)
                 anchor = "svmocas -m 1 -p 1"
@@ -968,10 +1116,22 @@ def bench_crossover(X: Any, y: np.ndarray, spec: Any, sz: Sizes, ctx: Runs, opts
 # ---------------------------------------------------------------------------------------------
 
 TITLES = {
-    "reuters": "reuters.trn (C = 1)", "adult": "adult.trn (C = 1)", "ijcnn1": "ijcnn1.trn (C = 1)",
-    "dense2m": "Tall dense: two overlapping Gaussian classes", "text1m": "Sparse text-like (Zipf features)",
-    "crossover": "Crossover on sparse text: rows × C",
+    "reuters": "reuters.trn", "adult": "adult.trn", "ijcnn1": "ijcnn1.trn",
+    "dense2m": "Tall dense: two overlapping Gaussian classes", "dense200k": "Tall dense, 200,000 rows",
+    "text1m": "Sparse text-like (Zipf features)", "crossover": "Crossover on sparse text: rows × C",
 }
+
+
+def title(key: str) -> str:
+    """A row's heading: its title and C (the crossover table has its own C column)."""
+    name, C = split_key(key)
+    return TITLES.get(name, name) if name == "crossover" else f"{TITLES.get(name, name)} (C = {C:g})"
+
+
+def plot_name(key: str) -> str:
+    """``ocas_<row>.png``; a row at C ≠ 1 gets ``ocas_<row>_C<C>.png``."""
+    name, C = split_key(key)
+    return f"ocas_{name}.png" if C == 1.0 else f"ocas_{name}_C{C:g}.png"
 
 
 def _ttg_cell(s: dict[str, Any] | None) -> str:
@@ -1019,14 +1179,15 @@ def plot_row(name: str, rec: dict[str, Any], png: Path) -> bool:
         if pts:
             ax.plot([p[0] for p in pts], [max(p[1], 1e-16) for p in pts], "s:", color="tab:red", markersize=4,
                     label="LIBLINEAR (one fit per eps)")
-    for g in GAPS:
+    for g in rec.get("gaps", GAPS):
         ax.axhline(g, color="red", linewidth=0.6, linestyle=":")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("seconds (solver time; problem building and svmocas's file loading excluded)")
     ax.set_ylabel("(F − F*) / F*")
     d = rec.get("data", {})
-    ax.set_title(f"{TITLES.get(name, name)} — {d.get('rows')} × {d.get('features')}, C = {d.get('C')}", fontsize=9)
+    ax.set_title(f"{TITLES.get(split_key(name)[0], name)} — {d.get('rows')} × {d.get('features')}, C = {d.get('C')}",
+                 fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -1056,7 +1217,9 @@ def _ref_text(ref: dict[str, Any]) -> str:
             "reference, by OCAS's dual point: gaps smaller than that are not resolved.")
 
 
-def _render_row(L: list[str], name: str, rec: dict[str, Any], page_dir: Path) -> None:
+def _render_row(L: list[str], key: str, rec: dict[str, Any], page_dir: Path) -> None:
+    name = split_key(key)[0]
+    gaps = tuple(rec.get("gaps", GAPS))
     d = rec["data"]
     ref = rec.get("reference", {})
     L.append(f"Data: {d['source']}: {d['rows']:,} × {d['features']:,}, {d['nnz']:,} non-zeros ({d['kind']}, "
@@ -1074,30 +1237,30 @@ def _render_row(L: list[str], name: str, rec: dict[str, Any], page_dir: Path) ->
     res = rec.get("results", {})
     if not res:
         return
-    L.append("| solver | threads | to 1e-2 s | to 1e-3 s | to 1e-4 s | total s (min–max) | final rel. gap | status "
-             "| iterations | cuts active / added | parity | runs | load / own / others | load flag |")
-    L.append("|---" * 14 + "|")
+    L.append("| solver | threads | " + " | ".join(f"to {g:g} s" for g in gaps) + " | total s (min–max) | final rel. gap "
+             "| status | iterations | cuts active / added | parity | runs | load / own / others | load flag |")
+    L.append("|---" * (11 + len(gaps)) + "|")
     for k, s in res.items():
         th = (str(s["threads"]) + (f" (BLAS {s['blas_threads']})" if s.get("blas_threads") not in (None, s["threads"])
                                    else "")) if "threads" in s else "–"
         lab = f"`{k}`" if k.startswith("svmocas") else _label(k)
-        L.append(f"| {lab} | {th} | " + " | ".join(_ttg_cell(s["ttg"].get(gkey(g))) for g in GAPS)
+        L.append(f"| {lab} | {th} | " + " | ".join(_ttg_cell(s["ttg"].get(gkey(g))) for g in gaps)
                  + f" | {_sec(s['seconds'])} ({_sec(s['min'])}–{_sec(s['max'])}) | {_e(s.get('final_rel'), '.1e')} | "
                  f"{s.get('status')} | {s.get('iterations')} | {s.get('cuts_active')} / {s.get('cuts_added')} | "
                  f"{_e(s.get('parity'), '+.1e')} | {s['runs']} | {_loads(s['loads'])} | {_flag(s['loaded'])} |")
     lib = rec.get("liblinear")
     if lib:
         by_eps: dict[Any, list[float]] = {}
-        for g in GAPS:
+        for g in gaps:
             t = lib["ttg"].get(gkey(g))
             by_eps.setdefault(t["eps"] if t else None, []).append(g)
         for eps, gs in by_eps.items():
             if eps is None:
                 L.append("| LIBLINEAR, no eps of the ladder | 1 | "
-                         + " | ".join("not reached" if g in gs else "" for g in GAPS) + " |" + " |" * 10)
+                         + " | ".join("not reached" if g in gs else "" for g in gaps) + " |" + " |" * 10)
                 continue
             pe = lib["per_eps"][f"{eps:g}"]
-            cells = " | ".join(_ttg_cell(lib["ttg"][gkey(g)]) if g in gs else "" for g in GAPS)
+            cells = " | ".join(_ttg_cell(lib["ttg"][gkey(g)]) if g in gs else "" for g in gaps)
             L.append(f"| LIBLINEAR, eps {eps:g} ({lib['input']['chosen']}) | 1 | {cells} | "
                      f"{_sec(pe['seconds'])} | {_e(pe['final_rel'], '.1e')} | | {pe['iterations']} | | | {pe['runs']} | "
                      f"{_loads(pe['loads'])} | {_flag(pe['loaded'])} |")
@@ -1115,11 +1278,11 @@ def _render_row(L: list[str], name: str, rec: dict[str, Any], page_dir: Path) ->
     if vs:
         L.append(f"**Ours / svmocas** (time to each gap; median / median, [range of each run against the svmocas run "
                  f"just before it]; bar ≤ {BAR['vs_svmocas']:g}×):\n")
-        L.append("| ours | against | " + " | ".join(f"gap {g:g}" for g in GAPS) + " |")
-        L.append("|---|---|" + "---|" * len(GAPS))
+        L.append("| ours | against | " + " | ".join(f"gap {g:g}" for g in gaps) + " |")
+        L.append("|---|---|" + "---|" * len(gaps))
         for k, gs in vs.items():
             rcells: list[str] = []
-            for g in GAPS:
+            for g in gaps:
                 v = gs.get(gkey(g), {})
                 rng = (f" [{_r(v.get('paired_min'))}–{_r(v.get('paired_max'))}]" if v.get("paired_min") is not None
                        else "")
@@ -1162,9 +1325,62 @@ def _render_row(L: list[str], name: str, rec: dict[str, Any], page_dir: Path) ->
             L.append("\n(The strategies' stats report no evaluation / line-search seconds: the examples-touched "
                      "ratio stands in for that bar.)")
         L.append("")
-    png = page_dir / f"ocas_{name}.png"
+    t3 = cmp_.get("table3", {})
+    if t3:
+        _render_table3(L, name, t3, res, gaps)
+    png = page_dir / plot_name(key)
     if png.is_file():
-        L.append(f"![{name}]({png.name})\n")
+        L.append(f"![{key}]({png.name})\n")
+
+
+def _num(v: Any, fmt: str) -> str:
+    return "–" if v is None else format(float(v), fmt)
+
+
+def _pair(a: dict[str, Any], o: dict[str, Any], f: str, fmt: str) -> str:
+    return f"{_num(a.get(f), fmt)} / {_num(o.get(f), fmt)}"
+
+
+def _render_table3(L: list[str], name: str, t3: dict[str, Any], res: dict[str, Any], gaps: tuple[float, ...]) -> None:
+    """Xiao and Zhou's Table 3, ours: each active-set variant against OCAS at each thread count."""
+    barred = name in TEXT_ROWS
+    L.append(f"**Table 3 (Xiao and Zhou 2013): active-set OCAS against OCAS**, cumulative at the first iteration "
+             "reaching each relative gap (median over the runs that reached it): T1 = objective evaluation seconds "
+             "(`CutState.eval_seconds`), T2 = line-search seconds (`search_seconds`), time to the gap, iterations, "
+             "rows read by every product (`rows_read`), mean |X^a| (`touched_eval`) and |X^s| (`touched_search`) "
+             "per iteration; ratios AS / OCAS. "
+             + (f"Bars at {BAR_T3['gap']:g} (text rows): T1 ≤ {BAR_T3['eval']:g}, T2 ≤ {BAR_T3['search']:g}, "
+                f"time < {BAR_T3['total']:g}." if barred else "No bar on this row (reported as it is)."))
+    L.append("")
+    for v, by_t in t3.items():
+        for t, gs in by_t.items():
+            L.append(f"*{LABEL.get(v, v)} / OCAS, {t} thread{'s' if t != '1' else ''}:*\n")
+            L.append("| gap | iterations AS / OCAS | T1 s AS / OCAS | **T1 ratio** | T2 s AS / OCAS | **T2 ratio** "
+                     "| time s AS / OCAS | **time ratio** | rows read AS / OCAS (ratio) | mean X^a AS / OCAS "
+                     "| mean X^s AS / OCAS | runs reached AS / OCAS |" + (" bars T1 / T2 / time |" if barred else ""))
+            L.append("|---" * (12 + barred) + "|")
+            for g in gaps:
+                d = gs.get(gkey(g))
+                if d is None:
+                    continue
+                a, o = d.get("as") or {}, d.get("ocas") or {}
+                if not a.get("reached") and not o.get("reached"):
+                    L.append(f"| {g:g} | not reached |" + " |" * (10 + barred))
+                    continue
+                rr = d.get("rows_read_ratio")
+                bars = d.get("bars")
+                L.append(f"| {g:g} | {_pair(a, o, 'iteration', '.0f')} | {_pair(a, o, 'eval_s', '.3g')} | "
+                         f"{_r(d.get('t1_ratio'))} | {_pair(a, o, 'search_s', '.3g')} | {_r(d.get('t2_ratio'))} | "
+                         f"{_pair(a, o, 'seconds', '.3g')} | {_r(d.get('total_ratio'))} | "
+                         f"{_pair(a, o, 'rows_read', ',.0f')} ({_r(rr)}) | {_pair(a, o, 'mean_touched_eval', ',.0f')} | "
+                         f"{_pair(a, o, 'mean_touched_search', ',.0f')} | {a.get('reached', 0)}/{a.get('runs', 0)} / "
+                         f"{o.get('reached', 0)}/{o.get('runs', 0)} |"
+                         + (f" {_bar(bars['t1'])} / {_bar(bars['t2'])} / {_bar(bars['total'])} |" if bars else
+                            (" |" if barred else "")))
+            L.append("")
+    if all(((d.get("as") or {}).get("rows_read") is None) for by_t in t3.values() for gs in by_t.values()
+           for d in gs.values()):
+        L.append("(`rows_read`: the strategies keep no such counter in this run: –.)\n")
 
 
 def _render_crossover(L: list[str], rec: dict[str, Any]) -> None:
@@ -1218,30 +1434,35 @@ def crossover_summary(cells: list[dict[str, Any]]) -> str:
     return head + "\n\n" + "\n".join(lines)
 
 
+def row_keys(store: dict[str, Any]) -> list[str]:
+    """The store's row keys in page order: by :data:`ROW_NAMES`, each name's C ascending."""
+    keys = [k for k in store if not k.startswith("_") and split_key(k)[0] in ROW_NAMES]
+    return sorted(keys, key=lambda k: (ROW_NAMES.index(split_key(k)[0]), split_key(k)[1]))
+
+
 def render(store: dict[str, Any], page: Path) -> None:
     """The markdown page from the whole store."""
     meta = store.get("_meta", {})
     L: list[str] = ["# Cutting planes (OCAS, active-set OCAS, BMRM) against svmocas and LIBLINEAR\n",
                     "Generated by `python -m benchmarks.ocas` from `ocas.json` beside this page; do not edit by hand. "
                     "Protocol: module docstring of `benchmarks/ocas.py` and `docs/BENCHMARKS.md`.\n"]
-    small = [n for n in ROW_NAMES if n in store and store[n]["_run"]["mode"] != "full"]
+    keys = row_keys(store)
+    small = [k for k in keys if store[k]["_run"]["mode"] != "full"]
     if small:
         L.append(f"> **{', '.join(small)}: {store[small[0]]['_run']['mode']}-mode results** (small subsets): they "
                  "check the plumbing, they are *not* the issue-13 figures. The full rows: "
                  "`python -m benchmarks.ocas --rows reuters,adult,ijcnn1,dense2m,text1m,crossover`.\n")
-    for name in ROW_NAMES:
-        rec = store.get(name)
-        if not rec:
-            continue
+    for key in keys:
+        rec = store[key]
         m = rec["_run"]
-        L.append(f"## {TITLES[name]}\n")
+        L.append(f"## {title(key)}\n")
         L.append(f"Command: `{m['command']}` ({m['time']}); mode **{m['mode']}**; threads {m['threads']} (ours, "
                  f"BLAS via threadpoolctl); svmocas `-p` {m['ocas_threads']}; TolRel {m['tol']:g} on both sides; "
                  f"repeat {m['repeat']}; load at start {m['load_at_start'].get('load1')}.\n")
-        if name == "crossover":
+        if key == "crossover":
             _render_crossover(L, rec)
         else:
-            _render_row(L, name, rec, page.parent)
+            _render_row(L, key, rec, page.parent)
     L.append("## Reading the tables\n")
     L.append(
         "- **to 1e-k s**: seconds until the relative primal gap (F − F*)/F* first reaches 1e-k: median over the runs "
@@ -1278,7 +1499,16 @@ def render(store: dict[str, Any], page: Path) -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = study_parser("python -m benchmarks.ocas", __doc__, rows=ROW_NAMES, small="quick")
-    p.add_argument("--variants", default=",".join(VARIANTS), help="ours: ocas,bmrm,asocas (default all)")
+    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                   help="ours, of ocas,bmrm,asocas,asocas-paper (ActiveSetOCAS with μ 0.05 and 20 cuts); default "
+                        "ocas,bmrm,asocas")
+    p.add_argument("--C", default="1", help="C of the rows (not the crossover's), comma-separated (e.g. 1,10); each "
+                                            "C is its own row in ocas.json (reuters@C=10 beside reuters)")
+    p.add_argument("--gaps", default=None,
+                   help="relative primal gaps of the tables, comma-separated (e.g. 1e-2,1e-3,1e-4,1e-5); default "
+                        "those of 1e-2…1e-5 at least 10×--tol")
+    p.add_argument("--no-svmocas", action="store_true",
+                   help="skip svmocas (runs and reference): Table 3 alone, or rows where it is slow")
     p.add_argument("--threads", default=None, help="our BLAS thread counts (default 1,2; quick 1)")
     p.add_argument("--ocas-threads", default="1", choices=("1", "match"),
                    help="svmocas -p: 1 (default) or the thread count of the run of ours it is paired with")
@@ -1310,6 +1540,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a.variants = tuple(v for v in a.variants.split(",") if v)
     if any(v not in VARIANTS for v in a.variants):
         p.error(f"variants: {', '.join(VARIANTS)}")
+    try:
+        a.C = parse_C(a.C)
+        a.gaps = parse_gaps(a.gaps) if a.gaps else None
+    except ValueError as e:
+        p.error(str(e))
     small = a.quick
     a.threads = [int(t) for t in (a.threads or ("1" if small else "1,2")).split(",") if t]
     resolve_run_arguments(p, a, small)
@@ -1321,6 +1556,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         a.ref_tol = 1e-6 if small else 1e-8
     if a.tol is None:
         a.tol = 1e-4 if small else 1e-5
+    if a.gaps is None:
+        a.gaps = default_gaps(a.tol)
+    if min(a.gaps) < a.tol:
+        log(f"warning: gaps below TolRel {a.tol:g} may not be reached (the runs stop there)")
+    if min(a.gaps) < 10 * a.ref_tol:
+        log(f"warning: the reference's TolRel {a.ref_tol:g} does not resolve the gap {min(a.gaps):g} (--ref-tol)")
     if a.anchor_timeout is None:
         a.anchor_timeout = 120.0 if small else 1800.0
     if a.out_dir is None:
@@ -1357,6 +1598,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     opts = Opts(tol=args.tol, ref_tol=args.ref_tol, cross_ref_tol=args.cross_ref_tol, ref_time_limit=args.ref_time_limit,
                 ocas_threads=args.ocas_threads, svm_dir=args.svm_dir, variants=args.variants, ocas_cache=args.ocas_cache,
+                gaps=args.gaps, svmocas=not args.no_svmocas,
                 ref_path=(REPO / "benchmarks" / "results" / "ocas_reference.json"
                           if mode == "full" and args.out_dir.resolve() == (REPO / "docs" / "benchmarks").resolve()
                           else args.out_dir / "ocas_reference.json"))
@@ -1381,25 +1623,27 @@ def main(argv: list[str] | None = None) -> int:
 
     current: list[str] = []
 
-    def run_row(name: str, a: argparse.Namespace, runs: Runs) -> dict[str, Any]:
-        current[:] = [name]
+    def run_row(item: tuple[str, float], a: argparse.Namespace, runs: Runs) -> dict[str, Any]:
+        name, C = item
+        current[:] = [store_key(name, C)]
         run_meta = {"command": command, "time": now_iso(), "mode": mode, "threads": a.threads,
                     "ocas_threads": a.ocas_threads, "tol": a.tol, "ref_tol": a.ref_tol, "repeat": a.repeat,
                     "long": a.long, "pair_below": a.pair_below, "sizes": sz.__dict__, "seed": a.seed,
-                    "time_limit": a.time_limit, "anchor_timeout": a.anchor_timeout,
+                    "time_limit": a.time_limit, "anchor_timeout": a.anchor_timeout, "C": C, "gaps": list(a.gaps),
+                    "variants": list(a.variants), "svmocas": not a.no_svmocas,
                     "load_at_start": a.load_at_start, "svm_dir": str(a.svm_dir)}
         t1 = time.perf_counter()
         if name in REAL_ROWS:
-            row = real_row(name, sz.real)
+            row = real_row(name, sz.real, C=C)
             rec = bench_row(row, ctx, opts, liblinear=not a.no_liblinear)
-        elif name == "dense2m":
-            row = dense_row(sz.dense, seed=a.seed)
-            log(f"[dense2m] generated in {time.perf_counter() - t1:.1f} s (not timed)")
+        elif name in DENSE_ROWS:
+            row = dense_row(sz.dense if name == "dense2m" else sz.dense_small, C=C, seed=a.seed, name=name)
+            log(f"[{name}] generated in {time.perf_counter() - t1:.1f} s (not timed)")
             rec = bench_row(row, ctx, opts, liblinear=not a.no_liblinear)
             del row
         elif name == "text1m":
             X, y, spec = text(max([sz.text] + (list(sz.cross_rows) if "crossover" in a.rows else [])))
-            rec = bench_row(text_row(X, y, spec, sz.text), ctx, opts, liblinear=not a.no_liblinear)
+            rec = bench_row(text_row(X, y, spec, sz.text, C=C), ctx, opts, liblinear=not a.no_liblinear)
         else:
             X, y, spec = text(max(sz.cross_rows))
             rec = bench_crossover(X, y, spec, sz, ctx, opts)
@@ -1408,16 +1652,18 @@ def main(argv: list[str] | None = None) -> int:
         return rec
 
     def page(store: dict[str, Any], a: argparse.Namespace) -> None:
-        name = current[0]
-        if name != "crossover":
-            plot_row(name, store[name], a.out_dir / f"ocas_{name}.png")
+        key = current[0]
+        if key != "crossover":
+            plot_row(key, store[key], a.out_dir / plot_name(key))
         render(store, a.out_dir / "ocas.md")
-        log(f"[{name}] done in {store[name]['_run']['seconds']} s")
+        log(f"[{key}] done in {store[key]['_run']['seconds']} s")
 
+    # the crossover table has its own C grid: it runs once, whatever --C says
+    items = [(n, C) for n in args.rows for C in ((1.0,) if n == "crossover" else args.C)]
     study = Study(run_row, page, lambda r: clean(r, drop=("x", "alpha", "result", "decision", "per_add")),
-                  store=store_path, mode=mode,
+                  store=store_path, mode=mode, key=lambda it: store_key(*it),
                   meta=lambda: {"machine": machine, "updated": now_iso(), "svmocas": svmocas_version()})
-    run_study(study, args, args.rows, stamp={}, runs=ctx)
+    run_study(study, args, items, stamp={}, runs=ctx)
     log(f"\nwrote {store_path} and {args.out_dir / 'ocas.md'} ({time.perf_counter() - t0:.1f} s)")
     return 0
 
