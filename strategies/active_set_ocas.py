@@ -1,8 +1,10 @@
-"""The active-set OCAS of Xiao and Zhou (2013): OCAS whose evaluation, line search and cuts touch
-only the examples that can cross the hinge's kink (the rest enter through an aggregated linear model).
+"""The active-set OCAS of Xiao and Zhou (2013): OCAS whose evaluation and line search touch only the
+examples that can cross the hinge's kink within the step's window (equations 8–12, Algorithm 1).
 
-Built on :mod:`strategies.cutting_plane` (the model, the reduced problem, OCAS's passes) and the
-kernels of :mod:`strategies.cutting_plane_kernels`, so it runs unchanged in process and on a cluster.
+Built on :mod:`strategies.cutting_plane` (the model, the reduced problem, the cut management) and
+the kernels of :mod:`strategies.active_set_ocas_kernels`, run by :class:`qpcore.rowspace.Rows`, so
+it runs unchanged in process (one block) and on a Dask cluster (one task per chunk; the active set
+is an index list per chunk, never a kept copy of rows).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from numpy.typing import NDArray
 
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State
-from strategies.cutting_plane import OCAS, CutState, _Margins, _too_small
-from strategies.cutting_plane_kernels import (BUILD_OPS, LIST_CAP, LONG, POINT_OPS, SUMMARY_OPS, k_active_bits,
-                                              k_active_move, k_active_probe, k_build, k_count, k_norms, k_point)
+from strategies.active_set_ocas_kernels import (EXACT_OPS, MOVE_OPS, PROBE_OPS, k_exact, k_keys, k_member, k_move,
+                                                k_probe, rows_read)
+from strategies.cutting_plane import OCAS, CutState, _counted, _too_small
+from strategies.cutting_plane_kernels import LIST_CAP
 from strategies.line_search import Search
 
 FloatArray = NDArray[np.float64]
@@ -28,268 +31,241 @@ __all__ = ["ActiveSetOCAS"]
 
 @attrs.define(eq=False)
 class _Active:
-    """The active set's state."""
+    """The active set's state beside the loop (the per-example keys and sides stay with the rows)."""
 
-    norms: Any                          # ‖h_i‖, a vector with the rows
-    Q: Any = None                       # the active blocks (kept by the build pass)
-    m_b: _Margins | None = None         # the active rows' margins of w_b
-    size: int = 0
-    a_X: FloatArray = attrs.Factory(lambda: np.zeros(0))
-    B_0: float = 0.0
-    w_ref: FloatArray = attrs.Factory(lambda: np.zeros(0))
-    bound: float = 0.0
-    drift: float = 0.0
-    safe: float = 0.0
-    exact: bool = True
-    age: int = 0
-    scale: float = 1.0
-    best_w: FloatArray | None = None
-    best_m: Any = None
-    best_F: float = np.inf
-    misled: bool = False
+    keys: Any                       # per block: strategies.active_set_ocas_kernels.Keys
+    A_b: FloatArray                 # Σ u_i h_i over the violators at w_b (the subgradient)
+    B_b: float                      # Σ u_i ρ_i over the same
+    S: float = 0.0                  # Σ‖Δw_b‖, the movement of w_b so far (eq. 8)
+    lam: float = 1.0                # the window λ̂: θ_t = λ̂‖d‖, Λ = λ̂ (eqs. 9, 10)
+    exact: bool = True              # F_b is F(w_b) (always: see ActiveSetOCAS)
+    verified: bool = False          # F_b was just recomputed from all rows
 
+
+def _rows(state: State, n: int) -> None:
+    state.counters["rows_read"] = state.counters.get("rows_read", 0) + int(n)
 
 
 @attrs.frozen
 class ActiveSetOCAS(OCAS):
-    """OCAS over an active set of examples (Xiao and Zhou 2013).
+    """OCAS over an active set of examples (Xiao and Zhou 2013, Algorithm 1).
 
-    At an exact refresh (a full OCAS iteration over all examples) each example gets its distance
-    estimate D_i = |ρ_i − h_iᵀw_b|, how far its margin is from the hinge's kink, and the step
-    bound Λ = ``radius`` × the largest margin change of that iteration (max_i |Δ(h_iᵀw)| over the
-    line-search step and the cut point). The examples with D_i ≤ Λ form the active set X^a; the
-    others are expected to keep their side until the margins have moved by Λ in all, so they
-    enter F as one linear model: the violators among them contribute B_0 − a_Xᵀw, with a_X their
-    summed subgradient Σ u_i h_i and B_0 = Σ u_i ρ_i (together with ½‖w‖² the quadratic
-    A_0 t² + B_0' t + C_0 of the line search along w_b → w_t). Evaluation at w_t, the line search
-    and the cut then touch X^a only.
+    Every example keeps a lower bound on its distance to the hinge's kink: D_i(w) = |ρ_i − h_iᵀw|
+    measured at some w_b, lowered afterwards by the *actual* movement of w_b (eq. 8: a move by
+    ‖Δw_b‖ changes h_iᵀw by at most ‖h_i‖‖Δw_b‖). It is stored per example as
+    key_i = D_i/‖h_i‖ + S_i with S = Σ‖Δw_b‖ the movement so far, so the bound now is
+    ‖h_i‖(key_i − S) and nothing is touched to lower it. Each iteration, after the reduced problem
+    gives w_t and d = w_t − w_b:
 
-    The bound is checked as the run goes: the active examples' margin changes are summed, and
-    once they exceed Λ (the fallback), or every ``refresh_every`` iterations, an exact iteration
-    rebuilds the set. Between refreshes F(w_b) is exact when w_b is within the certified radius
-    min_{i∉X^a} D_i/‖h_i‖ of the refresh point (Cauchy–Schwarz), else a lower estimate; a stop
-    (tol or target) is only claimed after an exact evaluation. Every cut is valid whatever the
-    sides (a sum over any subset of examples minorizes the risk), so the dual point stays feasible.
+    1. θ_t = λ̂‖d‖ (eq. 10) and the window Λ = θ_t/‖d‖ = λ̂ (eq. 9): on the segment w_b + t d,
+       0 ≤ t ≤ Λ, w moves by at most θ_t, so an example with key_i − S > θ_t keeps its side;
+    2. the active set X^a = {i : key_i − S ≤ θ_t}, rebuilt from the keys every iteration; one
+       product of H[X^a] with [w_b, w_t] gives its margins (T1, ``eval_seconds``);
+    3. the exact line search of φ(t) = F(w_b + t d) over [0, Λ]: the inactive examples are linear
+       there (their violators' part of the subgradient is in A_b), so only the breakpoints of X^a
+       inside (0, Λ) are examined (X^s, eq. 12), listed or binned as OCAS does (T2,
+       ``search_seconds``);
+    4. the step: the minimizer t* when it lies inside the window, else the **clamp** 0.9Λ with the
+       cut at Λ (counted in ``clamped``; never a fallback); 0 when d is no descent direction;
+    5. the cut at w_c = w_b + c d, c = min(t* + μ(1 − t*), Λ) (OCAS's point, kept inside the window):
+       its subgradient is A_b plus the changes of the active rows whose side differs at w_c; A_b
+       follows the rows whose side changed at the new w_b; only those rows are read. The keys of
+       X^a are measured afresh at the new w_b; S grows by ‖Δw_b‖.
+
+    Everything is exact: F(w_b) = ½‖w_b‖² + B_b − A_bᵀw_b with the violators' sums A_b, B_b over
+    all examples (kept up to date through the side changes, which the window makes certain), and
+    every cut is the subgradient at its point. Before a stop is claimed, one pass recomputes F(w_b),
+    A_b and B_b from all rows (``verifications``), so rounding accumulated in A_b cannot decide it.
+
+    Where this departs from the paper, and why:
+
+    - **rows of any norm.** The paper assumes ‖h_i‖ = 1, so a distance in margins is a distance in
+      w. Here the distance is divided by ‖h_i‖ (computed once, with the rows); rows with h_i = 0
+      never cross. Each measured distance is lowered by a relative 1e-9 for rounding of the margins.
+    - **the window λ̂ (θ_t).** The paper's rule for θ_t is not restated here; λ̂ adapts: doubled
+      after a clamp, otherwise it moves to twice OCAS's cut point c_t = t* + μ(1 − t*) (growing at
+      most twofold an iteration), so the window usually holds the step and OCAS's cut point.
+    - **refresh.** When a block's active set would hold more than ``refresh`` of its rows, the
+      block takes all its rows that iteration (the product over a copy of most rows would cost more
+      than over the block itself); its keys are then all measured afresh (``refreshes``).
+    - **the move reads only the rows whose side changes** (for the cut at w_c and for A_b), not
+      the active set again.
 
     Parameters
     ----------
-    refresh_every : int
-        Exact refresh at least this often (iterations).
-    radius : float
-        Λ as a multiple of the last exact iteration's largest margin change (≥ 1); doubled when
-        the set is outrun within two iterations, narrowed back when it lasts to the refresh.
-    max_fraction : float
-        Iterate over all examples (plain OCAS) while the active set would hold more than this
-        fraction of them (the first iterations, when the margins move a lot).
+    window : float
+        The first λ̂ (Λ of the first iteration), > 0.
+    refresh : float
+        In (0, 1]: a block whose active set would exceed this fraction of its rows takes them all.
+    clamp : float
+        In (0, 1): the step when the minimizer is not inside the window, as a fraction of Λ (paper 0.9).
     mu, inner, inner_tol, max_cuts, drop_after, tol_abs, target
-        As for :class:`OCAS`.
+        As for :class:`strategies.cutting_plane.OCAS` (μ = 0.1 by default like OCAS; the paper's
+        settings, μ = 0.05 and at most 20 cuts, are :meth:`paper`).
+
+    Notes
+    -----
+    Counters (``Result.stats``): ``rows_read`` (every row read by every product: the start, ‖h_i‖,
+    the active products, the rows whose side changed, the verifications), ``touched_eval`` = Σ|X^a|,
+    ``touched_search`` = Σ|X^s|, ``clamped``, ``refreshes`` (blocks that took all their rows),
+    ``verifications``.
     """
 
-    refresh_every: int = 20
-    radius: float = 3.0
-    max_fraction: float = 0.5
+    window: float = 1.0
+    refresh: float = 0.6
+    clamp: float = 0.9
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
-        if self.refresh_every < 1:
-            raise ProblemError(f"refresh_every: must be ≥ 1, got {self.refresh_every}")
-        if not 0 < self.max_fraction <= 1:
-            raise ProblemError(f"max_fraction: must be in (0, 1], got {self.max_fraction}")
-        if not self.radius >= 1:
-            raise ProblemError(f"radius: must be ≥ 1, got {self.radius}")
+        if not self.window > 0:
+            raise ProblemError(f"window: must be > 0, got {self.window}")
+        if not 0 < self.refresh <= 1:
+            raise ProblemError(f"refresh: must be in (0, 1], got {self.refresh}")
+        if not 0 < self.clamp < 1:
+            raise ProblemError(f"clamp: must be in (0, 1), got {self.clamp}")
 
-    def _next_bound(self, cs: CutState) -> float | None:
-        # the next rebuild's bound when the reach term is the larger one (it nearly always is;
-        # rebuild checks, and counts again otherwise)
+    @classmethod
+    def paper(cls, **options: Any) -> ActiveSetOCAS:
+        """The paper's settings: μ = 0.05 and at most 20 cuts (the others as given).
+
+        Parameters
+        ----------
+        **options
+            Any other option of the class.
+
+        Returns
+        -------
+        ActiveSetOCAS
+        """
+        return cls(**{"mu": 0.05, "max_cuts": 20, **options})
+
+    # ------------------------------------------------------------------ start
+    def init(self, qp: QP, x0: Any, tol: float) -> State:
+        """OCAS's start (w_b = Hᵀx0 or 0, its margins and first cut: the subgradient A_b, B_b), then
+        ‖h_i‖ and every example's key and side (one more pass over the rows).
+
+        Parameters
+        ----------
+        qp : QP
+            The fixed-threshold dual with Q = HHᵀ (d = 0), 0 ≤ α ≤ u, no equality.
+        x0 : ndarray or ChunkedVector, optional
+            A dual point; the run starts from w = Hᵀx0.
+        tol : float
+            TolRel.
+
+        Returns
+        -------
+        State
+        """
+        state = super().init(qp, x0, tol)
+        cs = state.work(CutState)
+        if "rows_read" not in state.counters:
+            # the start's passes: (Hᵀx0,) the margins and the first cut's Hᵀv
+            _rows(state, (3 if x0 is not None else 2) * qp.n)
+
+        def setup() -> None:
+            rows = cs.rows
+            keys = rows.kept(rows.map(k_keys, rows.blocks, cs.m_b.src, cs.rho, float(np.linalg.norm(cs.w_b)),
+                                      name="qpcore-asocas-keys"))
+            cs.active = _Active(keys=keys, A_b=cs.cuts.A[0].copy(), B_b=float(cs.cuts.b[0]), lam=self.window)
+            state.counters["passes"] += 1
+            _rows(state, qp.n)
+
+        _counted(state, setup)
+        state.counters.update(clamped=0, refreshes=0, verifications=0)
+        return state
+
+    # ------------------------------------------------------------------ the iteration
+    def _advance(self, qp: QP, state: State) -> None:
+        cs = state.work(CutState)
         act: _Active = cs.active
-        return self.radius * act.scale * cs.reach
+        act.verified = False
+        rows = cs.rows
+        d = cs.w_t - cs.w_b
+        dd = float(d @ d)
+        nd = float(np.sqrt(dd))
+        if _too_small(cs.w_b, dd) or not nd > 0:
+            # w_t = w_b to rounding: no direction; the cut at w_b is the subgradient kept (no rows read)
+            cs.cuts.add(act.A_b.copy(), act.B_b, rows.kept(rows.map(k_member, act.keys, name="qpcore-asocas-member")))
+            state.counters["cuts_added"] += 1
+            self._record(state, 0, 0)
+            return
+        lam = act.lam
+        theta = lam * nd
+        t0 = time.perf_counter()
+        W = np.stack([cs.w_b, cs.w_t], axis=1)
+        pairs, partial = rows.map_reduce(k_probe, rows.blocks, act.keys, cs.rho, cs.u, W, act.S + theta, lam,
+                                         self.refresh, LIST_CAP, ops=PROBE_OPS, name="qpcore-asocas-probe")
+        t1 = time.perf_counter()
+        probe, window = rows.kept(pairs, 0), rows.kept(pairs, 1)
+        n_active, n_search, refreshed = int(partial[6]), int(partial[7]), int(partial[8])
+        _rows(state, rows_read(partial))
+        state.counters["passes"] += 1
+        state.counters["refreshes"] += refreshed
+        # φ'(0) = w_bᵀd − A_bᵀd (the violators at w_b, active or not) + the active ties
+        search = Search(rows, window, window, None, None)
+        t_star = search.run(partial[:6], float(cs.w_b @ d), dd, slope=-float(act.A_b @ d), t_max=lam)
+        state.counters["window_rounds"] += search.rounds
+        if t_star >= lam:
+            # the minimizer is not inside the window: the clamp (eq. 11), the cut at Λ
+            step, c = self.clamp * lam, lam
+            state.counters["clamped"] += 1
+            act.lam = 2.0 * lam
+        else:
+            step = t_star
+            want = step + self.mu * (1.0 - step)        # OCAS's cut point
+            c = min(want, lam)
+            act.lam = max(1e-8, min(2.0 * lam, 2.0 * abs(want)))
+        w_b = cs.w_b + step * d
+        S = act.S + step * nd * (1.0 + 1e-12)
+        moved, (dA_b, dB_b, dA_c, dB_c, changed) = rows.map_reduce(
+            k_move, rows.blocks, act.keys, probe, step, c, S, float(np.linalg.norm(w_b)), ops=MOVE_OPS,
+            name="qpcore-asocas-move")
+        act.keys, bits = rows.kept(moved, 0), rows.kept(moved, 1)
+        _rows(state, int(changed))
+        a_c = act.A_b + np.asarray(dA_c, dtype=np.float64)
+        b_c = act.B_b + float(dB_c)
+        act.A_b = act.A_b + np.asarray(dA_b, dtype=np.float64)
+        act.B_b += float(dB_b)
+        act.S = S
+        cs.w_b = w_b
+        cs.m_t = None           # w_t's margins are known on the active rows only
+        cs.F_b = self._F(cs, act)
+        cs.eval_seconds += t1 - t0
+        cs.search_seconds += time.perf_counter() - t1
+        cs.cuts.add(a_c, b_c, bits)
+        state.counters["cuts_added"] += 1
+        self._record(state, n_active, n_search)
 
-    def _start(self, qp: QP, state: State) -> None:
-        """‖h_i‖ per block, with the rows (computed with the first pass that needs them)."""
-        cs = state.work(CutState)
-        cs.active = _Active(norms=cs.rows.vector(cs.rows.map(k_norms, cs.rows.blocks, name="qpcore-norms")))
+    @staticmethod
+    def _F(cs: CutState, act: _Active) -> float:
+        """F(w_b) = ½‖w_b‖² + Σ_viol u_i(ρ_i − h_iᵀw_b) from the violators' sums."""
+        return 0.5 * float(cs.w_b @ cs.w_b) + act.B_b - float(act.A_b @ cs.w_b)
 
+    # ------------------------------------------------------------------ the stop
     def _judge(self, qp: QP, state: State) -> None:
-        """As OCAS, but a stop is claimed only on an exactly evaluated F(w_b)."""
+        """As OCAS, but a stop (tol, tol_abs or target) is claimed only on F(w_b), A_b and B_b
+        recomputed from all rows (one pass; its keys and sides are reset too)."""
         cs = state.work(CutState)
+        act: _Active | None = cs.active
         met, hit = self._met(cs)
-        if (met or hit) and not cs.active.exact:
+        if (met or hit) and act is not None and not act.verified:
             self._verify(qp, state)
         super()._judge(qp, state)
 
     def _verify(self, qp: QP, state: State) -> None:
-        """F(w_b) from all examples (one pass), and a new active set around w_b."""
-        act: _Active = state.work(CutState).active
-        self._evaluate_exactly(qp, state)
-        state.counters["verifications"] = state.counters.get("verifications", 0) + 1
-        if act.Q is not None:
-            self._rebuild(qp, state)
-
-    def _evaluate_exactly(self, qp: QP, state: State) -> None:
-        """F(w_b) and its margins from all examples (one pass). An estimate that led w_b to a point
-        worse than the best exactly evaluated one is undone: w_b goes back there (the best point
-        never gets worse in exact terms)."""
-        cs = state.work(CutState)
-        act: _Active = cs.active
-        t0 = time.perf_counter()
-        estimate = cs.F_b
-        self._evaluate_best(state)
-        cs.eval_seconds += time.perf_counter() - t0
-        if not act.exact and cs.F_b > estimate + 1e-12 * abs(cs.F_b):
-            # the inactive part was wrong: its cuts were no subgradients and may not cut off the
-            # reduced solution, so the next iteration runs over all examples, with a wider set after
-            act.misled = True
-        state.counters["passes"] += 1
-        if act.best_w is not None and cs.F_b > act.best_F:
-            cs.w_b, cs.m_b, cs.F_b = act.best_w.copy(), act.best_m.copy(), act.best_F
-            state.counters["reverted"] = state.counters.get("reverted", 0) + 1
-        act.exact = True
-        self._keep_best(state)
-
-    def _evaluate_best(self, state: State) -> None:
-        """w_b's margins and F(w_b) from all examples (one pass), counting the examples within the
-        next rebuild's step bound on the way."""
         cs = state.work(CutState)
         act: _Active = cs.active
         rows = cs.rows
-        bound = self.radius * act.scale * cs.reach
-        pairs, (risk, mx, _, _, count) = rows.map_reduce(k_point, rows.blocks, cs.w_b, cs.rho, cs.u, False, bound,
-                                                         ops=POINT_OPS, name="qpcore-ocas-exact")
-        cs.m_b = _Margins(rows.kept(pairs, 0), 0.0, float(mx), (bound, int(count)))
+        t0 = time.perf_counter()
+        kept, (risk, a, b) = rows.map_reduce(k_exact, rows.blocks, act.keys, cs.w_b, cs.rho, cs.u, act.S,
+                                             float(np.linalg.norm(cs.w_b)), ops=EXACT_OPS,
+                                             name="qpcore-asocas-exact")
+        act.keys = rows.kept(kept, 0)
+        act.A_b, act.B_b = np.asarray(a, dtype=np.float64), float(b)
         cs.F_b = 0.5 * float(cs.w_b @ cs.w_b) + float(risk)
-
-    def _keep_best(self, state: State) -> None:
-        cs = state.work(CutState)
-        act: _Active = cs.active
-        if act.best_w is None or cs.F_b <= act.best_F:
-            act.best_w, act.best_m, act.best_F = cs.w_b.copy(), cs.m_b.copy(), cs.F_b
-
-    def _advance(self, qp: QP, state: State) -> None:
-        cs = state.work(CutState)
-        act: _Active = cs.active
-        act.age += 1
-        if act.Q is None or act.misled:
-            # no set yet, the margins still move too much, or the set misled the last estimate:
-            # a plain OCAS iteration (its cut is an exact subgradient)
-            if act.misled:
-                act.misled = False
-                act.scale *= 2.0
-            self._full(qp, state)
-            return
-        if act.age > self.refresh_every:
-            act.scale = max(1.0, 0.75 * act.scale)     # it held to the periodic refresh: narrow it
-            if not self._refresh(qp, state):
-                self._full(qp, state)
-                return
-        for attempt in range(2):
-            if self._active_iteration(qp, state):
-                return
-            # the fallback: the margins moved by more than the step bound, so inactive examples
-            # may have crossed. A set outrun within two iterations was too narrow: the next is
-            # built twice as wide around the same w_b, from exact margins, and the iteration redone
-            if act.age <= 2:
-                act.scale *= 2.0
-            if attempt or not self._refresh(qp, state):
-                break
-        self._full(qp, state)
-
-    def _full(self, qp: QP, state: State) -> None:
-        """A plain OCAS iteration over all examples (exact margins of w_b at hand), then a new set."""
-        state.work(CutState).active.exact = True
-        OCAS._advance(self, qp, state)
-        self._keep_best(state)
-        self._rebuild(qp, state)
-
-    def _refresh(self, qp: QP, state: State) -> bool:
-        """The exact refresh: w_b's margins from all examples (one pass), F(w_b) exact, a new
-        active set around w_b; False when the set would be too large to pay."""
-        cs = state.work(CutState)
-        self._evaluate_exactly(qp, state)
-        state.counters["refreshes"] += 1
-        self._rebuild(qp, state)
-        return cs.active.Q is not None
-
-    def _active_iteration(self, qp: QP, state: State) -> bool:
-        """OCAS's evaluation, line search and cut over the active rows; False (nothing changed)
-        when the margins would move past the step bound."""
-        cs = state.work(CutState)
-        act: _Active = cs.active
-        assert act.Q is not None and act.m_b is not None
-        rows = cs.rows
-        d = cs.w_t - cs.w_b
-        dd = float(d @ d)
-        if _too_small(cs.w_b, dd) or not dd > 0:
-            return False        # no direction to rounding: the exact iteration decides
-        t0 = time.perf_counter()
-        pairs, summary = rows.map_reduce(k_active_probe, act.Q, act.m_b.src, act.m_b.t, cs.w_t, LIST_CAP,
-                                         ops=SUMMARY_OPS, name="qpcore-ocas-aprobe")
-        t1 = time.perf_counter()
-        probe = rows.kept(pairs, 0)
-        # the inactive violators are linear in w: slope −a_Xᵀd along the ray
-        search = Search(rows, probe, act.Q, None, None)
-        step = search.run(summary, float(cs.w_b @ d), dd, slope=-float(act.a_X @ d))
-        state.counters["window_rounds"] += search.rounds
-        if step > LONG:
-            return False        # a long step amplifies δ's rounding: the exact iteration takes it
-        reach = max(step, self.mu) * float(summary[5])
-        cs.reach = reach
-        cs.eval_seconds += t1 - t0
-        w_b = cs.w_b + step * d
-        # within the certified radius the model is exact; beyond it the step bound is a guess,
-        # refused when the margins moved past it ...
-        exact = float(np.linalg.norm(w_b - act.w_ref)) <= act.safe
-        if not exact and act.drift + reach > act.bound:
-            cs.search_seconds += time.perf_counter() - t1
-            return False
-        risk, a_part, b_part = rows.reduce(k_active_move, act.Q, probe, step, self.mu, ops=("sum", "sum", "sum"),
-                                           name="qpcore-ocas-amove")
-        F_b = 0.5 * float(w_b @ w_b) + float(risk) + act.B_0 - float(act.a_X @ w_b)
-        cs.search_seconds += time.perf_counter() - t1
-        # ... or when the estimate (a lower bound of F, as the inactive part is a minorant) falls
-        # below the cutting-plane bound D ≤ min F: then some inactive example has certainly crossed
-        if not exact and F_b < cs.dual:
-            return False
-        act.drift += reach
-        cs.w_b, cs.F_b = w_b, F_b
-        act.m_b = _Margins(probe, step)
-        cs.m_t = None           # w_t's margins are known on the active set only
-        act.exact = exact
-        # the cut at w_c: the inactive violators' part is a_X, B_0 and their member bits
-        bits = rows.map(k_active_bits, act.Q, probe, step, self.mu, name="qpcore-ocas-abits")
-        cs.cuts.add(act.a_X + np.asarray(a_part, dtype=np.float64), act.B_0 + float(b_part), rows.kept(bits))
-        state.counters["cuts_added"] += 1
-        self._record(state, act.size, act.size)
-        return True
-
-    def _rebuild(self, qp: QP, state: State) -> None:
-        """The active set around w_b: its size from the pass that made the margins (or one count),
-        then, when small enough, one pass that builds it where the rows are."""
-        cs = state.work(CutState)
-        act: _Active = cs.active
-        rows = cs.rows
-        mb = cs.m_b
-        bound = self.radius * act.scale * max(cs.reach, 1e-12 * (1.0 + mb.maxabs))
-        if mb.count is not None and mb.count[0] == bound:
-            size = mb.count[1]
-        else:
-            (size,) = rows.reduce(k_count, mb.src, mb.t, cs.rho, bound, ops=("sum",), name="qpcore-ocas-count")
-        if size > self.max_fraction * qp.n:
-            # early on the margins move too much for a small set: plain OCAS iterations until then
-            act.Q = None
-            act.exact = True
-            return
-        pairs, (a_X, B_0, safe, size) = rows.map_reduce(k_build, rows.blocks, mb.src, mb.t, cs.rho, cs.u, act.norms,
-                                                        bound, ops=BUILD_OPS, name="qpcore-ocas-build")
-        act.Q = rows.kept(pairs, 0)
-        act.m_b = _Margins(act.Q)
-        act.size = int(size)
-        act.a_X = np.asarray(a_X, dtype=np.float64)
-        act.B_0 = float(B_0)
+        act.verified = True
+        cs.eval_seconds += time.perf_counter() - t0
         state.counters["passes"] += 1
-        # within this distance of w_ref no inactive example can cross: F is exact there
-        act.safe = float(safe)
-        act.w_ref = cs.w_b.copy()
-        act.bound = bound
-        act.drift = 0.0
-        act.age = 0
-        act.exact = True
+        state.counters["verifications"] += 1
+        _rows(state, 2 * qp.n)
