@@ -10,6 +10,16 @@ whose dual is the nonnegativity QP
 
 with w = AᵀDu, γ = −eᵀDu and ξ = u/ν. It is LIBLINEAR's L2-loss SVM (``-s 1 -B 1``) with
 C = ν/2 and bias b = −γ: the same problem, the same optimum.
+
+Per-example weights s_i ≥ 0 (``sample_weight``) weight the squared slacks: the primal
+min ν/2 Σ s_i ξ_i² + ½(‖w‖² + γ²) has, from the Lagrangian's stationarity in ξ (ν s_i ξ_i = u_i),
+the dual
+
+    min ½uᵀ(diag(1/(ν s)) + HHᵀ)u − eᵀu,  u ≥ 0,
+
+with ξ_i = u_i/(ν s_i): the scalar 1/ν becomes the diagonal d_i = 1/(ν s_i), LIBLINEAR's
+D_ii = 1/(2C_i) with C_i = ν s_i / 2. An example with s_i = 0 has no loss and d_i = ∞, which forces
+u_i = 0: its row is left out of the dual (``ASVMProblem.rows``), not put in as a huge d_i.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from problems.svm import two_class_labels
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["ASVMProblem", "LinearSVMModel", "asvm_dual"]
+__all__ = ["ASVMProblem", "LinearSVMModel", "asvm_dual", "check_weight"]
 
 
 @attrs.frozen
@@ -79,6 +89,11 @@ class ASVMProblem:
         ν.
     classes : ndarray
         The two original labels.
+    weight : ndarray or None
+        The weights s_i > 0 of the examples in the dual (d_i = 1/(ν s_i)); None: all 1 (d = 1/ν).
+    rows : ndarray or None
+        The indices of the examples the dual holds (those of positive weight), in order; None: all.
+        ``A``, ``y``, ``weight`` and the dual variable are over these rows.
     """
 
     qp: QP
@@ -86,6 +101,8 @@ class ASVMProblem:
     y: FloatArray
     nu: float
     classes: NDArray[Any]
+    weight: FloatArray | None = None
+    rows: NDArray[np.intp] | None = None
 
     def primal(self, u: FloatArray) -> tuple[FloatArray, float]:
         """(w, γ) = (AᵀDu, −eᵀDu) from a dual point (one pass over the data)."""
@@ -102,26 +119,74 @@ class ASVMProblem:
         return LinearSVMModel(w=w, gamma=gamma, classes=self.classes)
 
     def primal_objective(self, w: FloatArray, gamma: float) -> float:
-        """ν/2 Σ max(0, 1 − y_i(a_iᵀw − γ))² + ½(‖w‖² + γ²): the primal at any (w, γ)."""
+        """ν/2 Σ s_i max(0, 1 − y_i(a_iᵀw − γ))² + ½(‖w‖² + γ²): the primal at any (w, γ).
+
+        Examples of weight 0 (left out of the dual) add nothing, so the sum over the dual's rows is
+        the sum over all examples.
+        """
         if isinstance(self.A, ChunkedLowRankQ):
             z = np.concatenate((np.asarray(w, dtype=np.float64), [gamma]))
             return float(0.5 * self.nu * loss_sum(self.A, z, power=2) + 0.5 * (w @ w + gamma * gamma))
         margin = self.y * (np.asarray(self.A @ w, dtype=np.float64).ravel() - gamma)
         xi = np.maximum(0.0, 1.0 - margin)
-        return float(0.5 * self.nu * xi @ xi + 0.5 * (w @ w + gamma * gamma))
+        sq = xi * xi if self.weight is None else self.weight * xi * xi
+        return float(0.5 * self.nu * sq.sum() + 0.5 * (w @ w + gamma * gamma))
 
 
-def asvm_dual(A: Any, y: ArrayLike, nu: float = 2.0, *, dense: bool | None = None, client: Any = None) -> ASVMProblem:
-    """Build the ASVM dual min ½uᵀ(I/ν + HHᵀ)u − eᵀu, u ≥ 0, H = D[A, −e], without copying A.
+def check_weight(sample_weight: ArrayLike, m: int) -> FloatArray:
+    """Validated per-example weights: shape (m,), finite, ≥ 0 and not all 0 (a float64 copy).
+
+    Parameters
+    ----------
+    sample_weight : array_like
+        The m weights.
+    m : int
+        The number of examples.
+
+    Returns
+    -------
+    ndarray
+
+    Raises
+    ------
+    ProblemError
+        On a shape mismatch, NaN/inf, a negative weight, or all weights 0.
+    """
+    try:
+        wt = np.array(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ProblemError(f"sample_weight: must be real numbers, got {sample_weight!r}") from e
+    if wt.shape != (m,):
+        raise ProblemError(f"sample_weight: shape mismatch, expected ({m},), got {wt.shape}")
+    if not np.isfinite(wt).all():
+        raise ProblemError("sample_weight: contains NaN or inf; weights must be finite and ≥ 0")
+    if (wt < 0).any():
+        raise ProblemError(f"sample_weight: has negative entries (min {wt.min()!r}); weights must be ≥ 0")
+    if not (wt > 0).any():
+        raise ProblemError("sample_weight: all weights are zero; at least one example must have a positive weight")
+    return wt
+
+
+def asvm_dual(A: Any, y: ArrayLike, nu: float = 2.0, *, sample_weight: ArrayLike | None = None,
+              dense: bool | None = None, client: Any = None) -> ASVMProblem:
+    """Build the ASVM dual min ½uᵀ(D + HHᵀ)u − eᵀu, u ≥ 0, H = D_y[A, −e], without copying A.
+
+    D = I/ν, or diag(1/(ν s_i)) with per-example weights s (the module docstring derives it).
 
     Parameters
     ----------
     A : array_like or scipy.sparse matrix
-        The m×n data, finite and real. A C-contiguous float64 array is used in place.
+        The m×n data, finite and real. A C-contiguous float64 array is used in place (unless some
+        weights are 0: then the rows of positive weight are copied).
     y : array_like
         Labels, exactly two distinct values (the larger one is +1).
     nu : float
         ν > 0, the weight of the squared slacks (LIBLINEAR's C = ν/2).
+    sample_weight : array_like, optional
+        s_i ≥ 0 per example, finite, not all 0: the slack of example i is weighted ν s_i
+        (LIBLINEAR's C_i = ν s_i / 2). Examples of weight 0 are left out of the dual (their u_i
+        is 0 at every feasible optimum); :attr:`ASVMProblem.rows` lists the ones kept. Not for
+        chunked data.
     dense : bool, optional
         Hold sparse data as a dense array (faster BLAS passes). Default: when the dense copy is
         at most 256 MB and the density at least 2%.
@@ -137,33 +202,50 @@ def asvm_dual(A: Any, y: ArrayLike, nu: float = 2.0, *, dense: bool | None = Non
     Raises
     ------
     ProblemError
-        On NaN/inf, a shape mismatch, labels that are not two classes, or ν ≤ 0.
+        Before any work: on NaN/inf, a shape mismatch, labels that are not two classes, ν ≤ 0,
+        weights that are negative, NaN/inf, all 0, so small that 1/(ν s_i) overflows, or given
+        for chunked data.
     """
     if not (isinstance(nu, (int, float, np.floating, np.integer)) and np.isfinite(nu) and nu > 0):
         raise ProblemError(f"nu: must be finite and > 0, got {nu!r}")
     if is_dask_array(A):
+        if sample_weight is not None:
+            raise ProblemError("sample_weight: per-example weights are not supported for chunked data")
         data = chunked_data(A, y, d=1.0 / float(nu), bias=-1.0, client=client)
         space = data.Q.space
         qp = QP.trusted(data.Q, space.full(-1.0), space.full(0.0), space.full(np.inf),  # type: ignore[arg-type]
                         np.zeros((0, space.m)), np.zeros(0))
         return ASVMProblem(qp=qp, A=data.Q, y=data.y, nu=float(nu), classes=data.classes)  # type: ignore[arg-type]
-    if sp.issparse(A):
-        m, n = A.shape
-        density = A.nnz / max(1, m * n)
-        if dense is None:
-            dense = m * n * 8 <= (256 << 20) and density >= 0.02
-        if dense:
-            if not np.isfinite(A.data).all():
-                raise ProblemError("A: contains NaN or inf; all entries must be finite")
-            A = A.toarray()
-    elif not (isinstance(A, np.ndarray) and A.ndim == 2):
+    if not (sp.issparse(A) or (isinstance(A, np.ndarray) and A.ndim == 2)):
         A = np.asarray(A)
         if A.ndim != 2:
             raise ProblemError(f"A: expected a 2-D array (m, n), got shape {A.shape}")
     m = int(A.shape[0])
     if m == 0:
         raise ProblemError("A: no rows")
+    weight = None if sample_weight is None else check_weight(sample_weight, m)
     ypm, classes = two_class_labels(y, m)
-    Q = DiagPlusLowRankQ(1.0 / float(nu), A, row_scale=ypm, bias=-1.0)
-    qp = QP(Q=Q, c=-np.ones(m), lb=np.zeros(m), ub=np.full(m, np.inf))
-    return ASVMProblem(qp=qp, A=Q.F, y=ypm, nu=float(nu), classes=classes)
+    rows: NDArray[np.intp] | None = None
+    d: float | FloatArray = 1.0 / float(nu)
+    if weight is not None:
+        if not (weight > 0).all():
+            # d_i = ∞ forces u_i = 0: the row leaves the dual instead of entering with a huge d_i
+            rows = np.flatnonzero(weight > 0)
+            A, ypm, weight = A[rows], ypm[rows], weight[rows]
+        with np.errstate(over="ignore", divide="ignore"):
+            d = 1.0 / (float(nu) * weight)
+        if not np.isfinite(d).all():
+            raise ProblemError(f"sample_weight: a weight is so small that 1/(nu·weight) overflows "
+                               f"(smallest positive weight {weight.min()!r})")
+    if sp.issparse(A):
+        density = A.nnz / max(1, A.shape[0] * A.shape[1])
+        if dense is None:
+            dense = A.shape[0] * A.shape[1] * 8 <= (256 << 20) and density >= 0.02
+        if dense:
+            if not np.isfinite(A.data).all():
+                raise ProblemError("A: contains NaN or inf; all entries must be finite")
+            A = A.toarray()
+    Q = DiagPlusLowRankQ(d, A, row_scale=ypm, bias=-1.0)
+    mq = int(Q.shape[0])
+    qp = QP(Q=Q, c=-np.ones(mq), lb=np.zeros(mq), ub=np.full(mq, np.inf))
+    return ASVMProblem(qp=qp, A=Q.F, y=ypm, nu=float(nu), classes=classes, weight=weight, rows=rows)

@@ -545,9 +545,12 @@ def linear_binary(X: Any, y01: NDArray[Any], C: float | FloatArray, strategy: St
 
     min ½(‖w‖² + v²) + Σ C_i loss(y_i(x_iᵀw + β·v)), the intercept b = β·v regularized through the
     constant feature β (LIBLINEAR's ``-B``; β = 0: no intercept). The hinge goes to the cutting
-    planes' problem (:func:`problems.risk.hinge_svm`, per-example C allowed). The squared hinge
-    goes to the ASVM dual of the data scaled by 1/β with ν = 2Cβ² (:func:`problems.asvm.asvm_dual`
-    has the constant feature fixed at 1 and C = ν/2): the same optimum, with w divided by β.
+    planes' problem (:func:`problems.risk.hinge_svm`, per-example C_i as its box). The squared
+    hinge goes to the ASVM dual of the data scaled by 1/β with ν = 2·max(C)·β² and weights
+    s_i = C_i / max(C) (:func:`problems.asvm.asvm_dual` has the constant feature fixed at 1,
+    C_i = ν s_i / 2 and the diagonal d_i = 1/(ν s_i) = 1/(2 C_i β²)): the same optimum, with w
+    divided by β. Examples with C_i = 0 have no loss and no dual variable: the ASVM dual leaves
+    their rows out, the hinge's box pins their α_i to 0.
 
     Parameters
     ----------
@@ -556,14 +559,16 @@ def linear_binary(X: Any, y01: NDArray[Any], C: float | FloatArray, strategy: St
     y01 : ndarray
         1 for the positive class, 0 for the other.
     C : float or ndarray
-        Box bound(s); one value for the squared hinge.
+        The loss weight, one value or one per example (≥ 0, finite, not all 0).
     strategy : Strategy
         ASVM for the squared hinge; OCAS, ActiveSetOCAS or BMRM for the hinge.
     squared_hinge : bool
     bias : float
         β ≥ 0 (> 0 for the squared hinge).
-    tol, max_iter, time_limit, reporter, x0 :
+    tol, max_iter, time_limit, reporter :
         Handed to ``qpcore.solve``.
+    x0 : ndarray, optional
+        A start for the dual; ignored when its length is not the dual's (a fit with other weights).
 
     Returns
     -------
@@ -572,22 +577,29 @@ def linear_binary(X: Any, y01: NDArray[Any], C: float | FloatArray, strategy: St
     Raises
     ------
     ProblemError
-        A squared hinge with per-example C or β = 0, or what the problem builders refuse.
+        A squared hinge with β = 0, or what the problem builders refuse.
     """
     s = float(bias)
+    m = int(X.shape[0])
+    Cv = np.asarray(C, dtype=np.float64) if np.ndim(C) else np.full(m, float(C))
     if squared_hinge:
-        Cv = np.atleast_1d(np.asarray(C, dtype=np.float64))
         if s <= 0.0:
             raise ProblemError("the squared hinge (ASVM) always has its intercept: bias must be > 0")
-        if np.ptp(Cv) > 0.0:
-            raise ProblemError("the squared hinge (ASVM) takes one C, not one per example")
-        P = asvm_dual(X if s == 1.0 else X * (1.0 / s), y01, nu=2.0 * float(Cv[0]) * s * s)
-        res = qpcore.solve(P.qp, strategy, x0, tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
-        m = P.decode(res)
-        w = np.asarray(m.w, dtype=np.float64) / s
+        if Cv.shape != (m,) or not (np.isfinite(Cv).all() and (Cv >= 0).all() and Cv.max() > 0):
+            raise ProblemError(f"C: must be finite, ≥ 0 and not all 0, one value or ({m},), got shape {Cv.shape}")
+        top = float(Cv.max())
+        weight = None if float(Cv.min()) == top else Cv / top
+        P = asvm_dual(X if s == 1.0 else X * (1.0 / s), y01, nu=2.0 * top * s * s, sample_weight=weight)
+        start = x0 if x0 is not None and x0.shape == (P.qp.n,) else None
+        res = qpcore.solve(P.qp, strategy, start, tol=tol, max_iter=max_iter, time_limit=time_limit,
+                           reporter=reporter)
+        m_ = P.decode(res)
+        w = np.asarray(m_.w, dtype=np.float64) / s
     else:
-        H = hinge_svm(X, y01, C, bias=s)
-        res = qpcore.solve(H.qp, strategy, x0, tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
-        m = H.decode(res)
-        w = np.asarray(m.w, dtype=np.float64)
-    return w, -float(m.gamma), res
+        H = hinge_svm(X, y01, Cv, bias=s)
+        start = x0 if x0 is not None and x0.shape == (H.qp.n,) else None
+        res = qpcore.solve(H.qp, strategy, start, tol=tol, max_iter=max_iter, time_limit=time_limit,
+                           reporter=reporter)
+        m_ = H.decode(res)
+        w = np.asarray(m_.w, dtype=np.float64)
+    return w, -float(m_.gamma), res

@@ -92,7 +92,7 @@ class HingeProblem:
     y : ndarray
         Labels as ±1.
     C : ndarray
-        The per-example weights C_i > 0.
+        The per-example weights C_i ≥ 0 (an example with C_i = 0 has no loss; its α_i is pinned to 0).
     bias : float
         β ≥ 0, the value of the constant feature (0: no bias term).
     classes : ndarray
@@ -285,6 +285,21 @@ def _data(X: Any, dense: bool | None) -> Any:
     return as_float_matrix(X, "X")
 
 
+def _check_weights(C: Any, m: int) -> FloatArray:
+    """The box C as m values (a copy: a caller's later edit must not change the problem).
+
+    A scalar must be > 0; per-example values may be 0 (a zero sample or class weight) but not all.
+    """
+    if not np.ndim(C):
+        return check_C(C, m).copy()
+    arr = np.array(C, dtype=np.float64)
+    if arr.shape != (m,):
+        raise ProblemError(f"C: shape mismatch, expected a scalar or ({m},), got {arr.shape}")
+    if not np.isfinite(arr).all() or (arr < 0).any() or not (arr > 0).any():
+        raise ProblemError(f"C: per-example values must be finite, ≥ 0 and not all 0, got {C!r}")
+    return arr
+
+
 def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float = 1.0,
               dense: bool | None = None, client: Any = None) -> HingeProblem:
     """Build the hinge-loss linear SVM min ½‖w‖² + Σ C_i max(0, 1 − y_i(x_iᵀw[:d] + β·w[d])).
@@ -297,7 +312,8 @@ def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float =
     y : array_like
         Labels, exactly two distinct values (the larger one is +1).
     C : float or array_like
-        The loss weight, > 0 and finite: a scalar or one per example.
+        The loss weight: a scalar > 0, or one per example, each ≥ 0 (class and sample weights
+        times C; 0 drops the example's loss: its box is [0, 0]), finite and not all 0.
     bias : float
         β ≥ 0, the constant feature appended to every example (its weight is regularized, as
         LIBLINEAR's ``-B`` and libocas's ``-b`` do); 0 means no bias term.
@@ -317,7 +333,8 @@ def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float =
     ------
     ProblemError
         Before any work, on NaN/inf in X, a shape mismatch, labels that are not two classes,
-        C ≤ 0 or not finite (or of the wrong length), or a bias < 0 or not finite.
+        C not finite, a scalar C ≤ 0, a per-example C_i < 0 or all 0 (or of the wrong length), or
+        a bias < 0 or not finite.
     """
     if not isinstance(bias, (int, float, np.integer, np.floating)) or isinstance(bias, bool):
         raise ProblemError(f"bias: must be a real number ≥ 0, got {bias!r}")
@@ -340,7 +357,7 @@ def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float =
     if m == 0:
         raise ProblemError("X: no rows")
     ypm, classes = two_class_labels(y, m)
-    Cv = check_C(C, m).copy()   # ours: a caller's later edit must not change the problem
+    Cv = _check_weights(C, m)
     beta = float(bias)
     Q = DiagPlusLowRankQ(0.0, X, row_scale=ypm, bias=beta if beta > 0 else None)
     qp = QP(Q=Q, c=-np.ones(m), lb=np.zeros(m), ub=Cv)

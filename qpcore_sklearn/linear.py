@@ -10,14 +10,17 @@ the cutting-plane strategies of :mod:`strategies.cutting_plane` (``OCAS``, ``Act
 The two formulations, with s = ``intercept_scaling`` (the constant feature appended to every
 example; its weight v is regularized, as LIBLINEAR does) and the intercept b = s·v:
 
-- ``loss="squared_hinge"``: min ½(‖w‖² + v²) + C Σ max(0, 1 − y_i(x_iᵀw + s·v))². The ASVM
-  primal of :mod:`problems.asvm` is min ν/2‖ξ‖² + ½(‖w̄‖² + γ²) over the data with the constant
-  feature 1. Scaling the data by 1/s and substituting w̄ = s·w, γ = −s·v turns one into the other
-  with ν = 2·C·s² (the module's "C = ν/2" at s = 1): the same problem, the same optimum, so
-  coef = w̄/s and intercept = −γ.
+- ``loss="squared_hinge"``: min ½(‖w‖² + v²) + Σ C_i max(0, 1 − y_i(x_iᵀw + s·v))². The ASVM
+  primal of :mod:`problems.asvm` is min ν/2 Σ s_i ξ_i² + ½(‖w̄‖² + γ²) over the data with the
+  constant feature 1. Scaling the data by 1/s and substituting w̄ = s·w, γ = −s·v turns one into
+  the other with ν s_i = 2·C_i·s² (the module's "C = ν/2" at s = 1): the same problem, the same
+  optimum, so coef = w̄/s and intercept = −γ. The dual's diagonal is d_i = 1/(2 C_i s²).
 - ``loss="hinge"``: min ½(‖w‖² + v²) + Σ C_i max(0, 1 − y_i(x_iᵀw + s·v)): exactly
-  ``hinge_svm(X, y, C_i, bias=s)`` (``bias=0`` without an intercept); the per-example C_i carry
-  ``class_weight``.
+  ``hinge_svm(X, y, C_i, bias=s)`` (``bias=0`` without an intercept).
+
+In both, C_i = C · sample_weight_i · class_weight[y_i], as LIBLINEAR weights them: with two
+classes every example by its own class; one-vs-rest, problem k weights its positives (class k) by
+class_weight[k] and the rest by 1. An example with C_i = 0 drops out (no loss, dual variable 0).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from problems.asvm import check_weight
 from problems.multiclass import linear_binary
 from qpcore.solve import PrintReporter
 from qpcore.state import Result, Status
@@ -91,9 +95,11 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     multi_class : {"ovr"}, default="ovr"
         More than two classes are handled one-vs-rest: one binary problem per class.
     class_weight : dict or "balanced", optional
-        Multiply C by ``class_weight[label]`` for the examples of that class (``"balanced"``:
-        n_samples / (n_classes · count)). Each example is weighted by its own class also in the
-        one-vs-rest problems. Needs ``loss="hinge"`` (the ASVM dual takes one scalar ν).
+        Multiply C by ``class_weight[label]`` (finite, ≥ 0; labels not in the dict: 1) for the
+        examples of that class; ``"balanced"``: n_samples / (n_classes · count of the class), as
+        :func:`sklearn.utils.class_weight.compute_class_weight`. As in LinearSVC: with two classes
+        every example by its own class; one-vs-rest, problem k weights class k by
+        ``class_weight[k]`` and the rest by 1. Both losses.
     warm_start : bool, default=False
         Start from the previous fit's dual point when the number of examples, the classes and the
         loss are the same (else from scratch).
@@ -189,19 +195,16 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             raise ValueError(f"time_limit: must be None or a number > 0, got {self.time_limit!r}")
         if self.multi_class != "ovr":
             raise ValueError(f"multi_class: only 'ovr' (one-vs-rest) is available, got {self.multi_class!r}")
-        if self.class_weight is not None:
-            if not (isinstance(self.class_weight, dict) or self.class_weight == "balanced"):
-                raise ValueError(f"class_weight: must be None, a dict or 'balanced', got {self.class_weight!r}")
-            if self.loss != "hinge":
-                raise ValueError("class_weight needs loss='hinge': the ASVM dual of the squared hinge "
-                                 "(problems.asvm.asvm_dual) takes one scalar nu, not a weight per example")
+        if self.class_weight is not None and not (isinstance(self.class_weight, dict)
+                                                  or self.class_weight == "balanced"):
+            raise ValueError(f"class_weight: must be None, a dict or 'balanced', got {self.class_weight!r}")
         return solver
 
     def _strategy(self, solver: str) -> Any:
         return make(solver)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Any, y: ArrayLike) -> LinearSVMClassifier:
+    def fit(self, X: Any, y: ArrayLike, sample_weight: ArrayLike | None = None) -> LinearSVMClassifier:
         """Fit the model (one binary problem, or one per class one-vs-rest).
 
         Parameters
@@ -210,6 +213,10 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             Training data, finite.
         y : array-like of shape (n_samples,)
             Class labels (any values, at least two distinct ones).
+        sample_weight : array-like of shape (n_samples,), optional
+            Per-example weights, finite and ≥ 0, multiplying C (and ``class_weight``): example i
+            has C_i = C · sample_weight[i] · class_weight[y_i]. An example of weight 0 drops out
+            of the problem; integer weights are the same problem as repeated examples.
 
         Returns
         -------
@@ -219,7 +226,9 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         Raises
         ------
         ValueError
-            Before any work, on invalid parameters, NaN/inf in X, or fewer than two classes.
+            Before any work, on invalid parameters, NaN/inf in X, fewer than two classes, or
+            sample weights that are negative, NaN/inf, all zero, of the wrong shape, or positive
+            for one class only.
 
         Warns
         -----
@@ -234,10 +243,10 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         if classes.size < 2:
             raise ValueError(f"y: a classifier needs samples of at least two classes; got one class only: "
                              f"{classes[0]!r}")
-        C_i = self._sample_C(classes, y_idx)
+        weight = self._example_weights(classes, y_idx, sample_weight)
         s = float(self.intercept_scaling) if self.fit_intercept else 0.0
         n_problems = 1 if classes.size == 2 else int(classes.size)
-        previous = self._previous(classes, solver, int(X.shape[0]), n_problems)
+        previous = self._previous(classes, solver, n_problems)
         t_end = None if self.time_limit is None else time.perf_counter() + float(self.time_limit)
         strategy = self._strategy(solver)
         coef = np.zeros((n_problems, X.shape[1]))
@@ -247,9 +256,10 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             # binary: class 1 positive; one-vs-rest: class k against the rest (labels 0/1, 1 is +1)
             yk = (y_idx == (1 if n_problems == 1 else k)).astype(np.int64)
             limit = None if t_end is None else max(t_end - time.perf_counter(), 1e-9)
-            # the squared hinge is ASVM's dual of the data scaled by 1/s, ν = 2Cs² (module docstring)
+            C_i = self._problem_C(weight, y_idx, k, n_problems)
+            # the squared hinge is ASVM's dual of the data scaled by 1/s, ν_i = 2C_i s² (module docstring)
             coef[k], intercept[k], res = linear_binary(
-                X, yk, float(self.C) if solver == "asvm" else C_i, strategy, squared_hinge=solver == "asvm", bias=s,
+                X, yk, C_i, strategy, squared_hinge=solver == "asvm", bias=s,
                 tol=float(self.tol), max_iter=int(self.max_iter), time_limit=limit,
                 reporter=PrintReporter() if self.verbose > 0 else None,
                 x0=None if previous is None else previous[k].x)
@@ -273,27 +283,48 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                           "or time_limit, or scale the data.", ConvergenceWarning, stacklevel=2)
         return self
 
-    def _sample_C(self, classes: NDArray[Any], y_idx: NDArray[np.intp]) -> FloatArray:
-        """C_i = C · class_weight[y_i] for every example."""
+    def _example_weights(self, classes: NDArray[Any], y_idx: NDArray[np.intp],
+                         sample_weight: ArrayLike | None) -> tuple[FloatArray | None, FloatArray | None]:
+        """(sample weights, class weights per class), each None when not given; validated before any work."""
+        sw: FloatArray | None = None
+        if sample_weight is not None:
+            sw = check_weight(sample_weight, int(y_idx.shape[0]))
+            present = np.unique(y_idx[sw > 0])
+            if present.size < 2:
+                raise ValueError(f"sample_weight: the examples of positive weight are all of one class "
+                                 f"({classes[present[0]]!r}); a classifier needs two classes")
+        cw: FloatArray | None = None
+        if self.class_weight is not None:
+            cw = np.asarray(compute_class_weight(self.class_weight, classes=classes, y=classes[y_idx]),
+                            dtype=np.float64)
+            if not (np.isfinite(cw).all() and (cw >= 0).all()):
+                raise ValueError(f"class_weight: the weights must be finite and ≥ 0, got {self.class_weight!r}")
+        return sw, cw
+
+    def _problem_C(self, weight: tuple[FloatArray | None, FloatArray | None], y_idx: NDArray[np.intp], k: int,
+                   n_problems: int) -> float | FloatArray:
+        """C_i of binary problem k: C · sample_weight_i · class weight, as LIBLINEAR (module docstring)."""
+        sw, cw = weight
         C = float(self.C)
-        if self.class_weight is None:
-            return np.full(y_idx.shape[0], C)
-        weights = compute_class_weight(self.class_weight, classes=classes, y=classes[y_idx])
-        weights = np.asarray(weights, dtype=np.float64)
-        if not (np.isfinite(weights).all() and (weights > 0).all()):
-            raise ValueError(f"class_weight: the weights must be finite and > 0, got {self.class_weight!r}")
-        out: FloatArray = C * weights[y_idx]
+        if sw is None and cw is None:
+            return C
+        out = np.full(y_idx.shape[0], C) if sw is None else C * sw
+        if cw is not None:
+            # two classes: each example by its own class; one-vs-rest: class k by its weight, the rest by 1
+            out = out * (cw[y_idx] if n_problems == 1 else np.where(y_idx == k, cw[k], 1.0))
+        if not (out > 0).any():
+            raise ValueError(f"class_weight: problem {k} has no example of positive weight")
         return out
 
-    def _previous(self, classes: NDArray[Any], solver: str, m: int, n_problems: int) -> list[Result] | None:
-        """The previous fit's results, when a warm start applies to this fit."""
+    def _previous(self, classes: NDArray[Any], solver: str, n_problems: int) -> list[Result] | None:
+        """The previous fit's results, when a warm start applies to this fit (``linear_binary``
+        ignores a start whose length is not its dual's)."""
         if not self.warm_start or not hasattr(self, "result_"):
             return None
         prev = self.result_ if isinstance(self.result_, list) else [self.result_]
         same = (getattr(self, "_fit_solver_", None) is not None
                 and _SOLVER_LOSS[self._fit_solver_] == _SOLVER_LOSS[solver]
-                and np.array_equal(self.classes_, classes) and len(prev) == n_problems
-                and all(r.x.shape == (m,) for r in prev))
+                and np.array_equal(self.classes_, classes) and len(prev) == n_problems)
         return prev if same else None
 
     # ------------------------------------------------------------------ predict

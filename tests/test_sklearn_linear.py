@@ -66,19 +66,25 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
     return StandardScaler().fit_transform(X), y
 
 
+def weighted_C(C: float, y: Any, classes: Any, k: int, class_weight: Any = None, sample_weight: Any = None) -> Any:
+    """C_i of binary problem k as LIBLINEAR weights it: C · sample_weight_i · class weight, each
+    example by its own class with two classes, one-vs-rest class k by its weight and the rest by 1."""
+    from sklearn.utils.class_weight import compute_class_weight
+
+    y = np.asarray(y)
+    out = np.full(y.size, float(C)) if sample_weight is None else float(C) * np.asarray(sample_weight, dtype=float)
+    if class_weight is not None:
+        cw = compute_class_weight(class_weight, classes=classes, y=y)
+        idx = np.searchsorted(classes, y)
+        out = out * (cw[idx] if classes.size == 2 else np.where(idx == k, cw[k], 1.0))
+    return out
+
+
 # --------------------------------------------------------------------------------------------- sklearn's checks
-_ASVM_CLASS_WEIGHT = ("class_weight needs loss='hinge': the ASVM dual (problems.asvm.asvm_dual) takes one "
-                      "scalar nu, so the squared-hinge estimator raises ValueError for any class_weight")
-
-
-def _expected_failed(estimator: LinearSVMClassifier) -> dict[str, str]:
-    if estimator.loss == "squared_hinge":
-        return {"check_class_weight_classifiers": _ASVM_CLASS_WEIGHT}
-    return {}
-
-
-@parametrize_with_checks([LinearSVMClassifier(), LinearSVMClassifier(loss="hinge")],
-                         expected_failed_checks=_expected_failed)  # type: ignore[untyped-decorator]
+# every check applies to both losses, check_class_weight_classifiers and the sample-weight checks
+# (check_sample_weight_equivalence_on_dense/sparse_data, check_all_zero_sample_weights_error,
+# check_classifiers_one_label_sample_weights, ...) included
+@parametrize_with_checks([LinearSVMClassifier(), LinearSVMClassifier(loss="hinge")])  # type: ignore[untyped-decorator]
 def test_sklearn_compatible(estimator: LinearSVMClassifier, check: Any) -> None:
     check(estimator)
 
@@ -162,6 +168,148 @@ def test_digits_one_vs_rest_matches_liblinear(digits: tuple[np.ndarray, np.ndarr
         assert f_ours == pytest.approx(f_ref, rel=1e-3)
     assert abs(ours.score(Xte, yte) - ref.score(Xte, yte)) <= 0.002
     assert abs(ours.score(Xtr, ytr) - ref.score(Xtr, ytr)) <= 0.002
+
+
+# --------------------------------------------------------------------------------------------- weights vs LIBLINEAR
+# class_weight and sample_weight in both losses: C_i = C · sample_weight_i · class weight (weighted_C)
+# is the same on both sides, so both minimize the same weighted primal and `primal_objective` with
+# sample_C = weighted_C(...) compares them. The squared hinge's weights are ASVM's diagonal
+# d_i = 1/(2 C_i s²) (problems.asvm), the hinge's the cutting planes' box.
+_WEIGHTINGS = ["dict", "balanced", "sample", "sample+dict", "sample spread", "sample zeros"]
+
+
+def _weights(kind: str, y: Any, seed: int = 0) -> tuple[Any, Any]:
+    """(class_weight, sample_weight) of a weighting kind."""
+    rng = np.random.default_rng(seed)
+    labels = np.unique(y)
+    cw = {c: w for c, w in zip(labels, np.linspace(0.3, 3.0, labels.size)[::-1])}
+    sw = rng.uniform(0.0, 3.0, np.asarray(y).size)
+    if kind == "dict":
+        return cw, None
+    if kind == "balanced":
+        return "balanced", None
+    if kind == "sample":
+        return None, sw
+    if kind == "sample+dict":
+        return cw, sw
+    if kind == "sample spread":          # weights over four decades
+        return None, 10.0 ** rng.uniform(-2.0, 2.0, sw.size)
+    sw[rng.random(sw.size) < 0.3] = 0.0  # "sample zeros": 30% of the examples drop out
+    return None, sw
+
+
+def _check_weighted(ours: LinearSVMClassifier, ref: LinearSVC, X: Any, y: Any, cw: Any, sw: Any, tol: float,
+                    rel: float = 1e-4) -> list[float]:
+    """Every binary problem: our weighted primal ≤ LIBLINEAR's × (1 + 10·tol); the ratios."""
+    assert ours.status_ == "converged"
+    assert ours.coef_.shape == ref.coef_.shape
+    ratios = []
+    for k in range(ours.coef_.shape[0]):
+        C_i = weighted_C(ours.C, y, ours.classes_, k, cw, sw)
+        f_ours = primal_objective(ours, X, y, k, sample_C=C_i)
+        f_ref = primal_objective(ref, X, y, k, sample_C=C_i)
+        assert f_ours <= f_ref * (1 + 10 * tol) + 1e-9, (k, f_ours, f_ref)
+        assert f_ours == pytest.approx(f_ref, rel=rel)
+        ratios.append(f_ours / f_ref)
+    return ratios
+
+
+@pytest.mark.anchor
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+@pytest.mark.parametrize("kind", _WEIGHTINGS)
+def test_weights_match_liblinear_binary(breast_cancer: tuple[np.ndarray, np.ndarray], loss: str, kind: str) -> None:
+    X, y = breast_cancer
+    cw, sw = _weights(kind, y)
+    tol = 1e-7
+    ours = LinearSVMClassifier(C=0.5, loss=loss, tol=tol, max_iter=5000, class_weight=cw).fit(X, y, sample_weight=sw)
+    ref = liblinear(C=0.5, loss=loss, class_weight=cw).fit(X, y, sample_weight=sw)
+    _check_weighted(ours, ref, X, y, cw, sw, tol)
+    assert abs(ours.score(X, y) - ref.score(X, y)) <= 0.004
+
+
+@pytest.mark.anchor
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+@pytest.mark.parametrize("kind", ["dict", "balanced", "sample+dict", "sample zeros"])
+def test_weights_match_liblinear_one_vs_rest(loss: str, kind: str) -> None:
+    """Generated data, four unbalanced classes: LIBLINEAR's one-vs-rest weighting, problem by problem."""
+    rng = np.random.default_rng(7)
+    sizes = np.array([120, 60, 30, 15])
+    y = np.repeat(np.arange(4), sizes)
+    X = rng.standard_normal((y.size, 5)) + 1.2 * rng.standard_normal((4, 5))[y]
+    cw, sw = _weights(kind, y, seed=3)
+    tol = 1e-6
+    ours = LinearSVMClassifier(C=0.3, loss=loss, tol=tol, max_iter=5000, class_weight=cw).fit(X, y, sample_weight=sw)
+    ref = liblinear(C=0.3, loss=loss, class_weight=cw).fit(X, y, sample_weight=sw)
+    _check_weighted(ours, ref, X, y, cw, sw, tol, rel=1e-3)
+
+
+@pytest.mark.anchor
+@pytest.mark.data
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+@pytest.mark.parametrize("kind", ["dict", "balanced", "sample"])
+def test_adult_weights_match_liblinear(loss: str, kind: str) -> None:
+    """Adult (sparse one-hot rows, 24% positive), a 4000-row subset, with each weighting."""
+    from problems.data import load_dataset
+
+    X, y = load_dataset("adult")
+    X, y = X[:4000], y[:4000]
+    cw, sw = _weights(kind, y, seed=11)
+    tol = 1e-6
+    ours = LinearSVMClassifier(C=0.1, loss=loss, tol=tol, max_iter=5000, class_weight=cw).fit(X, y, sample_weight=sw)
+    ref = liblinear(C=0.1, loss=loss, class_weight=cw).fit(X, y, sample_weight=sw)
+    _check_weighted(ours, ref, X, y, cw, sw, tol)
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_sample_weight_zero_and_integer_are_removal_and_repetition(breast_cancer: tuple[np.ndarray, np.ndarray],
+                                                                   loss: str) -> None:
+    X, y = breast_cancer
+    rng = np.random.default_rng(5)
+    sw = rng.integers(0, 4, y.size)
+    tol = 1e-8
+    a = LinearSVMClassifier(C=0.5, loss=loss, tol=tol, max_iter=10_000).fit(X, y, sample_weight=sw)
+    idx = np.repeat(np.arange(y.size), sw)
+    b = LinearSVMClassifier(C=0.5, loss=loss, tol=tol, max_iter=10_000).fit(X[idx], y[idx])
+    f_a = primal_objective(a, X, y, sample_C=0.5 * sw)
+    f_b = primal_objective(b, X[idx], y[idx])
+    assert f_a == pytest.approx(f_b, rel=1e-6)
+    if loss == "squared_hinge":      # strictly convex in (w, v): the same point
+        np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-5, atol=1e-6)
+    # the squared hinge's dual leaves the rows of weight 0 out
+    if loss == "squared_hinge":
+        assert isinstance(a.result_, qpcore.Result) and a.result_.x.shape == (int((sw > 0).sum()),)
+
+
+def test_class_weight_and_sample_weight_multiply(breast_cancer: tuple[np.ndarray, np.ndarray]) -> None:
+    X, y = breast_cancer
+    sw = np.where(y == 0, 2.5, 0.4)
+    a = LinearSVMClassifier(tol=1e-9, class_weight={0: 2.5, 1: 0.4}).fit(X, y)
+    b = LinearSVMClassifier(tol=1e-9).fit(X, y, sample_weight=sw)
+    c = LinearSVMClassifier(tol=1e-9, C=2.0, class_weight={0: 2.5, 1: 0.4}).fit(X, y, sample_weight=np.full(y.size, 0.5))
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(a.coef_, c.coef_, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("sw,match", [
+    (np.array([1.0, -1.0, 1.0, 1.0]), "sample_weight: has negative entries"),
+    (np.array([1.0, np.nan, 1.0, 1.0]), "sample_weight: contains NaN or inf"),
+    (np.array([1.0, np.inf, 1.0, 1.0]), "sample_weight: contains NaN or inf"),
+    (np.zeros(4), "sample_weight: all weights are zero"),
+    (np.ones(3), r"sample_weight: shape mismatch"),
+    (np.ones((4, 1)), r"sample_weight: shape mismatch"),
+    (np.array([1.0, 0.0, 1.0, 0.0]), "one class"),
+    (np.array(["a", "b", "c", "d"]), "sample_weight: must be real numbers"),
+])
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_bad_sample_weight_raises_before_work(sw: Any, match: str, loss: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import problems.multiclass
+
+    called: list[int] = []
+    monkeypatch.setattr(problems.multiclass.qpcore, "solve", lambda *a, **k: called.append(1))
+    with pytest.raises(ValueError, match=match):
+        LinearSVMClassifier(loss=loss).fit(_X, _Y, sample_weight=sw)
+    assert not called
 
 
 # --------------------------------------------------------------------------------------------- properties
@@ -314,8 +462,10 @@ def test_bad_C_raises(C: Any) -> None:
     ({"intercept_scaling": 0.0}, "intercept_scaling: must be"),
     ({"multi_class": "crammer_singer"}, "multi_class: only 'ovr'"),
     ({"class_weight": "auto", "loss": "hinge"}, "class_weight: must be"),
-    ({"class_weight": {0: 2.0}}, "class_weight needs loss='hinge'"),
     ({"class_weight": {0: -1.0, 1: 1.0}, "loss": "hinge"}, "class_weight: the weights must be"),
+    ({"class_weight": {0: -1.0, 1: 1.0}}, "class_weight: the weights must be"),
+    ({"class_weight": {0: np.nan, 1: 1.0}}, "class_weight: the weights must be"),
+    ({"class_weight": {0: 0.0, 1: 0.0}}, "no example of positive weight"),
     ({"fit_intercept": False}, "fit_intercept=False is not available with loss='squared_hinge'"),
 ])
 def test_bad_params_raise(params: dict[str, Any], match: str) -> None:

@@ -111,7 +111,20 @@ def test_linear_binary_squared_hinge_scaling_and_refusals() -> None:
         grad_w = w - 2.0 * 2.0 * (ypm * xi) @ X
         grad_v = v - 2.0 * 2.0 * beta * float(ypm @ xi)
         assert np.abs(grad_w).max() <= 1e-6 * max(1.0, np.abs(w).max()) and abs(grad_v) <= 1e-6 * max(1.0, abs(v))
-    with pytest.raises(ProblemError, match="one C"):
-        linear_binary(X, y, np.linspace(1, 2, 80), ASVM(), squared_hinge=True)
+    # per-example C_i (zeros included: those rows leave the dual) is the diagonal d_i = 1/(2 C_i β²):
+    # the same stationarity with C_i inside the sums
+    Ci = np.linspace(0.01, 4.0, 80)
+    Ci[::7] = 0.0
+    for beta in (1.0, 0.3):
+        w, b, res = linear_binary(X, y, Ci, ASVM(), squared_hinge=True, bias=beta, tol=1e-10)
+        assert res.status.code == "converged" and res.x.shape == (int((Ci > 0).sum()),)
+        ypm = np.where(y == 1, 1.0, -1.0)
+        xi = np.maximum(0.0, 1.0 - ypm * (X @ w + b))
+        v = b / beta
+        grad_w = w - 2.0 * (Ci * ypm * xi) @ X
+        grad_v = v - 2.0 * beta * float((Ci * ypm) @ xi)
+        assert np.abs(grad_w).max() <= 1e-6 * max(1.0, np.abs(w).max()) and abs(grad_v) <= 1e-6 * max(1.0, abs(v))
+    with pytest.raises(ProblemError, match="C: must be finite, ≥ 0"):
+        linear_binary(X, y, -np.linspace(1, 2, 80), ASVM(), squared_hinge=True)
     with pytest.raises(ProblemError, match="bias must be > 0"):
         linear_binary(X, y, 1.0, ASVM(), squared_hinge=True, bias=0.0)
