@@ -3,6 +3,8 @@
     python -m benchmarks.dask_scale --rows 7m,30m --repeat 3          # the issue's two rows
     python -m benchmarks.dask_scale --rows 7m --strategies asvm,ocas  # one row, some strategies
     python -m benchmarks.dask_scale --small                           # 200,000 × 32, 4 chunks, repeat 1 (plumbing)
+    python -m benchmarks.dask_scale --rows 2m:table3 --strategies ocas,ocas-active,ocas-active-paper  # Table 3
+    python -m benchmarks.dask_scale --rows 30m:table3 --strategies ocas,ocas-active --repeat 1     # at 30M rows
 
 Rows (``--rows``, comma-separated):
 
@@ -21,6 +23,15 @@ Rows (``--rows``, comma-separated):
   ``getrusage(RUSAGE_SELF).ru_maxrss``, the lifetime peak: scale rows run before compare rows), the
   scheduler's and each worker's peak memory, and the bytes gathered to this process, the
   reductions and the tasks per iteration (``problem.qp.Q.space.counters``).
+- ``<size>:table3`` (**Table 3**, issue 27): Xiao and Zhou's Table 3 on the cluster. The data only
+  on the workers (as a scale row); OCAS and the active-set variants among ``--strategies``
+  (``ocas-active``; ``ocas-active-paper``: μ = 0.05, 20 cuts) interleaved, ``--repeat`` passes,
+  each solve at ``--tol-table3`` (1e-6) with a per-iteration trace by the solve's callback
+  (``benchmarks.ocas``'s: F(w_b), T1 = ``CutState.eval_seconds``, T2 = ``search_seconds``,
+  |X^a|, |X^s|, ``rows_read`` from ``Progress.counters``); F* = the lowest final objective. At
+  each gap 1e-2…1e-5: T1, T2, time, iterations, rows read, mean |X^a| and |X^s| per iteration,
+  active set / OCAS (``benchmarks.ocas.table3_compare``); the rows are dense: no bar. ``30m:table3``
+  is the row whose active set ran out of worker memory when it kept copies of its rows.
 - Any other size: ``200k``, ``20000``, ``1.5m``, a compare row; ``<size>:scale`` a scale row.
 
 Data (``DataSpec``): rows x ~ N(0, I); labels the sign of a hidden linear model (a unit w* drawn
@@ -110,15 +121,22 @@ GEN_BLOCK = 65_536                 # rows of one generator block (defines the da
 _MODEL_STREAM = 2**31 - 1          # the rng stream of the hidden model
 C_DEFAULT = 1.0
 BIAS = 1.0                         # the hinge problem's constant feature (svmocas -b 1, LIBLINEAR -B 1)
-STRATEGIES = ("asvm", "ocas", "ocas-active")
-LABEL = {"asvm": "ASVM", "ocas": "OCAS", "ocas-active": "active-set OCAS"}
-FAMILY = {"asvm": "asvm", "ocas": "hinge", "ocas-active": "hinge"}
-TOL = {"asvm": 1e-6, "ocas": 1e-5, "ocas-active": 1e-5}   # benchmarks/asvm.py --tol, benchmarks/ocas.py --tol
+STRATEGIES = ("asvm", "ocas", "ocas-active", "ocas-active-paper")
+DEFAULT_STRATEGIES = ("asvm", "ocas", "ocas-active")
+LABEL = {"asvm": "ASVM", "ocas": "OCAS", "ocas-active": "active-set OCAS",
+         "ocas-active-paper": "active-set OCAS (paper: μ 0.05, 20 cuts)"}
+FAMILY = {"asvm": "asvm", "ocas": "hinge", "ocas-active": "hinge", "ocas-active-paper": "hinge"}
+TOL = {"asvm": 1e-6, "ocas": 1e-5, "ocas-active": 1e-5,      # benchmarks/asvm.py --tol, benchmarks/ocas.py --tol
+       "ocas-active-paper": 1e-5}
+#: the table3 rows: TolRel of their solves (1e-5 must be passed) and the gaps of Xiao and Zhou's Table 3
+TOL_TABLE3 = 1e-6
+T3_STRATEGIES = ("ocas", "ocas-active", "ocas-active-paper")
 BAR_RATIO = 1.5                    # chunked / in process, ASVM and OCAS (issue 16)
 BARRED = ("asvm", "ocas")
 BAR_CLIENT_MB = 1024.0             # the client's peak on the scale row
 PRESETS = {"7m": ("compare", 7_000_000), "30m": ("scale", 30_000_000)}
-SMALL_ROWS = "200k,200k:scale"
+KINDS = ("compare", "scale", "table3")
+SMALL_ROWS = "200k,200k:scale,200k:table3"
 SMALL_CHUNKS = 4
 
 
@@ -505,9 +523,15 @@ class Meter(LoadMeter):
 # ---------------------------------------------------------------------------------------------
 
 def make_strategy(name: str) -> Any:
-    """The strategy of a registry name (:mod:`strategies.registry`), its default settings."""
+    """The strategy of a registry name (:mod:`strategies.registry`), its default settings;
+    ``ocas-active-paper`` is ``ActiveSetOCAS`` with the paper's μ = 0.05 and 20 cuts
+    (``benchmarks.ocas``'s ``asocas-paper``)."""
     from strategies.registry import make
 
+    if name == "ocas-active-paper":
+        from benchmarks.ocas import make_strategy as ocas_variant
+
+        return ocas_variant("asocas-paper")
     return make(name)
 
 
@@ -563,17 +587,26 @@ def engines_available(client: Any, strategies: tuple[str, ...] = STRATEGIES) -> 
 
 
 def solve_run(prob: Any, family: str, strategy: str, tol: float, time_limit: float,
-              threads: int | None) -> dict[str, Any]:
-    """One timed ``qpcore.solve``; the primal point and the traffic it caused recorded afterwards."""
+              threads: int | None, trace: bool = False) -> dict[str, Any]:
+    """One timed ``qpcore.solve``; the primal point and the traffic it caused recorded afterwards.
+    ``trace`` (cutting planes): a per-iteration trace by the solve's callback (``benchmarks.ocas``'s:
+    F(w_b), T1, T2, |X^a|, |X^s|, rows_read), kept as ``r["trace"]``."""
     from qpcore import solve
 
     space = getattr(prob.qp.Q, "space", None)
     before = dict(space.counters) if space is not None else None
+    steps: list[dict[str, Any]] = []
+    callback = None
+    if trace:
+        from benchmarks.ocas import _trace_entry
+
+        def callback(p: Any) -> None:
+            steps.append(_trace_entry(p))
     gc.collect()
     with thread_limit(threads) if threads else contextlib.nullcontext():
         eff = blas_threads()
         t0 = time.perf_counter()
-        res = solve(prob.qp, make_strategy(strategy), tol=tol, time_limit=time_limit)
+        res = solve(prob.qp, make_strategy(strategy), tol=tol, time_limit=time_limit, callback=callback)
         seconds = time.perf_counter() - t0
     out: dict[str, Any] = {"seconds": seconds, "status": res.status.code, "iterations": int(res.iterations),
                            "kkt": float(res.kkt.measure), "dual_objective": float(res.objective),
@@ -584,6 +617,8 @@ def solve_run(prob: Any, family: str, strategy: str, tol: float, time_limit: flo
         it = max(1, out["iterations"])
         out["per_iteration"] = {k: v / it for k, v in delta.items()}
     out["stats"] = {k: v for k, v in dict(res.stats).items() if isinstance(v, (int, float, str, bool))}
+    if trace:
+        out["trace"] = steps
     out["z"] = primal_point(family, prob, res)                          # untimed: one pass on the cluster
     out["objective_own"] = primal_value(family, prob, out["z"])         # by the problem that was solved
     if family == "hinge":
@@ -604,6 +639,7 @@ class Ctx:
     threads: tuple[int, ...] = (2, 1)      # in-process BLAS threads; the first is the main column
     C: float = C_DEFAULT
     tol: dict[str, float] = field(default_factory=lambda: dict(TOL))
+    tol_table3: float = TOL_TABLE3
     time_limit: float = 3600.0
     meter: Meter = field(default_factory=Meter)
 
@@ -670,8 +706,9 @@ class RowSpec:
 
 def parse_rows(text: str, *, features: int, chunk_rows: int | None, seed: int, flip: float,
                chunks: int | None = None, workers: int = 2) -> list[RowSpec]:
-    """``7m,30m``, ``200k``, ``20000:scale`` ... → row specs; scale rows first (the client's
-    ru_maxrss is its lifetime peak: it must not include a compare row's in-process copy).
+    """``7m,30m``, ``200k``, ``20000:scale``, ``2m:table3`` ... → row specs; scale and table3 rows
+    first (the client's ru_maxrss is its lifetime peak: it must not include a compare row's
+    in-process copy).
 
     Chunks: ``chunk_rows`` rows each when given; else ``chunks`` equal chunks; else about
     1,000,000 rows each, their number rounded up to a multiple of ``workers`` so that every worker
@@ -684,8 +721,8 @@ def parse_rows(text: str, *, features: int, chunk_rows: int | None, seed: int, f
         preset = PRESETS.get(name.lower())
         rows = preset[1] if preset else _count(name)
         kind = kind or (preset[0] if preset else "compare")
-        if kind not in ("compare", "scale"):
-            raise ValueError(f"row {tok!r}: kind must be compare or scale")
+        if kind not in KINDS:
+            raise ValueError(f"row {tok!r}: kind must be one of {', '.join(KINDS)}")
         if chunk_rows:
             cr = chunk_rows
         else:
@@ -693,7 +730,7 @@ def parse_rows(text: str, *, features: int, chunk_rows: int | None, seed: int, f
             cr = math.ceil(rows / n)
         out.append(RowSpec(tok, kind, DataSpec(rows=rows, features=features, chunk_rows=min(cr, rows), seed=seed,
                                                flip=flip)))
-    return sorted(out, key=lambda r: r.kind != "scale")
+    return sorted(out, key=lambda r: r.kind == "compare")
 
 
 def _count(s: str) -> int:
@@ -845,6 +882,73 @@ def bench_scale(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: Any
     return rec
 
 
+def bench_table3(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: Any) -> dict[str, Any]:
+    """A table3 row: Xiao and Zhou's Table 3 on the cluster. The data only on the workers (as a scale
+    row); the cutting planes among ``strategies`` (OCAS and the active-set variants) interleaved,
+    ``ctx.repeat`` passes, each at TolRel ``ctx.tol_table3`` with a per-iteration trace; F* = the
+    lowest final objective of the runs (evaluated on the cluster; the best certificate's lower
+    bound brackets it). Per strategy: time, status, iterations, worker peaks, and Table 3's points
+    (``benchmarks.ocas.table3_points``); each active-set variant against OCAS
+    (``table3_compare``, no bar: the row is dense)."""
+    from benchmarks.ocas import TABLE3_GAPS, table3_compare, table3_points, table3_summary
+
+    spec = row.data
+    hinge = tuple(s for s in strategies if s in T3_STRATEGIES)
+    if "ocas" not in hinge:
+        hinge = ("ocas", *hinge)
+    log(f"[{row.token}] Table 3 on {spec.rows:,} × {spec.features}, {len(spec.chunks())} chunks of "
+        f"{spec.chunk_rows:,} rows, on the cluster only: {', '.join(hinge)} at TolRel {ctx.tol_table3:g}")
+    t0 = time.perf_counter()
+    X, y, placed = persist(client, spec)
+    t_gen = time.perf_counter() - t0
+    log(f"[{row.token}] generated on the workers in {t_gen:.1f} s (not timed); rows per worker "
+        f"{sorted(placed.values(), reverse=True)}")
+    rec: dict[str, Any] = {"kind": "table3", "data": spec.describe(), "generate_s": round(t_gen, 2),
+                           "rows_per_worker": placed, "workers_after_data": worker_memory(client),
+                           "gaps": list(TABLE3_GAPS), "strategies": {}}
+    peaks = WorkerPeaks(client)
+    t0 = time.perf_counter()
+    prob = build_problem("hinge", X, y, ctx.C, client)
+    rec["build_s"] = round(time.perf_counter() - t0, 3)
+    runs: dict[str, list[dict[str, Any]]] = {s: [] for s in hinge}
+    for p in range(ctx.repeat):
+        for s in hinge:
+            peaks.checkpoint()
+            r = ctx.meter.run(lambda: solve_run(prob, "hinge", s, ctx.tol_table3, ctx.time_limit, None, trace=True))
+            r["worker_peak_mb"] = peaks.checkpoint()
+            if "objective_own" in r:
+                r["objective"] = r["objective_own"]
+            runs[s].append(r)
+            log(f"[{row.token}] {LABEL[s]:<15} pass {p + 1}" + _fmt_run("dask", r))
+    finals = [r["objective"] for rs in runs.values() for r in rs if r.get("objective") is not None]
+    if not finals:
+        rec["error"] = "no run ended with a point"
+        return rec
+    f_star = min(finals)
+    rec["f_star"] = f_star
+    gaps = tuple(rec["gaps"])
+    summaries: dict[str, Any] = {}
+    for s, rs in runs.items():
+        for r in rs:
+            r["table3"] = table3_points(r.pop("trace", []), f_star, gaps)
+        summ = _summary(rs)
+        summ["table3"] = table3_summary([r["table3"] for r in rs], gaps)
+        summaries[s] = summ
+        rec["strategies"][s] = {"strategy": s, "label": LABEL[s], "tol": ctx.tol_table3, "dask": summ,
+                                "loaded": summ["loaded"],
+                                "converged": all(st == "converged" for st in summ["statuses"])}
+    rec["table3"] = {LABEL[s]: {"on the cluster": table3_compare(summaries[s]["table3"], summaries["ocas"]["table3"], gaps,
+                                                       barred=False)}
+                     for s in hinge if s != "ocas"}
+    peaks.checkpoint()
+    rec["workers_end"], rec["workers_peak_mb"] = peaks.last, peaks.peak
+    rec["scheduler"] = scheduler_memory(client)
+    rec["client"] = process_memory()
+    del prob, X, y
+    gc.collect()
+    return rec
+
+
 # ---------------------------------------------------------------------------------------------
 # The page
 # ---------------------------------------------------------------------------------------------
@@ -912,6 +1016,7 @@ def render(store: dict[str, Any], page: Path) -> None:
     rows = {k: v for k, v in store.items() if not k.startswith("_")}
     compare = {k: v for k, v in rows.items() if v.get("kind") == "compare"}
     scale = {k: v for k, v in rows.items() if v.get("kind") == "scale"}
+    table3 = {k: v for k, v in rows.items() if v.get("kind") == "table3"}
     L = ["# The Dask backend at scale: chunked ASVM and cutting planes", ""]
     cmds = sorted({v.get("_run", {}).get("command", "") for v in rows.values()} - {""})
     L += ["Generated by `benchmarks/dask_scale.py` (protocol in its docstring); do not edit by hand. Reproduce: "
@@ -1006,6 +1111,8 @@ def render(store: dict[str, Any], page: Path) -> None:
                 " / ".join(_mb(v.get("spilled_mb")) for _, v in sorted(wk.items())) or "–",
                 f"{rec.get('generate_s')}", _placed(rec)]) + " |")
         L += [""]
+    if table3:
+        _render_table3_rows(L, table3)
     if not rows:
         L += ["## Rows and bars (not measured yet)", "",
               f"- **7,000,000 × 32** (8 chunks of 875,000 rows, 4 on each worker), chunked against in process on the "
@@ -1036,6 +1143,37 @@ def render(store: dict[str, Any], page: Path) -> None:
           f"{' (with uncommitted changes)' if git.get('dirty') else ''}.", ""]
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text("\n".join(L))
+
+
+def _render_table3_rows(L: list[str], table3: dict[str, Any]) -> None:
+    """The table3 rows: each strategy's run, then Table 3 (``benchmarks.ocas``'s rendering)."""
+    from benchmarks.ocas import _render_table3
+
+    L += ["## Table 3 on the cluster: active-set OCAS against OCAS", "",
+          "Xiao and Zhou's Table 3 on chunked data held by the workers only (2 workers × 1 thread): the "
+          "cutting planes interleaved, each solve at the row's TolRel with a per-iteration trace (the "
+          "solve's callback reads `CutState` and `Progress.counters`, no extra pass); F* = the lowest "
+          "final objective of the runs (evaluated on the cluster). Dense Gaussian rows: no bar.", "",
+          "| row | strategy | TolRel | chunked s | status | iterations | primal objective | certificate | "
+          "per iteration | worker peak MB (solve) | load |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for rec in table3.values():
+        for s, r in rec.get("strategies", {}).items():
+            d = r.get("dask", {})
+            L.append(" | ".join([
+                f"| {_row_name(rec)}", r.get("label", s), f"{r.get('tol', 0):g}", _sec(d), _status(d),
+                _num(d.get("iterations"), "d"), _num(d.get("objective"), ".10g"), _certificate(d),
+                _per_it(d), _worker_peaks(rec, d), _loads([d])]) + " |")
+    L.append("")
+    for rec in table3.values():
+        L += [f"### {_row_name(rec)}", ""]
+        if rec.get("error"):
+            L += [f"**{rec['error']}**", ""]
+            continue
+        L.append(f"F* = {rec.get('f_star')}; generated in {rec.get('generate_s')} s; worker peaks over the row: "
+                 + (" / ".join(_mb(v) for _, v in sorted((rec.get("workers_peak_mb") or {}).items())) or "–")
+                 + " MB.\n")
+        _render_table3(L, "dask", rec.get("table3", {}), {}, tuple(rec.get("gaps", ())))
 
 
 def _in_labels(compare: dict[str, Any]) -> list[str]:
@@ -1089,16 +1227,21 @@ def _worker_blas(info: dict[str, Any]) -> str:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     # --threads: in-process BLAS threads; the first is the bar's column
     p = study_parser("python -m benchmarks.dask_scale", __doc__, small="small", interleaved=False, threads="2,1")
-    p.add_argument("--rows", default=None, help="comma-separated: 7m, 30m, or sizes like 200k[:scale] (default 7m,30m)")
+    p.add_argument("--rows", default=None, help="comma-separated: 7m, 30m, or sizes like 200k[:scale|:table3] "
+                                                "(default 7m,30m)")
     p.add_argument("--chunk-rows", type=int, default=None,
                    help="rows per chunk (default: about 1,000,000, the chunk count a multiple of --workers; small: 4 chunks)")
-    p.add_argument("--strategies", default=",".join(STRATEGIES), help="of asvm,ocas,ocas-active (default all)")
+    p.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES),
+                   help="of asvm,ocas,ocas-active,ocas-active-paper (default asvm,ocas,ocas-active); a table3 row "
+                        "runs the cutting planes among them, OCAS always")
     p.add_argument("--features", type=int, default=32)
     p.add_argument("--seed", type=int, default=16)
     p.add_argument("--flip", type=float, default=0.10, help="fraction of labels flipped (0.1)")
     p.add_argument("--C", type=float, default=C_DEFAULT, help="C of both problems (ASVM ν = 2C)")
     p.add_argument("--tol-asvm", type=float, default=TOL["asvm"])
     p.add_argument("--tol-ocas", type=float, default=TOL["ocas"], help="TolRel of OCAS and active-set OCAS")
+    p.add_argument("--tol-table3", type=float, default=TOL_TABLE3,
+                   help="TolRel of the table3 rows' solves (1e-6: the gap 1e-5 is passed)")
     p.add_argument("--time-limit", type=float, default=None, help="each solve (s; default 3600, small 120)")
     p.add_argument("--cluster", default="spawn", choices=("spawn", "local"),
                    help="spawn: scheduler and workers as separate processes (default); local: LocalCluster")
@@ -1142,7 +1285,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker_memory:
         cspec.memory = int(args.worker_memory * 2**30)
     ctx = Ctx(repeat=args.repeat, threads=args.threads, C=args.C, time_limit=args.time_limit,
-              tol={"asvm": args.tol_asvm, "ocas": args.tol_ocas, "ocas-active": args.tol_ocas})
+              tol={"asvm": args.tol_asvm, "ocas": args.tol_ocas, "ocas-active": args.tol_ocas,
+                   "ocas-active-paper": args.tol_ocas}, tol_table3=args.tol_table3)
     machine = machine_info(max(args.threads))
     log(f"{command}\n{machine['cpu']}, {machine['cores']} cores, load average {machine['loadavg']}")
     t_all = time.perf_counter()
@@ -1160,11 +1304,12 @@ def main(argv: list[str] | None = None) -> int:
                                             for s, v in avail.items()))
             settle = ctx.meter.settle(a.settle)
             t_row = time.perf_counter()
-            bench = bench_scale if row.kind == "scale" else bench_compare
+            bench = {"scale": bench_scale, "table3": bench_table3}.get(row.kind, bench_compare)
             rec = bench(row, a.strategies, ctx, client)
             rec["_run"] = {"command": command, "time": now_iso(), "mode": mode, "repeat": a.repeat,
                            "threads": list(a.threads), "time_limit": a.time_limit, "load_at_start": settle,
                            "cluster": cspec.describe(), "cluster_info": info, "C": a.C, "tol": ctx.tol,
+                           "tol_table3": ctx.tol_table3,
                            "seconds": round(time.perf_counter() - t_row, 1)}
         return rec
 
