@@ -303,10 +303,8 @@ def test_class_weight_and_sample_weight_multiply(breast_cancer: tuple[np.ndarray
 ])
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
 def test_bad_sample_weight_raises_before_work(sw: Any, match: str, loss: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import problems.multiclass
-
     called: list[int] = []
-    monkeypatch.setattr(problems.multiclass.qpcore, "solve", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(qpcore, "solve", lambda *a, **k: called.append(1))
     with pytest.raises(ValueError, match=match):
         LinearSVMClassifier(loss=loss).fit(_X, _Y, sample_weight=sw)
     assert not called

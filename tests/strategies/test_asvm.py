@@ -57,6 +57,98 @@ def test_warm_starts(qp: qpcore.QP, x0: str) -> None:
     assert res.objective <= f_ref + 1e-8 * max(1.0, abs(f_ref)) + tol * float(np.abs(res.x - x_ref).sum())
 
 
+# --- per-example weights: the diagonal D = diag(1/(ν s_i)) --------------------------------------
+
+@st.composite
+def weighted_duals(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """(A, y, ν, s): an ASVM data set with per-example weights spread over 1e-4..1e4, duplicated
+    rows (same or contradicting label, their own weights) and weights exactly 0."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    m = draw(st.integers(4, 40))
+    n = draw(st.integers(1, 5))
+    A = rng.standard_normal((m, n)) * 10.0 ** rng.uniform(-1, 1, n)
+    y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    y[:2] = (1.0, -1.0)
+    dup = draw(st.integers(0, m // 2))
+    if dup:
+        src = rng.integers(0, m, dup)
+        A = np.vstack([A, A[src]])
+        y = np.r_[y, np.where(rng.random(dup) < 0.3, -y[src], y[src])]   # some contradict their twin
+    s = 10.0 ** rng.uniform(-4, 4, y.size) if draw(st.booleans()) else rng.uniform(0.5, 2.0, y.size)
+    zeros = draw(st.sampled_from([0.0, 0.2, 0.6]))
+    s[rng.random(y.size) < zeros] = 0.0
+    s[:2] = np.maximum(s[:2], 1e-4)                  # never all 0
+    nu = float(10.0 ** draw(st.floats(-2, 2)))
+    return A, y, nu, s
+
+
+@given(data=weighted_duals())
+def test_weighted_dual_kkt_and_strong_duality(data: tuple[np.ndarray, np.ndarray, float, np.ndarray]) -> None:
+    A, y, nu, s = data
+    P = asvm_dual(A, y, nu=nu, sample_weight=s)
+    keep = np.flatnonzero(s > 0)
+    # the rows of weight 0 are left out (d_i = ∞ forces u_i = 0), the others carry d_i = 1/(ν s_i)
+    assert P.qp.n == keep.size
+    assert P.rows is None if keep.size == s.size else (P.rows is not None and np.array_equal(P.rows, keep))
+    Q = P.qp.Q
+    assert isinstance(Q, DiagPlusLowRankQ)
+    np.testing.assert_allclose(Q.d, 1.0 / (nu * s[keep]), rtol=1e-15)
+    # KKT of the dual, recomputed from a dense Q by check_against_reference (with its objective bound)
+    res = check_against_reference(P.qp, ASVM(), 1e-9)
+    u = res.x
+    Qd = np.diag(1.0 / (nu * s[keep])) + (H := y[keep, None] * np.c_[A[keep], -np.ones(keep.size)]) @ H.T
+    g = Qd @ u - 1.0
+    scale = gradient_scale(P.qp, u)
+    assert (u >= 0).all() and np.abs(np.where(u > 0, g, np.minimum(g, 0.0))).max() <= 2e-9 * scale
+    # strong duality with the weighted primal ν/2 Σ s_i ξ_i² + ½(‖w‖² + γ²) over ALL examples (the
+    # dropped ones add 0 there): this is what ties D's formula to the weights
+    w, gamma = P.primal(u)
+    xi = np.maximum(0.0, 1.0 - y * (A @ w - gamma))
+    primal = 0.5 * nu * float(s @ (xi * xi)) + 0.5 * float(w @ w + gamma * gamma)
+    assert primal == pytest.approx(P.primal_objective(w, gamma), rel=1e-12, abs=1e-300)
+    gap_allowed = 1e-7 * max(1.0, abs(res.objective)) + 2e-9 * scale * float(u.sum() + 1.0) * 10.0
+    assert primal + res.objective <= gap_allowed
+    assert primal + res.objective >= -gap_allowed
+
+
+def test_weighted_dual_integer_weights_are_repetition() -> None:
+    # s_i = k copies of example i, and 0 = removed: the same (w, γ)
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((60, 3))
+    y = np.where(A @ [1.0, -1.0, 0.5] + 0.5 * rng.standard_normal(60) > 0, 1, -1)
+    s = rng.integers(0, 4, 60)
+    P = asvm_dual(A, y, nu=3.0, sample_weight=s)
+    idx = np.repeat(np.arange(60), s)
+    R = asvm_dual(A[idx], y[idx], nu=3.0)
+    a, b = P.decode(qpcore.solve(P.qp, ASVM(), tol=1e-11)), R.decode(qpcore.solve(R.qp, ASVM(), tol=1e-11))
+    np.testing.assert_allclose(a.w, b.w, rtol=1e-8, atol=1e-10)
+    assert a.gamma == pytest.approx(b.gamma, rel=1e-8, abs=1e-10)
+    # the scalar ν is the special case s = 1
+    ones = asvm_dual(A, y, nu=3.0, sample_weight=np.ones(60))
+    plain = asvm_dual(A, y, nu=3.0)
+    np.testing.assert_array_equal(ones.qp.Q.diag(), plain.qp.Q.diag())
+
+
+@pytest.mark.parametrize("sw,match", [
+    (np.r_[1.0, -1.0, np.ones(8)], "negative"), (np.r_[np.nan, np.ones(9)], "NaN"),
+    (np.r_[np.inf, np.ones(9)], "NaN or inf"), (np.zeros(10), "all weights are zero"),
+    (np.ones(9), "shape mismatch"), (np.r_[1e-320, np.ones(9)], "overflows"),
+])
+def test_asvm_dual_bad_weights(sw: np.ndarray, match: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
+    original = DiagPlusLowRankQ.__init__
+
+    def spy(self: DiagPlusLowRankQ, *a: object, **k: object) -> None:
+        built.append(1)
+        original(self, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DiagPlusLowRankQ, "__init__", spy)
+    with pytest.raises(qpcore.ProblemError, match=f"sample_weight: .*{match}"):
+        asvm_dual(np.ones((10, 2)), np.r_[np.ones(5), -np.ones(5)], nu=1.0, sample_weight=sw)
+    assert not built         # refused before any work
+
+
 def test_safeguards_fire() -> None:
     # far-off warm starts force the objective test (2a), the face moves (4a) and projections (4b)
     fired = dict.fromkeys(SAFEGUARDS, 0)
@@ -104,7 +196,7 @@ def test_smw_fallback_is_used_and_counted(monkeypatch: pytest.MonkeyPatch) -> No
     def broken(*args: object, **kwargs: object) -> None:
         raise np.linalg.LinAlgError("forced")
 
-    monkeypatch.setattr(lr.sla, "cho_factor", broken)
+    monkeypatch.setattr(lr.sla, "cho_factor", broken)  # type: ignore[attr-defined]
     qp = random_lowrank_qp(40, 5, seed=1, nu=3.0)
     res = qpcore.solve(qp, ASVM(), tol=1e-8)
     assert res.converged
@@ -155,7 +247,7 @@ def _liblinear_primal(X: object, y: np.ndarray, C: float) -> float:
     mdl = LinearSVC(loss="squared_hinge", dual=True, C=C, intercept_scaling=1.0, tol=1e-10, max_iter=200_000,
                     random_state=0).fit(X, y)
     w, b = mdl.coef_.ravel(), float(mdl.intercept_[0])
-    xi = np.maximum(0.0, 1.0 - y * (np.asarray(X @ w).ravel() + b))  # type: ignore[operator]
+    xi = np.maximum(0.0, 1.0 - y * (np.asarray(X @ w).ravel() + b))
     return float(0.5 * (w @ w + b * b) + C * xi @ xi)
 
 
