@@ -163,8 +163,8 @@ def test_rows_keyed_by_C() -> None:
     assert parse_C("1,10,1") == (1.0, 10.0)
     with pytest.raises(ValueError):
         parse_C("1,-1")
-    store: dict[str, dict[str, object]] = {"_meta": {}, "reuters@C=10": {}, "dense2m": {}, "reuters": {}, "adult@C=10": {}, "crossover": {},
-             "unknown": {}}
+    store: dict[str, dict[str, object]] = {"_meta": {}, "reuters@C=10": {}, "dense2m": {}, "reuters": {},
+                                           "adult@C=10": {}, "crossover": {}, "unknown": {}}
     assert row_keys(store) == ["reuters", "reuters@C=10", "adult@C=10", "dense2m", "crossover"]
     assert title("reuters@C=10") == "reuters.trn (C = 10)" and title("reuters") == "reuters.trn (C = 1)"
     assert plot_name("reuters") == "ocas_reuters.png" and plot_name("reuters@C=10") == "ocas_reuters_C10.png"
