@@ -151,7 +151,7 @@ def test_gap_parsing_and_defaults() -> None:
         parse_gaps("")
     assert default_gaps(1e-5) == (1e-2, 1e-3, 1e-4)
     assert default_gaps(1e-6) == (1e-2, 1e-3, 1e-4, 1e-5)
-    assert default_gaps(1e-4) == (1e-2, 1e-3)
+    assert default_gaps(1e-4) == (1e-2, 1e-3, 1e-4)
 
 
 def test_rows_keyed_by_C() -> None:
