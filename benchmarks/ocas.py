@@ -140,6 +140,12 @@ def gkey(g: float) -> str:
     return f"{g:.0e}"
 
 
+def gtext(g: float) -> str:
+    """A gap as the tables write it: 1e-2, 1e-5, 5e-3."""
+    m, e = f"{g:.0e}".split("e")
+    return f"{m}e{int(e)}"
+
+
 def parse_gaps(text: str) -> tuple[float, ...]:
     """``1e-2,1e-3`` → (0.01, 0.001): sorted loosest first, duplicates dropped; each in (0, 1)."""
     vals = sorted({float(v) for v in text.split(",") if v.strip()}, reverse=True)
@@ -1143,7 +1149,9 @@ TITLES = {
 def title(key: str) -> str:
     """A row's heading: its title and C (the crossover table has its own C column)."""
     name, C = split_key(key)
-    return TITLES.get(name, name) if name == "crossover" else f"{TITLES.get(name, name)} (C = {C:g})"
+    if name == "crossover":
+        return TITLES[name]
+    return f"{TITLES.get(name, name)} (C = {C:g})" if name in REAL_ROWS else f"{TITLES.get(name, name)}, C = {C:g}"
 
 
 def plot_name(key: str) -> str:
@@ -1255,7 +1263,7 @@ def _render_row(L: list[str], key: str, rec: dict[str, Any], page_dir: Path) -> 
     res = rec.get("results", {})
     if not res:
         return
-    L.append("| solver | threads | " + " | ".join(f"to {g:g} s" for g in gaps) + " | total s (min–max) | final rel. gap "
+    L.append("| solver | threads | " + " | ".join(f"to {gtext(g)} s" for g in gaps) + " | total s (min–max) | final rel. gap "
              "| status | iterations | cuts active / added | parity | runs | load / own / others | load flag |")
     L.append("|---" * (11 + len(gaps)) + "|")
     for k, s in res.items():
@@ -1367,7 +1375,7 @@ def _render_table3(L: list[str], name: str, t3: dict[str, Any], res: dict[str, A
              "(`CutState.eval_seconds`), T2 = line-search seconds (`search_seconds`), time to the gap, iterations, "
              "rows read by every product (`rows_read`), mean |X^a| (`touched_eval`) and |X^s| (`touched_search`) "
              "per iteration; ratios AS / OCAS. "
-             + (f"Bars at {BAR_T3['gap']:g} (text rows): T1 ≤ {BAR_T3['eval']:g}, T2 ≤ {BAR_T3['search']:g}, "
+             + (f"Bars at {gtext(BAR_T3['gap'])} (text rows): T1 ≤ {BAR_T3['eval']:g}, T2 ≤ {BAR_T3['search']:g}, "
                 f"time < {BAR_T3['total']:g}." if barred else "No bar on this row (reported as it is)."))
     L.append("")
     for v, by_t in t3.items():
@@ -1384,11 +1392,11 @@ def _render_table3(L: list[str], name: str, t3: dict[str, Any], res: dict[str, A
                     continue
                 a, o = d.get("as") or {}, d.get("ocas") or {}
                 if not a.get("reached") and not o.get("reached"):
-                    L.append(f"| {g:g} | not reached |" + " |" * (10 + barred))
+                    L.append(f"| {gtext(g)} | not reached |" + " |" * (10 + barred))
                     continue
                 rr = d.get("rows_read_ratio")
                 bars = d.get("bars")
-                L.append(f"| {g:g} | {_pair(a, o, 'iteration', '.0f')} | {_pair(a, o, 'eval_s', '.3g')} | "
+                L.append(f"| {gtext(g)} | {_pair(a, o, 'iteration', '.0f')} | {_pair(a, o, 'eval_s', '.3g')} | "
                          f"{_r(d.get('t1_ratio'))} | {_pair(a, o, 'search_s', '.3g')} | {_r(d.get('t2_ratio'))} | "
                          f"{_pair(a, o, 'seconds', '.3g')} | {_r(d.get('total_ratio'))} | "
                          f"{_pair(a, o, 'rows_read', ',.0f')} ({_r(rr)}) | {_pair(a, o, 'mean_touched_eval', ',.0f')} | "

@@ -142,8 +142,9 @@ def _trace(primal: list[float], *, rows_read: bool = True) -> list[dict[str, obj
 
 
 def test_gap_parsing_and_defaults() -> None:
-    from benchmarks.ocas import default_gaps, parse_gaps
+    from benchmarks.ocas import default_gaps, gtext, parse_gaps
 
+    assert [gtext(g) for g in (1e-2, 1e-5, 5e-3)] == ["1e-2", "1e-5", "5e-3"]
     assert parse_gaps("1e-4,1e-2,1e-3,1e-2") == (1e-2, 1e-3, 1e-4)
     with pytest.raises(ValueError):
         parse_gaps("1e-2,2")
@@ -235,7 +236,7 @@ def test_table3_renders() -> None:
     _render_table3(L, "reuters", t3, {}, gaps)
     text = "\n".join(L)
     assert "T1 ≤ 0.6" in text and "active-set OCAS / OCAS, 1 thread" in text
-    rows = [x for x in L if x.startswith("| 0.0001")]
+    rows = [x for x in L if x.startswith("| 1e-4 ")]
     assert len(rows) == 1 and "| 1 |" in rows[0] and "not met" in rows[0]   # ratio 1: T1, T2 and time bars fail
 
 
