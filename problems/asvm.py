@@ -89,7 +89,7 @@ class ASVMProblem:
         ν.
     classes : ndarray
         The two original labels.
-    weight : ndarray or None
+    weight : ndarray, ChunkedVector or None
         The weights s_i > 0 of the examples in the dual (d_i = 1/(ν s_i)); None: all 1 (d = 1/ν).
     rows : ndarray or None
         The indices of the examples the dual holds (those of positive weight), in order; None: all.
@@ -101,7 +101,7 @@ class ASVMProblem:
     y: FloatArray
     nu: float
     classes: NDArray[Any]
-    weight: FloatArray | None = None
+    weight: Any = None
     rows: NDArray[np.intp] | None = None
 
     def primal(self, u: FloatArray) -> tuple[FloatArray, float]:
@@ -126,7 +126,8 @@ class ASVMProblem:
         """
         if isinstance(self.A, ChunkedLowRankQ):
             z = np.concatenate((np.asarray(w, dtype=np.float64), [gamma]))
-            return float(0.5 * self.nu * loss_sum(self.A, z, power=2) + 0.5 * (w @ w + gamma * gamma))
+            weight = 1.0 if self.weight is None else self.weight
+            return float(0.5 * self.nu * loss_sum(self.A, z, weight, power=2) + 0.5 * (w @ w + gamma * gamma))
         margin = self.y * (np.asarray(self.A @ w, dtype=np.float64).ravel() - gamma)
         xi = np.maximum(0.0, 1.0 - margin)
         sq = xi * xi if self.weight is None else self.weight * xi * xi
@@ -185,8 +186,9 @@ def asvm_dual(A: Any, y: ArrayLike, nu: float = 2.0, *, sample_weight: ArrayLike
     sample_weight : array_like, optional
         s_i ≥ 0 per example, finite, not all 0: the slack of example i is weighted ν s_i
         (LIBLINEAR's C_i = ν s_i / 2). Examples of weight 0 are left out of the dual (their u_i
-        is 0 at every feasible optimum); :attr:`ASVMProblem.rows` lists the ones kept. Not for
-        chunked data.
+        is 0 at every feasible optimum); :attr:`ASVMProblem.rows` lists the ones kept. For
+        chunked data the weights (a numpy array) go to the chunks as the operator's diagonal
+        d_i = 1/(ν s_i), and must be > 0.
     dense : bool, optional
         Hold sparse data as a dense array (faster BLAS passes). Default: when the dense copy is
         at most 256 MB and the density at least 2%.
@@ -203,19 +205,31 @@ def asvm_dual(A: Any, y: ArrayLike, nu: float = 2.0, *, sample_weight: ArrayLike
     ------
     ProblemError
         Before any work: on NaN/inf, a shape mismatch, labels that are not two classes, ν ≤ 0,
-        weights that are negative, NaN/inf, all 0, so small that 1/(ν s_i) overflows, or given
-        for chunked data.
+        weights that are negative, NaN/inf, all 0, so small that 1/(ν s_i) overflows, or 0 for
+        chunked data.
     """
     if not (isinstance(nu, (int, float, np.floating, np.integer)) and np.isfinite(nu) and nu > 0):
         raise ProblemError(f"nu: must be finite and > 0, got {nu!r}")
     if is_dask_array(A):
+        scale = None
         if sample_weight is not None:
-            raise ProblemError("sample_weight: per-example weights are not supported for chunked data")
-        data = chunked_data(A, y, d=1.0 / float(nu), bias=-1.0, client=client)
+            if any(np.isnan(c) for c in A.chunks[0]):
+                A = A.compute_chunk_sizes()
+            scale = check_weight(sample_weight, int(A.shape[0]))
+            if not (scale > 0).all():
+                raise ProblemError("sample_weight: weights of 0 are not supported for chunked data "
+                                   "(leave those rows out of the dask array)")
+            if not np.isfinite(1.0 / (float(nu) * scale.min())):
+                raise ProblemError(f"sample_weight: a weight is so small that 1/(nu·weight) overflows "
+                                   f"(smallest positive weight {scale.min()!r})")
+        data = chunked_data(A, y, d=1.0 / float(nu), bias=-1.0, client=client, scale=scale)
         space = data.Q.space
         qp = QP.trusted(data.Q, space.full(-1.0), space.full(0.0), space.full(np.inf),  # type: ignore[arg-type]
                         np.zeros((0, space.m)), np.zeros(0))
-        return ASVMProblem(qp=qp, A=data.Q, y=data.y, nu=float(nu), classes=data.classes)  # type: ignore[arg-type]
+        # the weights as chunks, for the primal objective: s_i = (1/ν)/d_i
+        cw: Any = None if scale is None else (1.0 / float(nu)) / data.Q.d
+        return ASVMProblem(qp=qp, A=data.Q, y=data.y, nu=float(nu), classes=data.classes,  # type: ignore[arg-type]
+                           weight=cw)
     if not (sp.issparse(A) or (isinstance(A, np.ndarray) and A.ndim == 2)):
         A = np.asarray(A)
         if A.ndim != 2:

@@ -49,11 +49,17 @@ def _as_rows(X: Any) -> Any:
     return X
 
 
-def _block(X: Any, y: Any, positive: Any, d: float, bias: float | None) -> DiagPlusLowRankQ:
-    """The chunk's operator: validates its rows (NaN/inf raise ProblemError here, on the worker)."""
+def _block(X: Any, y: Any, positive: Any, d: float, bias: float | None, scale: Any = None) -> DiagPlusLowRankQ:
+    """The chunk's operator: validates its rows (NaN/inf raise ProblemError here, on the worker).
+    With ``scale`` (the chunk's per-row divisors) the diagonal is d / scale."""
     X = _as_rows(X)
     s = np.where(np.asarray(y) == positive, 1.0, -1.0)
-    return DiagPlusLowRankQ(d, X, row_scale=s, bias=bias)
+    return DiagPlusLowRankQ(d if scale is None else d / np.asarray(scale, dtype=np.float64), X, row_scale=s,
+                            bias=bias)
+
+
+def _diag_part(block: DiagPlusLowRankQ) -> FloatArray:
+    return block.d
 
 
 def _rows(block: DiagPlusLowRankQ) -> tuple[int]:
@@ -84,7 +90,8 @@ class ChunkedData:
         self.Q, self.y, self.classes, self.n_features = Q, y, classes, n_features
 
 
-def chunked_data(X: Any, y: Any, *, d: float, bias: float | None, client: Any = None) -> ChunkedData:
+def chunked_data(X: Any, y: Any, *, d: float, bias: float | None, client: Any = None,
+                 scale: FloatArray | None = None) -> ChunkedData:
     """Put a dask array of rows (dense or sparse chunks) and its labels in chunked-operator form.
 
     Parameters
@@ -98,6 +105,9 @@ def chunked_data(X: Any, y: Any, *, d: float, bias: float | None, client: Any = 
         The operator's diagonal (ASVM: 1/ν; the hinge dual: 0).
     bias : float or None
         β of H's constant column (None: none).
+    scale : ndarray, optional
+        m positive divisors of the diagonal, validated by the caller (ASVM's sample weights:
+        d_i = d / scale_i); the operator's ``d`` is then a :class:`ChunkedVector`.
     client : distributed.Client or str, optional
         The cluster to use (the default client when omitted). None is ever started here.
 
@@ -144,13 +154,21 @@ def chunked_data(X: Any, y: Any, *, d: float, bias: float | None, client: Any = 
     if classes.size != 2:
         shown = ", ".join(map(str, classes[:5])) + (" ..." if classes.size > 5 else "")
         raise ProblemError(f"y: labels must take exactly two distinct values, got {classes.size}: [{shown}]")
-    blocks = space.map(_block, PerChunk(xf), PerChunk(yf), classes[1], float(d), bias, name="qpcore-block")
+    sf: Any = None
+    if scale is not None:
+        if np.shape(scale) != (m,):
+            raise ProblemError(f"scale: shape mismatch, expected ({m},), got {np.shape(scale)}")
+        sf = PerChunk(client.compute(list(da.from_array(np.asarray(scale, dtype=np.float64),
+                                                        chunks=(X.chunks[0],)).to_delayed().ravel())))
+    blocks = space.map(_block, PerChunk(xf), PerChunk(yf), classes[1], float(d), bias, sf, name="qpcore-block")
     # the blocks are built (and validated) now, so bad data raises here, before any solve
     (rows,) = space.reduce(_rows, PerChunk(blocks), ops=("sum",), name="qpcore-validate")
     if rows != m:
         raise ProblemError(f"X: the chunks hold {rows} rows, the array says {m}")
     sparse = isinstance(X._meta, sp.spmatrix) or sp.issparse(X._meta) or hasattr(X._meta, "tocsr")
     Q = ChunkedLowRankQ(space, blocks, d=float(d), p=n, bias=bias, sparse=bool(sparse))
+    if scale is not None:
+        Q.d = ChunkedVector(space, space.map(_diag_part, Q.blocks, name="qpcore-diagonal"))
     ypm = ChunkedVector(space, space.map(_signs, Q.blocks, name="qpcore-labels"))
     return ChunkedData(Q=Q, y=ypm, classes=classes, n_features=n)
 

@@ -453,6 +453,9 @@ class ChunkedVector(DistributedVector):
     def __truediv__(self, other: Any) -> ChunkedVector:
         return self._op("truediv", other)
 
+    def __rtruediv__(self, other: Any) -> ChunkedVector:
+        return self._op("truediv", other, True)
+
     def __neg__(self) -> ChunkedVector:
         if self.parts is None:
             return ChunkedVector(self.space, None, const=-self.const)
@@ -694,7 +697,8 @@ class ChunkedLowRankQ(DistributedOperator):
     blocks : list of futures
         One future per chunk of a ``DiagPlusLowRankQ`` of the chunk's rows.
     d : float
-        The diagonal, one value for all rows (≥ 0).
+        The diagonal, one value for all rows (≥ 0). A builder with a diagonal per row (each
+        chunk's ``DiagPlusLowRankQ`` holding its own) sets ``d`` to a :class:`ChunkedVector` of them.
     p : int
         Columns of the data part F.
     bias : float or None
@@ -711,7 +715,7 @@ class ChunkedLowRankQ(DistributedOperator):
                  sparse: bool) -> None:
         self.space = space
         self.blocks = PerChunk(blocks)
-        self.d = float(d)
+        self.d: float | ChunkedVector = float(d)
         self.p = int(p)
         self.bias = bias
         self.k = self.p + (bias is not None)

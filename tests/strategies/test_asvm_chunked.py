@@ -50,7 +50,8 @@ def _both(X: np.ndarray, y: np.ndarray, sizes: tuple[int, ...], nu: float, tol: 
           **kw: Any) -> tuple[qpcore.Result, qpcore.Result, qpcore.QP]:
     """The chunked run, the in-process run of the same problem, and the in-process problem."""
     P = asvm_dual(_dask(X, sizes, sparse), y, nu)
-    assert P.qp.Q.sparse == sparse and P.qp.Q.space.sizes == sizes
+    Q: Any = P.qp.Q
+    assert Q.sparse == sparse and Q.space.sizes == sizes
     chunked = qpcore.solve(P.qp, ASVM(), tol=tol, **kw)
     qp = asvm_dual(sp.csr_matrix(X) if sparse else X, y, nu, dense=not sparse).qp
     return chunked, qpcore.solve(qp, ASVM(), tol=tol, **kw), qp
@@ -101,6 +102,39 @@ def test_a_chunk_of_one_class(dask_client: Any) -> None:
     _agree(res, ref, 1e-9, qp)
 
 
+@pytest.mark.parametrize("sizes,sparse", [((100, 100, 100, 100), False), ((7, 250, 0, 143), True)])
+def test_weighted_agrees_with_in_process(dask_client: Any, sizes: tuple[int, ...], sparse: bool) -> None:
+    # per-example weights over four decades: the chunks hold the diagonal d_i = 1/(ν s_i) (the
+    # operator's d is a ChunkedVector); the same algorithm, the same path as in process
+    X, y = _data(sum(sizes), 5, seed=9)
+    if sparse:
+        X[np.random.default_rng(2).random(X.shape) < 0.5] = 0.0
+    s = 10.0 ** np.random.default_rng(4).uniform(-2, 2, y.size)
+    P = asvm_dual(_dask(X, sizes, sparse), y, 3.0, sample_weight=s)
+    d: Any = P.qp.Q.d  # type: ignore[attr-defined]
+    assert isinstance(d, ChunkedVector)
+    np.testing.assert_allclose(d.to_numpy(), 1.0 / (3.0 * s), rtol=1e-15)
+    res = qpcore.solve(P.qp, ASVM(), tol=1e-9)
+    Pi = asvm_dual(sp.csr_matrix(X) if sparse else X, y, 3.0, sample_weight=s, dense=not sparse)
+    ref = qpcore.solve(Pi.qp, ASVM(), tol=1e-9)
+    assert ref.converged
+    _agree(res, ref, 1e-9, Pi.qp)
+    # the weighted primal over the chunks is the in-process one, and equals the dual optimum
+    w, g = P.primal(res.x)
+    assert P.primal_objective(w, g) == pytest.approx(Pi.primal_objective(w, g), rel=1e-12)
+    assert P.primal_objective(w, g) == pytest.approx(-res.objective, rel=1e-7)
+
+
+def test_weighted_chunked_refuses_zero_weights(dask_client: Any) -> None:
+    X, y = _data(40, 3, seed=1)
+    s = np.ones(40)
+    s[3] = 0.0
+    with pytest.raises(qpcore.ProblemError, match="weights of 0 are not supported for chunked data"):
+        asvm_dual(_dask(X, (20, 20)), y, 1.0, sample_weight=s)
+    with pytest.raises(qpcore.ProblemError, match="sample_weight: shape mismatch"):
+        asvm_dual(_dask(X, (20, 20)), y, 1.0, sample_weight=np.ones(39))
+
+
 def _scatter(space: Any, values: np.ndarray) -> ChunkedVector:
     """A numpy vector put on the cluster in the partition's chunks."""
     parts = np.split(values, np.cumsum(space.sizes)[:-1])
@@ -114,7 +148,7 @@ def test_safeguards_agree(dask_client: Any) -> None:
     rng = np.random.default_rng(3)
     x0 = rng.exponential(size=120) * 1e3 * (rng.random(120) < 0.3)
     P = asvm_dual(_dask(X, (40, 40, 40)), y, 10.0)
-    res = qpcore.solve(P.qp, ASVM(), _scatter(P.qp.Q.space, x0), tol=1e-9)
+    res = qpcore.solve(P.qp, ASVM(), _scatter(P.qp.Q.space, x0), tol=1e-9)  # type: ignore[attr-defined]
     qp = asvm_dual(X, y, 10.0).qp
     ref = qpcore.solve(qp, ASVM(), x0, tol=1e-9)
     _agree(res, ref, 1e-9, qp)
@@ -156,10 +190,10 @@ def test_max_iter_is_honest(dask_client: Any) -> None:
     assert res.iterations == 2
     assert np.isfinite(res.kkt.measure) and res.kkt.measure > 1e-12
     assert np.isfinite(res.objective)
-    assert res.x.to_numpy().min() >= 0.0
+    assert res.x.to_numpy().min() >= 0.0  # type: ignore[attr-defined]
     # the reported objective and certificate are the problem's own at the returned point
     ref_qp = asvm_dual(X, y, 2.0).qp
-    x = res.x.to_numpy()
+    x = res.x.to_numpy()  # type: ignore[attr-defined]
     assert res.objective == pytest.approx(ref_qp.objective(x), rel=1e-10)
     assert res.kkt.measure == pytest.approx(qpcore.kkt(ref_qp, x).measure, rel=1e-8, abs=1e-12)
 
@@ -203,7 +237,7 @@ def test_warm_start_from_a_chunked_point(dask_client: Any) -> None:
 def test_cluster_loss_keeps_the_primal(dask_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = _data(500, 5, seed=7)
     P = asvm_dual(_dask(X, (250, 250)), y, 2.0)
-    space = P.qp.Q.space
+    space = P.qp.Q.space  # type: ignore[attr-defined]
     real = space.gather
     calls = [0]
 
@@ -211,7 +245,8 @@ def test_cluster_loss_keeps_the_primal(dask_client: Any, monkeypatch: pytest.Mon
         calls[0] += 1
         if calls[0] == 6:           # a few passes in: after the first step's accept
             raise ClusterError("simulated loss")
-        return real(futures)
+        out: list[Any] = real(futures)
+        return out
 
     monkeypatch.setattr(space, "gather", flaky)
     with pytest.raises(ClusterError) as info:
@@ -261,7 +296,7 @@ def test_property_certificate_and_objective(dask_client: Any, case: Any) -> None
         assert res.kkt.measure <= tol and res.kkt.feasible()
     else:   # only as an honest status with its certificate above tol
         assert res.status is qpcore.Status.STALLED and res.kkt.measure > tol
-    x = res.x.to_numpy()
+    x = res.x.to_numpy()  # type: ignore[attr-defined]
     assert x.min() >= 0.0
     # both certified to tol: f(x) − f* ≤ tol·‖x − x*‖₁, so they differ by at most about that
     slack = tol * float(np.abs(x - ref.x).sum()) + 1e-9 * max(1.0, abs(ref.objective))
