@@ -179,6 +179,11 @@ class ASVM(Strategy):
     :class:`qpcore.chunked.ChunkedLowRankQ` for rows on a Dask cluster): the ASVM / L2-loss SVM
     dual built by :func:`problems.asvm.asvm_dual`, or any diagonal-plus-low-rank QP.
 
+    The diagonal is one vector d (per-example weights: d_i = 1/(ν s_i)); every pass takes it, and
+    1/d, as the block's own array, or as one number where it is a constant vector on a cluster (a
+    scalar ν there costs no traffic). The same Sherman–Morrison–Woodbury solve serves both:
+    Q_BB⁻¹ = D_B⁻¹ − D_B⁻¹H_B(I + H_BᵀD_B⁻¹H_B)⁻¹H_BᵀD_B⁻¹.
+
     Parameters
     ----------
     max_rank : int
