@@ -26,6 +26,9 @@ from strategies.line_search import Search
 
 FloatArray = NDArray[np.float64]
 
+#: the smallest window λ̂ (after tiny steps a window this narrow would clamp for many iterations)
+_MIN_WINDOW = 1e-4
+
 __all__ = ["ActiveSetOCAS"]
 
 
@@ -82,9 +85,11 @@ class ActiveSetOCAS(OCAS):
     - **rows of any norm.** The paper assumes ‖h_i‖ = 1, so a distance in margins is a distance in
       w. Here the distance is divided by ‖h_i‖ (computed once, with the rows); rows with h_i = 0
       never cross. Each measured distance is lowered by a relative 1e-9 for rounding of the margins.
-    - **the window λ̂ (θ_t).** The paper's rule for θ_t is not restated here; λ̂ adapts: doubled
-      after a clamp, otherwise it moves to twice OCAS's cut point c_t = t* + μ(1 − t*) (growing at
-      most twofold an iteration), so the window usually holds the step and OCAS's cut point.
+    - **the window λ̂ (θ_t = λ̂‖d‖).** λ̂ adapts to the steps: doubled after a clamp, otherwise set
+      to ``grow`` × the last step t* (at most doubling an iteration, at least 1e-4; unchanged after
+      a zero step), so the window usually holds the next step. OCAS's cut point
+      t* + μ(1 − t*) can lie beyond it: the cut is then at Λ (a window wide enough for the cut
+      point too touched more rows on text data than the extra iterations of the nearer cut cost).
     - **refresh.** When a block's active set would hold more than ``refresh`` of its rows, the
       block takes all its rows that iteration (the product over a copy of most rows would cost more
       than over the block itself); its keys are then all measured afresh (``refreshes``).
@@ -95,6 +100,8 @@ class ActiveSetOCAS(OCAS):
     ----------
     window : float
         The first λ̂ (Λ of the first iteration), > 0.
+    grow : float
+        > 1: the next window as a multiple of the last step.
     refresh : float
         In (0, 1]: a block whose active set would exceed this fraction of its rows takes them all.
     clamp : float
@@ -112,6 +119,7 @@ class ActiveSetOCAS(OCAS):
     """
 
     window: float = 1.0
+    grow: float = 3.0
     refresh: float = 0.6
     clamp: float = 0.9
 
@@ -119,6 +127,8 @@ class ActiveSetOCAS(OCAS):
         super().__attrs_post_init__()
         if not self.window > 0:
             raise ProblemError(f"window: must be > 0, got {self.window}")
+        if not self.grow > 1:
+            raise ProblemError(f"grow: must be > 1, got {self.grow}")
         if not 0 < self.refresh <= 1:
             raise ProblemError(f"refresh: must be in (0, 1], got {self.refresh}")
         if not 0 < self.clamp < 1:
@@ -193,8 +203,7 @@ class ActiveSetOCAS(OCAS):
         lam = act.lam
         theta = lam * nd
         t0 = time.perf_counter()
-        W = np.stack([cs.w_b, cs.w_t], axis=1)
-        pairs, partial = rows.map_reduce(k_probe, rows.blocks, act.keys, cs.rho, cs.u, W, act.S + theta, lam,
+        pairs, partial = rows.map_reduce(k_probe, rows.blocks, act.keys, cs.rho, cs.u, cs.w_b, cs.w_t, act.S + theta, lam,
                                          self.refresh, LIST_CAP, ops=PROBE_OPS, name="qpcore-asocas-probe")
         t1 = time.perf_counter()
         probe, window = rows.kept(pairs, 0), rows.kept(pairs, 1)
@@ -207,22 +216,22 @@ class ActiveSetOCAS(OCAS):
         t_star = search.run(partial[:6], float(cs.w_b @ d), dd, slope=-float(act.A_b @ d), t_max=lam)
         state.counters["window_rounds"] += search.rounds
         if t_star >= lam:
-            # the minimizer is not inside the window: the clamp (eq. 11), the cut at Λ
+            # the minimizer is not inside the window: the clamp, the cut at Λ; a wider window next
             step, c = self.clamp * lam, lam
             state.counters["clamped"] += 1
             act.lam = 2.0 * lam
         else:
             step = t_star
-            want = step + self.mu * (1.0 - step)        # OCAS's cut point
-            c = min(want, lam)
-            act.lam = max(1e-8, min(2.0 * lam, 2.0 * abs(want)))
+            c = min(step + self.mu * (1.0 - step), lam)       # OCAS's cut point, inside the window
+            if step > 0:
+                act.lam = max(_MIN_WINDOW, min(2.0 * lam, self.grow * step))
         w_b = cs.w_b + step * d
         S = act.S + step * nd * (1.0 + 1e-12)
-        moved, (dA_b, dB_b, dA_c, dB_c, changed) = rows.map_reduce(
+        moved, (dA_b, dB_b, dA_c, dB_c, read) = rows.map_reduce(
             k_move, rows.blocks, act.keys, probe, step, c, S, float(np.linalg.norm(w_b)), ops=MOVE_OPS,
             name="qpcore-asocas-move")
         act.keys, bits = rows.kept(moved, 0), rows.kept(moved, 1)
-        _rows(state, int(changed))
+        _rows(state, int(read))
         a_c = act.A_b + np.asarray(dA_c, dtype=np.float64)
         b_c = act.B_b + float(dB_c)
         act.A_b = act.A_b + np.asarray(dA_b, dtype=np.float64)

@@ -15,9 +15,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from strategies.cutting_plane_kernels import NBINS, _work, bin_ids
+from strategies.cutting_plane_kernels import LONG, NBINS, _work, bin_ids
+
+try:    # scipy's own CSR loops, for products over a subset of rows without copying them
+    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
+    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
+except ImportError:     # pragma: no cover - a scipy without them: the rows are copied (F[idx])
+    _csc_matvec = _csr_matvec = None
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -40,12 +47,13 @@ EXACT_OPS = ("sum", "sum", "sum")
 
 
 class Keys:
-    """What a block keeps across iterations: per example key_i = r_i + S_i, its side at w_b and ‖h_i‖."""
+    """What a block keeps across iterations: per example key_i = r_i + S_i, its side at w_b, ‖h_i‖,
+    and the margins at w_b where ``valid`` (the rows of the last active set; elsewhere stale)."""
 
-    __slots__ = ("key", "side", "norms")
+    __slots__ = ("key", "side", "norms", "m", "valid")
 
-    def __init__(self, key: FloatArray, side: BoolArray, norms: FloatArray) -> None:
-        self.key, self.side, self.norms = key, side, norms
+    def __init__(self, key: FloatArray, side: BoolArray, norms: FloatArray, m: FloatArray, valid: BoolArray) -> None:
+        self.key, self.side, self.norms, self.m, self.valid = key, side, norms, m, valid
 
 
 class Probe:
@@ -78,31 +86,62 @@ def _dot(v: FloatArray, x: Any) -> float:
     return float(v @ x) if np.ndim(x) else float(x) * float(v.sum())
 
 
-def _margins(blk: Any, idx: IndexArray | None, W: FloatArray) -> FloatArray:
-    """H[idx] W for W of shape (k, c): one pass over the rows (a transient copy of ``H[idx]``), as a
-    (c, |idx|) array whose rows are contiguous."""
+def _interleaved(indptr: Any, idx: IndexArray) -> Any:
+    """A row pointer that walks the rows ``idx`` of a CSR matrix in place: rows idx[n−1], …, idx[0] at
+    the even positions, each followed by an empty one (a later row's end lies at or after an earlier
+    row's start, so the odd spans run backwards and are empty)."""
+    r = idx[::-1]
+    ap = np.empty(2 * r.size + 1, dtype=indptr.dtype)
+    ap[0:-1:2] = indptr[r]
+    ap[1::2] = indptr[r + 1]
+    ap[-1] = 0
+    return ap
+
+
+def _data_matvec(F: Any, idx: IndexArray, w: FloatArray) -> FloatArray:
+    """F[idx] w without copying the rows when F is CSR (scipy offers no public product over a subset
+    of rows; a copy of most rows costs about a product over all of them), else through F[idx]."""
+    if _csr_matvec is not None and sp.issparse(F) and F.format == "csr" and F.indices.dtype == F.indptr.dtype:
+        y = np.zeros(2 * idx.size)
+        _csr_matvec(2 * idx.size, F.shape[1], _interleaved(F.indptr, idx), F.indices, F.data,
+                    np.ascontiguousarray(w, dtype=np.float64), y)
+        out: FloatArray = y[-2::-2].copy()
+        return out
+    return np.asarray(F[idx] @ w, dtype=np.float64).ravel()
+
+
+def _data_rmatvec(F: Any, idx: IndexArray, v: FloatArray) -> FloatArray:
+    """F[idx]ᵀ v, without copying the rows when F is CSR (its rows read as the columns of a CSC Fᵀ)."""
+    if _csc_matvec is not None and sp.issparse(F) and F.format == "csr" and F.indices.dtype == F.indptr.dtype:
+        x = np.zeros(2 * idx.size)
+        x[-2::-2] = v
+        y = np.zeros(F.shape[1])
+        _csc_matvec(F.shape[1], 2 * idx.size, _interleaved(F.indptr, idx), F.indices, F.data, x, y)
+        return y
+    return np.asarray(F[idx].T @ v, dtype=np.float64).ravel()
+
+
+def _matvec(blk: Any, idx: IndexArray | None, w: FloatArray) -> FloatArray:
+    """H[idx] w (all rows for None): one pass over those rows."""
+    if idx is None:
+        return np.asarray(blk.matvec_lowrank(w), dtype=np.float64)
     p = int(blk.F.shape[1])
-    F = blk.F if idx is None else blk.F[idx]
-    out = np.asarray(F @ W[:p], dtype=np.float64).reshape(-1, W.shape[1])
+    out = _data_matvec(blk.F, idx, w[:p])
     if blk.bias is not None:
-        out += blk.bias * W[p]
+        out += blk.bias * w[p]
     if blk.s is not None:
-        out *= _take(blk.s, idx)[:, None]
-    return np.ascontiguousarray(out.T)
-
-
-def _rmatvec(blk: Any, idx: IndexArray, V: FloatArray) -> FloatArray:
-    """H[idx]ᵀ V for V of shape (|idx|, c): a (k, c) array (a transient copy of the rows)."""
-    k = int(blk.k)
-    if idx.size == 0:
-        return np.zeros((k, V.shape[1]))
-    p = int(blk.F.shape[1])
-    Vs = V if blk.s is None else V * blk.s[idx][:, None]
-    out = np.empty((k, V.shape[1]))
-    out[:p] = np.asarray(blk.F[idx].T @ Vs, dtype=np.float64).reshape(p, V.shape[1])
-    if blk.bias is not None:
-        out[p] = blk.bias * Vs.sum(axis=0)
+        out *= blk.s[idx]
     return out
+
+
+def _rmatvec(blk: Any, idx: IndexArray, v: FloatArray) -> FloatArray:
+    """H[idx]ᵀ v, a k-vector: one pass over those rows."""
+    if blk.s is not None:
+        v = v * blk.s[idx]
+    head = _data_rmatvec(blk.F, idx, v)
+    if blk.bias is None:
+        return head
+    return np.concatenate((head, [blk.bias * float(v.sum())]))
 
 
 def _distance(rho: Any, m: FloatArray, norms: FloatArray, spread: FloatArray | None, w_norm: float) -> FloatArray:
@@ -127,26 +166,31 @@ def rows_read(partial: tuple[Any, ...]) -> int:
 
 # ------------------------------------------------------------------ kernels (one task per block)
 def k_keys(blk: Any, point: Any, rho: Any, w_norm: float) -> Keys:
-    """The start: ‖h_i‖ (one pass over the rows), and every example's key and side from the margins of
-    the first evaluation (``point.m``, kept by OCAS's ``k_point``); S = 0."""
+    """The start: ‖h_i‖ (one pass over the rows), and every example's key, side and margin from the
+    first evaluation (``point.m``, kept by OCAS's ``k_point``); S = 0."""
     norms = np.sqrt(np.maximum(np.asarray(blk.diag(), dtype=np.float64), 0.0))
     m = point.m
-    return Keys(_distance(rho, m, norms, None, w_norm), np.less(m, rho), norms)
+    return Keys(_distance(rho, m, norms, None, w_norm), np.less(m, rho), norms, m, np.ones(m.size, dtype=bool))
 
 
-def k_probe(blk: Any, keys: Keys, rho: Any, u: Any, W: FloatArray, reach: float, lam: float, refresh: float,
-            cap: int) -> tuple[Probe, Window, tuple[Any, ...]]:
+def k_probe(blk: Any, keys: Keys, rho: Any, u: Any, w_b: FloatArray, w_t: FloatArray, reach: float, lam: float,
+            refresh: float, cap: int) -> tuple[Probe, Window, tuple[Any, ...]]:
     """Evaluation over the active set: X^a = {i : key_i ≤ S + θ} (``reach`` = S + θ; the whole block
-    when it would hold more than ``refresh`` of it), margins at w_b and w_t (one product of H[X^a] with
-    W = [w_b, w_t]), and the line search's summary over X^s, the breakpoints inside (0, Λ)
-    (Λ = ``lam``); φ'(0)'s share here is only the ties (r_i = 0, δ_i < 0): the violators' part is the
-    client's −A_bᵀd."""
+    when it would hold more than ``refresh`` of it); margins at w_t (a product over X^a) and at w_b
+    (kept for the rows of the last active set, a product over the rows entering); and the line
+    search's summary over X^s, the breakpoints inside (0, Λ) (Λ = ``lam``). φ'(0)'s share here is
+    only the ties (r_i = 0, δ_i < 0): the violators' part is the client's −A_bᵀd."""
     n = keys.key.size
     act = np.less_equal(keys.key, reach, out=_work(n, 8, "b"))
     count = int(np.count_nonzero(act))
     idx: IndexArray | None = None if count > refresh * n else np.flatnonzero(act)
-    M = _margins(blk, idx, W)
-    m_b, m_t = M[0], M[1]
+    m_t = _matvec(blk, idx, w_t)
+    # w_b's margins: kept where valid, a product over the rows entering
+    m_b = keys.m.copy() if idx is None else keys.m[idx]
+    valid = keys.valid if idx is None else keys.valid[idx]
+    enter = np.flatnonzero(~valid)
+    if enter.size:
+        m_b[enter] = _matvec(blk, enter if idx is None else idx[enter], w_b)
     rho_a, u_a = _take(rho, idx), _take(u, idx)
     probe = Probe(idx, m_b, m_t, rho_a, u_a)
     na = m_b.size
@@ -156,8 +200,8 @@ def k_probe(blk: Any, keys: Keys, rho: Any, u: Any, W: FloatArray, reach: float,
     ties = r == 0.0
     s0 = 0.0
     if ties.any():
-        tie_neg = ties & (delta < 0)
-        s0 = -_dot(delta[tie_neg], _take(u_a, np.flatnonzero(tie_neg)))
+        tie_neg = np.flatnonzero(ties & (delta < 0))
+        s0 = -_dot(delta[tie_neg], _take(u_a, tie_neg))
     with np.errstate(divide="ignore", invalid="ignore"):
         tb = np.divide(r, delta, out=_work(na, 10))
     inside = np.greater(tb, 0.0, out=_work(na, 9, "b"))
@@ -167,7 +211,7 @@ def k_probe(blk: Any, keys: Keys, rho: Any, u: Any, W: FloatArray, reach: float,
     jumps = np.abs(np.multiply(delta[sel], _take(u_a, sel)))
     window = Window(m_b[sel], m_t[sel], _take(rho_a, sel), _take(u_a, sel))
     summary = _summary(ts, jumps, cap)
-    partial = (s0, *summary, 0.0, na, int(sel.size), int(idx is None), na)
+    partial = (s0, *summary, 0.0, na, int(sel.size), int(idx is None), na + int(enter.size))
     return probe, window, partial
 
 
@@ -188,11 +232,11 @@ def _summary(ts: FloatArray, jumps: FloatArray, cap: int) -> tuple[Any, ...]:
 
 def k_move(blk: Any, keys: Keys, probe: Probe, step: float, c: float, S: float,
            w_norm: float) -> tuple[Keys, NDArray[np.uint8], tuple[Any, ...]]:
-    """The move and the cut over the active rows: their sides at the new w_b = w_b + step·d and at the
-    cut point w_b + c·d, the changes of the subgradient sums A_b, B_b (to the new w_b) and A_c, B_c
-    (to the cut) over the rows whose side changed (only those are read), the new keys (r at the new
-    w_b plus S, the movement so far) and the cut's member bits (inactive sides kept: within the window
-    they cannot change)."""
+    """The move and the cut over the active rows: their margins and sides at the new w_b = w_b + step·d
+    and their sides at the cut point w_b + c·d; the changes of the subgradient sums A_b, B_b (to the
+    new w_b) and A_c, B_c (to the cut), read from the rows whose side changed only; the new keys (the
+    distance at the new w_b plus S, the movement so far) and the cut's member bits (the inactive
+    sides kept: within the window they cannot change)."""
     idx = probe.idx
     m_b, m_t, rho, u = probe.m_b, probe.m_t, probe.rho, probe.u
     na = m_b.size
@@ -203,38 +247,40 @@ def k_move(blk: Any, keys: Keys, probe: Probe, step: float, c: float, S: float,
     side_new = np.less(m_new, rho)
     side_cut = np.less(m_cut, rho, out=_work(na, 8, "b"))
     old = _take(keys.side, idx)
-    changed = np.not_equal(side_new, old, out=_work(na, 9, "b"))
-    changed |= np.not_equal(side_cut, old, out=_work(na, 10, "b"))
-    pos = np.flatnonzero(changed)
-    o = old[pos].astype(np.float64)
-    uu = _take(u, pos)
-    V = np.empty((pos.size, 2))
-    V[:, 0] = (side_new[pos] - o) * uu
-    V[:, 1] = (side_cut[pos] - o) * uu
-    rows = pos if idx is None else idx[pos]
-    dA = _rmatvec(blk, rows, V)
-    rho_p = _take(rho, pos)
-    dB = (V.T @ rho_p) if np.ndim(rho_p) else V.sum(axis=0) * float(rho_p)
+    parts: list[Any] = []
+    read = 0
+    for side in (side_new, side_cut):
+        pos = np.flatnonzero(np.not_equal(side, old, out=_work(na, 9, "b")))
+        v = np.where(side[pos], 1.0, -1.0)
+        v *= _take(u, pos)
+        parts += [_rmatvec(blk, pos if idx is None else idx[pos], v), _dot(v, _take(rho, pos))]
+        read += int(pos.size)
     # the keys: measured afresh on the active rows (slack for the step's rounding), kept elsewhere
     spread = np.abs(delta, out=_work(na, 10))
     spread *= step
     spread += np.abs(m_t)
     r_new = _distance(rho, m_new, _take(keys.norms, idx), spread, w_norm)
     r_new += S
+    # after a long step δ's rounding is amplified: those margins are taken afresh next time
+    fresh = step <= LONG
     if idx is None:
-        key, side = r_new, side_new
+        new = Keys(r_new, side_new, keys.norms, m_new, np.full(na, fresh))
         bits = np.packbits(side_cut)
     else:
         key = keys.key.copy()
         key[idx] = r_new
-        side = keys.side.copy()
-        side[idx] = side_new
-        member = _work(side.size, 11, "b")
+        side_all = keys.side.copy()
+        side_all[idx] = side_new
+        m = keys.m.copy()
+        m[idx] = m_new
+        valid = np.zeros(key.size, dtype=bool)
+        valid[idx] = fresh
+        new = Keys(key, side_all, keys.norms, m, valid)
+        member = _work(key.size, 11, "b")
         np.copyto(member, keys.side)
         member[idx] = side_cut
         bits = np.packbits(member)
-    return Keys(key, side, keys.norms), bits, (dA[:, 0].copy(), float(dB[0]), dA[:, 1].copy(), float(dB[1]),
-                                               int(pos.size))
+    return new, bits, (*parts, read)
 
 
 def k_member(keys: Keys) -> NDArray[np.uint8]:
@@ -245,7 +291,7 @@ def k_member(keys: Keys) -> NDArray[np.uint8]:
 def k_exact(blk: Any, keys: Keys, w: FloatArray, rho: Any, u: Any, S: float,
             w_norm: float) -> tuple[Keys, tuple[Any, ...]]:
     """The exact evaluation (all rows: a product and a subgradient): the risk at w, A_b = Σ_viol u_i h_i
-    and B_b = Σ_viol u_i ρ_i afresh (no accumulated rounding), and every key and side reset."""
+    and B_b = Σ_viol u_i ρ_i afresh (no accumulated rounding), and every key, side and margin reset."""
     m = np.asarray(blk.matvec_lowrank(w), dtype=np.float64)
     n = m.size
     h = np.subtract(rho, m, out=_work(n, 8))
@@ -256,4 +302,4 @@ def k_exact(blk: Any, keys: Keys, w: FloatArray, rho: Any, u: Any, S: float,
     risk = _dot(np.maximum(h, 0.0, out=h), u)
     key = _distance(rho, m, keys.norms, None, w_norm)
     key += S
-    return Keys(key, side, keys.norms), (risk, a, b)
+    return Keys(key, side, keys.norms, m, np.ones(n, dtype=bool)), (risk, a, b)
