@@ -6,7 +6,7 @@ Each kernel is a module-level (picklable) function run on one block by
 chunk where the chunk lives. ``blk`` is the block's :class:`qpcore.lowrank.DiagPlusLowRankQ`;
 ρ and u are the block's arrays or scalars standing for constant vectors. A kernel that keeps
 something with the block returns ``(kept, partial)``; what a block keeps between passes (an
-evaluated point, a probe, its part of the active set) is a small object below, never changed
+evaluated point, a probe) is a small object below, never changed
 once made (a cluster replays kernels to recompute a lost chunk).
 """
 
@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 
-__all__ = ["ActiveBlock", "k_box", "BUILD_OPS", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_OPS", "Point", "Probe", "RD", "SUB_BINS", "SUMMARY_OPS", "UPPER", "WINDOW_CAP", "bin_ids", "k_active_bits", "k_active_move", "k_active_probe", "k_alpha", "k_bits", "k_build", "k_count", "k_grad", "k_matvec", "k_mix", "k_move", "k_norms", "k_point", "k_probe", "k_start", "k_summary_rd", "k_window", "release_work"]
+__all__ = ["k_box", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_OPS", "Point", "Probe", "RD", "SUB_BINS", "SUMMARY_OPS", "UPPER", "WINDOW_CAP", "bin_ids", "k_alpha", "k_bits", "k_grad", "k_matvec", "k_mix", "k_move", "k_point", "k_probe", "k_start", "k_summary_rd", "k_window", "release_work"]
 
 # The histogram of breakpoints: _SUB bins per octave from 2^_LOW to 2^_HIGH, one below, one above.
 # Bin id 0 is "no breakpoint", 1 is (0, 2^_LOW], 2 + b is (L(b), L(b + 1)] with
@@ -45,7 +45,6 @@ LONG = 4.0             # a longer step recomputes the margins (δ's rounding gro
 POINT_OPS = ("sum", "max", "sum", "sum", "sum")               # risk, max|m|, a, b, count
 SUMMARY_OPS = ("sum", "sum", "sum", "list", "list", "max")   # s0, counts, sums, listed t, their jumps, max|δ|
 MOVE_OPS = ("sum", "max", "sum", "sum", "sum")                # risk, max|m_b|, a, b, count
-BUILD_OPS = ("sum", "sum", "min", "sum")                      # a_X, B_0, safe radius, |active|
 
 
 # --------------------------------------------------------------------------------------------- per block
@@ -61,7 +60,7 @@ class Point:
 
 
 class Probe:
-    """The probe of an iteration (over a chunk, or over its active rows): the margins of w_b and w_t."""
+    """The probe of an iteration (over a chunk): the margins of w_b and w_t."""
 
     __slots__ = ("m_b", "m_t")
 
@@ -76,18 +75,6 @@ class RD:
 
     def __init__(self, r: FloatArray, delta: FloatArray) -> None:
         self.r, self.delta = r, delta
-
-
-class ActiveBlock:
-    """A chunk's part of the active set: the rows ``idx``, their operator (copied once), their margins
-    at the rebuild, ρ and u there, and the packed bits of the violators outside the set."""
-
-    __slots__ = ("idx", "sub", "m_b", "rho", "u", "out_viol", "rows")
-
-    def __init__(self, idx: IndexArray, sub: Any, m_b: FloatArray, rho: Any, u: Any,
-                 out_viol: NDArray[np.uint8], rows: int) -> None:
-        self.idx, self.sub, self.m_b, self.rho, self.u = idx, sub, m_b, rho, u
-        self.out_viol, self.rows = out_viol, rows
 
 
 # Work arrays. A Dask worker gives freed memory back to the system at once (its nanny sets
@@ -114,11 +101,6 @@ def _work(n: int, slot: int, kind: str = "f") -> Any:
         buf = np.empty(n, dtype={"f": np.float64, "b": np.bool_, "i": np.intp, "e": np.intc}[kind])
         pool[(slot, kind)] = buf
     return buf[:n]
-
-
-def _take(x: Any, idx: IndexArray) -> Any:
-    """x[idx] for a block's array; a scalar (a constant vector) stays a scalar."""
-    return x if np.ndim(x) == 0 else x[idx]
 
 
 def _dot(v: FloatArray, x: Any) -> float:
@@ -157,7 +139,7 @@ def _cut_of(blk: Any, m: FloatArray, rho: Any, u: Any) -> tuple[FloatArray, floa
 def _mb_of(src: Any, t: float, out: FloatArray | None = None) -> FloatArray:
     """w_b's margins on a block from what the last pass kept: a probe's m_b + t(m_t − m_b) (the
     in-process update, the same two roundings; into ``out``, else a new array), an evaluated
-    point's m, an active block's m_b, an array. Only ``out`` may be changed by the caller."""
+    point's m, an array. Only ``out`` may be changed by the caller."""
     if isinstance(src, Probe):
         if t == 0.0:
             return src.m_b
@@ -167,8 +149,6 @@ def _mb_of(src: Any, t: float, out: FloatArray | None = None) -> FloatArray:
         return res
     if isinstance(src, Point):
         return src.m
-    if isinstance(src, ActiveBlock):
-        return src.m_b
     arr: FloatArray = src
     return arr
 
@@ -374,59 +354,6 @@ def k_move(blk: Any, probe: Probe, fresh: FloatArray | None, t: float, rho: Any,
     mx = _maxabs(m_b)
     a, b, viol = _cut_of(blk, _m_cut(m_b, probe.m_t, mu), rho, u)
     return np.packbits(viol), (risk, mx, a, b, count)
-
-
-def k_norms(blk: Any) -> FloatArray:
-    """‖h_i‖ (d = 0)."""
-    return np.sqrt(np.maximum(np.asarray(blk.diag(), dtype=np.float64), 0.0))
-
-
-def k_count(src: Any, t: float, rho: Any, bound: float) -> tuple[int]:
-    out = _work(src.m_b.size, 0) if isinstance(src, Probe) else None
-    return (_risk_count(_mb_of(src, t, out), rho, 0.0, bound)[1],)
-
-
-def k_build(blk: Any, src: Any, t: float, rho: Any, u: Any, norms: FloatArray,
-             bound: float) -> tuple[ActiveBlock, tuple[Any, ...]]:
-    """The block's active set around w_b (the in-process ``_rebuild``, same formulas): kept, with the
-    inactive violators' a_X and B_0 and the certified radius min D_i/‖h_i‖ outside the set."""
-    m_b = _mb_of(src, t)
-    res = rho - m_b
-    dist = np.abs(res)
-    inside = dist <= bound
-    idx = np.flatnonzero(inside)
-    out_viol = (res > 0) & ~inside
-    v = np.where(out_viol, u, 0.0)
-    a_X = np.asarray(blk.rmatvec_lowrank(v), dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(norms > 0, dist / norms, np.inf)
-    safe = float(ratio[~inside].min(initial=np.inf))
-    act = ActiveBlock(idx, blk.subset(idx), m_b[idx].copy(), _take(rho, idx), _take(u, idx),
-                       np.packbits(out_viol), int(m_b.size))
-    return act, (a_X, _dot(v, rho), safe, int(idx.size))
-
-
-def k_active_probe(act: ActiveBlock, src: Any, t: float, w_t: FloatArray,
-                    cap: int) -> tuple[Probe, tuple[Any, ...]]:
-    """The active iteration's first pass, over the active rows only."""
-    probe = Probe(_mb_of(src, t), np.asarray(act.sub.matvec_lowrank(w_t), dtype=np.float64))
-    return probe, _summarize(*_rdu(probe, act, None, None), cap)
-
-
-def k_active_move(act: ActiveBlock, probe: Probe, t: float, mu: float) -> tuple[Any, ...]:
-    """The active rows' risk at the moved w_b and their part of the cut at w_c."""
-    m_b = _mb_of(probe, t, _work(probe.m_b.size, 0))
-    risk, _ = _risk_count(m_b, act.rho, act.u, None)
-    a, b, _ = _cut_of(act.sub, _m_cut(m_b, probe.m_t, mu), act.rho, act.u)
-    return (risk, a, b)
-
-
-def k_active_bits(act: ActiveBlock, probe: Probe, t: float, mu: float) -> NDArray[np.uint8]:
-    """The member bits of an active cut: the inactive violators, and the active rows' violators at w_c."""
-    m_c = _m_cut(_mb_of(probe, t, _work(probe.m_b.size, 0)), probe.m_t, mu)
-    mask = np.unpackbits(act.out_viol, count=act.rows).astype(bool)
-    mask[act.idx] = m_c < act.rho
-    return np.packbits(mask)
 
 
 def k_alpha(u: Any, rows: int, beta: FloatArray, *members: Any) -> FloatArray:
