@@ -3,7 +3,7 @@
     python -m benchmarks.dask_scale --rows 7m,30m --repeat 3          # the two rows
     python -m benchmarks.dask_scale --rows 7m --strategies asvm,ocas  # one row, some strategies
     python -m benchmarks.dask_scale --small                           # 200,000 × 32, 4 chunks, repeat 1 (plumbing)
-    python -m benchmarks.dask_scale --rows 2m:table3 --strategies ocas,ocas-active,ocas-active-paper  # Table 3
+    python -m benchmarks.dask_scale --rows 1m:table3 --strategies ocas,ocas-active,ocas-active-paper  # Table 3
     python -m benchmarks.dask_scale --rows 30m:table3 --strategies ocas,ocas-active --repeat 1     # at 30M rows
 
 Rows (``--rows``, comma-separated):

@@ -265,7 +265,7 @@ def test_run_ours_trace_has_table3_fields() -> None:
 def test_dask_rows_table3_kind() -> None:
     from benchmarks.dask_scale import parse_rows
 
-    rows = parse_rows("200k,2m:table3,30m:table3", features=32, chunk_rows=None, seed=16, flip=0.1)
+    rows = parse_rows("200k,1m:table3,30m:table3", features=32, chunk_rows=None, seed=16, flip=0.1)
     assert [r.kind for r in rows] == ["table3", "table3", "compare"]
     assert rows[1].data.rows == 30_000_000 and rows[1].key == "table3 30000000"
     with pytest.raises(ValueError):
