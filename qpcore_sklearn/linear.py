@@ -96,7 +96,8 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         More than two classes are handled one-vs-rest: one binary problem per class.
     class_weight : dict or "balanced", optional
         Multiply C by ``class_weight[label]`` (finite, ≥ 0; labels not in the dict: 1) for the
-        examples of that class; ``"balanced"``: n_samples / (n_classes · count of the class), as
+        examples of that class; ``"balanced"``: n_samples / (n_classes · count of the class), the
+        counts weighted by ``sample_weight`` when given, as
         :func:`sklearn.utils.class_weight.compute_class_weight`. As in LinearSVC: with two classes
         every example by its own class; one-vs-rest, problem k weights class k by
         ``class_weight[k]`` and the rest by 1. Both losses.
@@ -295,8 +296,9 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                                  f"({classes[present[0]]!r}); a classifier needs two classes")
         cw: FloatArray | None = None
         if self.class_weight is not None:
-            cw = np.asarray(compute_class_weight(self.class_weight, classes=classes, y=classes[y_idx]),
-                            dtype=np.float64)
+            # "balanced" counts the examples by their sample weights, as LinearSVC does
+            cw = np.asarray(compute_class_weight(self.class_weight, classes=classes, y=classes[y_idx],
+                                                 sample_weight=sw), dtype=np.float64)
             if not (np.isfinite(cw).all() and (cw >= 0).all()):
                 raise ValueError(f"class_weight: the weights must be finite and ≥ 0, got {self.class_weight!r}")
         return sw, cw

@@ -74,7 +74,7 @@ def weighted_C(C: float, y: Any, classes: Any, k: int, class_weight: Any = None,
     y = np.asarray(y)
     out = np.full(y.size, float(C)) if sample_weight is None else float(C) * np.asarray(sample_weight, dtype=float)
     if class_weight is not None:
-        cw = compute_class_weight(class_weight, classes=classes, y=y)
+        cw = compute_class_weight(class_weight, classes=classes, y=y, sample_weight=sample_weight)
         idx = np.searchsorted(classes, y)
         out = out * (cw[idx] if classes.size == 2 else np.where(idx == k, cw[k], 1.0))
     return out
@@ -175,7 +175,7 @@ def test_digits_one_vs_rest_matches_liblinear(digits: tuple[np.ndarray, np.ndarr
 # is the same on both sides, so both minimize the same weighted primal and `primal_objective` with
 # sample_C = weighted_C(...) compares them. The squared hinge's weights are ASVM's diagonal
 # d_i = 1/(2 C_i s²) (problems.asvm), the hinge's the cutting planes' box.
-_WEIGHTINGS = ["dict", "balanced", "sample", "sample+dict", "sample spread", "sample zeros"]
+_WEIGHTINGS = ["dict", "balanced", "sample", "sample+dict", "sample+balanced", "sample spread", "sample zeros"]
 
 
 def _weights(kind: str, y: Any, seed: int = 0) -> tuple[Any, Any]:
@@ -192,6 +192,8 @@ def _weights(kind: str, y: Any, seed: int = 0) -> tuple[Any, Any]:
         return None, sw
     if kind == "sample+dict":
         return cw, sw
+    if kind == "sample+balanced":        # "balanced" counts the examples by their sample weights
+        return "balanced", sw
     if kind == "sample spread":          # weights over four decades
         return None, 10.0 ** rng.uniform(-2.0, 2.0, sw.size)
     sw[rng.random(sw.size) < 0.3] = 0.0  # "sample zeros": 30% of the examples drop out
@@ -229,7 +231,7 @@ def test_weights_match_liblinear_binary(breast_cancer: tuple[np.ndarray, np.ndar
 
 @pytest.mark.anchor
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
-@pytest.mark.parametrize("kind", ["dict", "balanced", "sample+dict", "sample zeros"])
+@pytest.mark.parametrize("kind", ["dict", "balanced", "sample+dict", "sample+balanced", "sample zeros"])
 def test_weights_match_liblinear_one_vs_rest(loss: str, kind: str) -> None:
     """Generated data, four unbalanced classes: LIBLINEAR's one-vs-rest weighting, problem by problem."""
     rng = np.random.default_rng(7)
@@ -246,7 +248,7 @@ def test_weights_match_liblinear_one_vs_rest(loss: str, kind: str) -> None:
 @pytest.mark.anchor
 @pytest.mark.data
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
-@pytest.mark.parametrize("kind", ["dict", "balanced", "sample"])
+@pytest.mark.parametrize("kind", ["dict", "balanced", "sample", "sample+balanced"])
 def test_adult_weights_match_liblinear(loss: str, kind: str) -> None:
     """Adult (sparse one-hot rows, 24% positive), a 4000-row subset, with each weighting."""
     from problems.data import load_dataset
