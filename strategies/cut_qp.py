@@ -34,7 +34,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from qpcore.factor import BorderedCholesky
+from qpcore.factor import BorderedCholesky, Dependence
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -72,6 +72,9 @@ class CutQP:
                                                       "cut_short": 0})
     _fac: BorderedCholesky | None = None
     _tau: float = 0.0
+    #: the last call's ids and the factor's members as positions among them (the slack as k)
+    _ids: IntArray = attrs.Factory(lambda: np.zeros(0, dtype=np.int64))
+    _F: NDArray[np.intp] = attrs.Factory(lambda: np.zeros(0, dtype=np.intp))
 
     @property
     def free(self) -> IntArray:
@@ -112,7 +115,8 @@ class CutQP:
         k = int(b.size)
         limit = 3 * (k + 1) + 50 if max_pivots is None else int(max_pivots)
         x = np.zeros(k + 1)
-        x[:k] = np.maximum(np.nan_to_num(np.asarray(beta, dtype=np.float64), nan=0.0), 0.0)
+        bv = np.asarray(beta, dtype=np.float64)
+        np.copyto(x[:k], bv, where=bv > 0)           # NaN and negative entries to 0
         tot = float(x[:k].sum())
         if tot > 1.0:
             x[:k] /= tot
@@ -121,6 +125,7 @@ class CutQP:
         run.sync()
         run.crash()
         run.optimize(tol, limit)
+        self._ids, self._F = run.ids.copy(), run.F.copy()
         out = np.maximum(run.x[:k], 0.0)
         tot = float(out.sum())
         if tot > 1.0:
@@ -135,11 +140,10 @@ class _Run:
         self.owner, self.G, self.b, self.x = owner, G, b, x
         self.k = k = int(b.size)
         self.ids = np.asarray(ids, dtype=np.int64)
-        self.pos = {int(i): p for p, i in enumerate(self.ids.tolist())}
-        self.pos[SLACK] = k
         self.bt = np.append(b, 0.0)            # b̃: the slack's offset is 0
         self.g = np.zeros(k + 1)
         self.fresh = False                       # g is G̃x − b̃ for the current x
+        self.F = np.zeros(0, dtype=np.intp)      # the factor's members as positions, in factor order
 
     # -- the factor ---------------------------------------------------------------------------
     @property
@@ -148,13 +152,23 @@ class _Run:
         assert fac is not None
         return fac
 
-    def members(self) -> NDArray[np.intp]:
-        """F as positions (the slack is k), in factor order."""
-        return np.array([self.pos[int(i)] for i in self.fac.members.tolist()], dtype=np.intp)
+    def _add(self, p: int) -> Dependence | None:
+        c, dg = self.col(p, self.F)
+        dep = self.fac.add(self._id(p), c, dg, a_i=1.0)
+        self.owner.counters["pivots"] += 1
+        if dep is None:
+            self.F = np.append(self.F, p)
+        return dep
+
+    def _remove(self, p: int) -> None:
+        self.fac.remove(self._id(p))
+        self.owner.counters["pivots"] += 1
+        self.F = self.F[self.F != p]
 
     def sync(self) -> None:
         """Drop from the factor the cuts that are gone; renew it when G's scale has moved."""
         owner = self.owner
+        k = self.k
         diag = np.diagonal(self.G)
         scale = float(diag.mean()) if diag.size else 0.0
         scale = scale if scale > 0 else 1.0
@@ -164,9 +178,20 @@ class _Run:
             owner._tau = scale
             owner._fac = BorderedCholesky(tau=scale, equality=True, singular_tol=owner.singular_tol)
             return
+        old = owner._ids
+        n = old.size
+        if n <= k and np.array_equal(self.ids[:n], old):
+            # cuts only appended since the last call (the usual case): the same positions
+            F = owner._F.copy()
+            F[F == n] = k
+            self.F = F
+            return
+        pos = {int(i): p for p, i in enumerate(self.ids.tolist())}
+        pos[SLACK] = k
         for i in self.fac.members.tolist():
-            if int(i) not in self.pos:
+            if int(i) not in pos:
                 self.fac.remove(int(i))
+        self.F = np.array([pos[int(i)] for i in self.fac.members.tolist()], dtype=np.intp)
 
     def col(self, p: int, F: NDArray[np.intp]) -> tuple[FloatArray, float]:
         """G̃[F, p] and G̃[p, p]."""
@@ -182,9 +207,10 @@ class _Run:
         """g = G̃x − b̃ (the slack's entry 0), from G."""
         if not self.fresh:
             k = self.k
-            supp = np.flatnonzero(self.x[:k])
             g = self.g
-            g[:k] = self.G[:, supp] @ self.x[supp] - self.b if supp.size else -self.b
+            # G symmetric: xᵀG over contiguous rows (a gather of the support's columns copies them)
+            g[:k] = self.x[:k] @ self.G
+            g[:k] -= self.b
             g[k] = 0.0
             self.fresh = True
         return self.g
@@ -199,10 +225,8 @@ class _Run:
         """
         owner = self.owner
         while True:
-            F = self.members()
-            c, dg = self.col(p, F)
-            dep = self.fac.add(self._id(p), c, dg, a_i=1.0)
-            owner.counters["pivots"] += 1
+            F = self.F
+            dep = self._add(p)
             if dep is None:
                 return True
             owner.counters["dependences"] += 1
@@ -224,14 +248,15 @@ class _Run:
             self.fresh = False
             if blocking == p:
                 return False
-            self.fac.remove(self._id(blocking))
+            self._remove(blocking)
 
     def crash(self) -> None:
         """F ⊇ the support of x: its variables outside F enter (largest first)."""
-        F = set(self.members().tolist())
-        out = [int(p) for p in np.flatnonzero(self.x > 0) if int(p) not in F]
-        out.sort(key=lambda p: -self.x[p])
-        for p in out:
+        out = self.x > 0
+        out[self.F] = False
+        if not out.any():
+            return
+        for p in sorted(np.flatnonzero(out).tolist(), key=lambda p: -self.x[p]):
             if self.x[p] > 0:
                 self.enter(p)
 
@@ -246,14 +271,14 @@ class _Run:
             if owner.counters["pivots"] - start > limit:
                 owner.counters["cut_short"] += 1
                 return
-            F = self.members()
+            F = self.F
             y, _ = self.fac.solve_kkt(self.bt[F], 1.0)
             if not np.isfinite(y).all():
                 owner.counters["cut_short"] += 1
                 return
-            low = np.flatnonzero(y < 0)
-            if low.size:
+            if float(y.min(initial=0.0)) < 0:
                 # step towards y to the first variable reaching 0; it leaves F
+                low = np.flatnonzero(y < 0)
                 d = y - self.x[F]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratios = np.where(d[low] < 0, self.x[F[low]] / -d[low], np.inf)
@@ -264,8 +289,7 @@ class _Run:
                 self.x[p] = 0.0
                 np.maximum(self.x, 0.0, out=self.x)
                 self.fresh = False
-                self.fac.remove(self._id(p))
-                owner.counters["pivots"] += 1
+                self._remove(p)
                 if p == last and alpha == 0.0:
                     refused.add(p)      # entered and left at once: rounding; not again this call
                 continue
@@ -281,15 +305,12 @@ class _Run:
                 refactored = True
                 self._refactor(F)
                 continue
-            cand = np.ones(self.k + 1, dtype=bool)
-            cand[F] = False
+            gc = g.copy()
+            gc[F] = np.inf
             if refused:
-                cand[list(refused)] = False
-            if not cand.any():
-                return
-            gc = np.where(cand, g, np.inf)
+                gc[list(refused)] = np.inf
             p = int(np.argmin(gc))
-            if float(gc[p]) - xg >= -tol:
+            if not float(gc[p]) - xg < -tol:      # also when every variable is free or refused
                 return
             last = p
             if not self.enter(p):
@@ -299,6 +320,7 @@ class _Run:
         """Factor F afresh (members that turn out dependent are dropped with a ray step)."""
         self.owner.counters["refactors"] += 1
         self.owner._fac = BorderedCholesky(tau=self.owner._tau, equality=True, singular_tol=self.owner.singular_tol)
+        self.F = np.zeros(0, dtype=np.intp)
         order = sorted(F.tolist(), key=lambda p: -self.x[p])
         for p in order:
             if self.x[p] > 0:

@@ -316,12 +316,14 @@ class _CuttingPlane(Strategy):
             with rows.client_context():
                 rho, u = rows.scalar_or_vector(-qp.c), ub
                 start = False
+                read = 0
                 if x0 is not None:
                     wx, xmax = rows.reduce(k_start, rows.blocks, rows.adopt(x0), lb, u, ops=("sum", "max"),
                                            name="qpcore-cp-start")
+                    read += qp.n
                     if xmax > 0:
                         w, start = np.asarray(wx, dtype=np.float64), True
-                pairs, (risk, mx, a, b, _) = rows.map_reduce(k_point, rows.blocks, w if start else None, rho, u, True,
+                pairs, (risk, mx, a, b, _, point_read) = rows.map_reduce(k_point, rows.blocks, w if start else None, rho, u, True,
                                                              None, ops=POINT_OPS, name="qpcore-cp-init")
                 kept = rows.kept(pairs, 0)
                 cs = CutState(cuts=Cuts.empty(k, functools.partial(_mix, rows)), w_b=w,
@@ -332,7 +334,7 @@ class _CuttingPlane(Strategy):
                 state.primal = w.copy()
                 state.counters.update(passes=2 if start else 0, cuts=0, cuts_added=0, inner_iterations=0,
                                       refreshes=0, touched_eval=0, touched_search=0, aggregated=0, dropped=0,
-                                      round_trips=0, window_rounds=0)
+                                      round_trips=0, window_rounds=0, rows_read=read + int(point_read))
                 self._start(qp, state)
                 state.counters["passes"] += 1
                 cs.cuts.add(np.asarray(a, dtype=np.float64), float(b), rows.kept(rows.map(k_bits, kept,
@@ -441,8 +443,8 @@ class _CuttingPlane(Strategy):
             beta = self._inner_reduced(state, tol)
         cuts.beta = beta
         cuts.slack = max(0.0, 1.0 - float(beta.sum()))
-        used = np.flatnonzero(beta)
-        cs.w_t = beta[used] @ cuts.A[used] if used.size else np.zeros(cuts.A.shape[1])
+        # one product over the contiguous rows (a gather of the used rows copies them first)
+        cs.w_t = beta @ cuts.A[:k]
         # D(α) of the dual point these weights stand for (exact, whatever the inner accuracy)
         cs.dual = float(beta @ cuts.b[:k]) - 0.5 * float(cs.w_t @ cs.w_t)
 
@@ -518,8 +520,9 @@ class BMRM(_CuttingPlane):
         cs = state.work(CutState)
         rows = cs.rows
         t = time.perf_counter()
-        pairs, (risk, mx, a, b, _) = rows.map_reduce(k_point, rows.blocks, cs.w_t, cs.rho, cs.u, True, None,
-                                                     ops=POINT_OPS, name="qpcore-bmrm")
+        pairs, (risk, mx, a, b, _, read) = rows.map_reduce(k_point, rows.blocks, cs.w_t, cs.rho, cs.u, True, None,
+                                                           ops=POINT_OPS, name="qpcore-bmrm")
+        state.counters["rows_read"] += int(read)
         F_t = 0.5 * float(cs.w_t @ cs.w_t) + float(risk)
         cs.eval_seconds += time.perf_counter() - t
         state.counters["passes"] += 1
@@ -568,6 +571,7 @@ class OCAS(_CuttingPlane):
                                          ops=SUMMARY_OPS, name="qpcore-ocas-probe")
         t1 = time.perf_counter()
         state.counters["passes"] += 1
+        state.counters["rows_read"] += qp.n
         probe = rows.kept(pairs, 0)
         cs.m_t = _Margins(probe)
         if _too_small(cs.w_b, dd):
@@ -584,15 +588,17 @@ class OCAS(_CuttingPlane):
             # a long step amplifies the rounding of δ: the margins of the new point afresh
             fresh = rows.kept(rows.map(k_matvec, rows.blocks, w_b, name="qpcore-ocas-fresh"))
             state.counters["passes"] += 1
+            state.counters["rows_read"] += qp.n
         bound = self._next_bound(cs)
         # one pass: the cut's member bits stay with their rows, the rest is reduced
-        moved, (risk, mx, a, b, count) = rows.map_reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u,
-                                                         self.mu, bound, ops=MOVE_OPS, name="qpcore-ocas-move")
+        moved, (risk, mx, a, b, count, read) = rows.map_reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u,
+                                                               self.mu, bound, ops=MOVE_OPS, name="qpcore-ocas-move")
         bits = rows.kept(moved, 0)
         cs.w_b = w_b
         cs.m_b = _Margins(fresh if fresh is not None else probe, 0.0 if fresh is not None else step, float(mx),
                           (bound, int(count)) if bound is not None else None)
         cs.F_b = 0.5 * float(w_b @ w_b) + float(risk)
+        state.counters["rows_read"] += int(read)
         t2 = time.perf_counter()
         cs.eval_seconds += t1 - t0
         cs.search_seconds += t2 - t1

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 
-__all__ = ["k_box", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_OPS", "Point", "Probe", "RD", "SUB_BINS", "SUMMARY_OPS", "UPPER", "WINDOW_CAP", "bin_ids", "k_alpha", "k_bits", "k_grad", "k_matvec", "k_mix", "k_move", "k_point", "k_probe", "k_start", "k_summary_rd", "k_window", "release_work"]
+__all__ = ["k_box", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_OPS", "Point", "Probe", "RD", "SUB_BINS", "SUMMARY_OPS", "UPPER", "WINDOW_CAP", "CUT_SUBSET", "bin_ids", "k_alpha", "k_bits", "k_grad", "k_matvec", "k_mix", "k_move", "k_point", "k_probe", "k_start", "k_summary_rd", "k_window", "release_work"]
 
 # The histogram of breakpoints: _SUB bins per octave from 2^_LOW to 2^_HIGH, one below, one above.
 # Bin id 0 is "no breakpoint", 1 is (0, 2^_LOW], 2 + b is (L(b), L(b + 1)] with
@@ -42,9 +42,10 @@ MAX_SUB = 6            # then gathered whatever its size (ties that no split sep
 LONG = 4.0             # a longer step recomputes the margins (δ's rounding grows with t), as in process
 
 # partial results and how they combine
-POINT_OPS = ("sum", "max", "sum", "sum", "sum")               # risk, max|m|, a, b, count
+POINT_OPS = ("sum", "max", "sum", "sum", "sum", "sum")        # risk, max|m|, a, b, count, rows read
 SUMMARY_OPS = ("sum", "sum", "sum", "list", "list", "max")   # s0, counts, sums, listed t, their jumps, max|δ|
-MOVE_OPS = ("sum", "max", "sum", "sum", "sum")                # risk, max|m_b|, a, b, count
+MOVE_OPS = ("sum", "max", "sum", "sum", "sum", "sum")         # risk, max|m_b|, a, b, count, rows read
+CUT_SUBSET = 8          # a cut's product reads only its violators' rows when they are at most 1/8 of a block
 
 
 # --------------------------------------------------------------------------------------------- per block
@@ -126,14 +127,22 @@ def _risk_count(m: FloatArray, rho: Any, u: Any, bound: float | None) -> tuple[f
     return _dot(np.maximum(h, 0.0, out=h), u), count
 
 
-def _cut_of(blk: Any, m: FloatArray, rho: Any, u: Any) -> tuple[FloatArray, float, NDArray[np.bool_]]:
-    """The block's part of the cut at margins m: a = Σ_viol u_i h_i, b = Σ_viol u_i ρ_i, and viol
-    (a work array: bool 0; float 1 is used)."""
+def _cut_of(blk: Any, m: FloatArray, rho: Any, u: Any) -> tuple[FloatArray, float, NDArray[np.bool_], int]:
+    """The block's part of the cut at margins m: a = Σ_viol u_i h_i, b = Σ_viol u_i ρ_i, viol (a work
+    array: bool 0; float 1 is used) and the rows the product read.
+
+    With few violators (at most 1/``CUT_SUBSET`` of the block: late iterations on text-like data) the
+    product reads their rows alone, through a copy of them (``subset``), not the whole block."""
     n = m.size
     viol = np.less(m, rho, out=_work(n, 0, "b"))    # ρ − m > 0: a difference of doubles is 0 only at equality
     v = np.multiply(viol, u, out=_work(n, 1))     # u_i or 0 (u finite ≥ 0): the in-process np.where
+    nv = int(np.count_nonzero(viol))
+    if nv * CUT_SUBSET <= n:
+        idx = np.flatnonzero(viol)
+        a = np.asarray(blk.subset(idx).rmatvec_lowrank(v[idx]), dtype=np.float64) if nv else np.zeros(blk.k)
+        return a, _dot(v, rho), viol, nv
     a = np.asarray(blk.rmatvec_lowrank(v), dtype=np.float64)
-    return a, _dot(v, rho), viol
+    return a, _dot(v, rho), viol, n
 
 
 def _mb_of(src: Any, t: float, out: FloatArray | None = None) -> FloatArray:
@@ -284,17 +293,19 @@ def k_start(blk: Any, x0: FloatArray, lb: Any, ub: Any) -> tuple[FloatArray, flo
 
 def k_point(blk: Any, w: FloatArray | None, rho: Any, u: Any, cut: bool,
              bound: float | None) -> tuple[Point, tuple[Any, ...]]:
-    """Evaluate w (None: w = 0): margins (kept), the risk, max|m|, the cut there (a, b, bits kept)
-    and the examples within ``bound`` of the hinge's kink."""
+    """Evaluate w (None: w = 0): margins (kept), the risk, max|m|, the cut there (a, b, bits kept),
+    the examples within ``bound`` of the hinge's kink and the rows the products read."""
     m = np.zeros(blk.shape[0]) if w is None else np.asarray(blk.matvec_lowrank(w), dtype=np.float64)
+    read = 0 if w is None else m.size
     risk, count = _risk_count(m, rho, u, bound)
     a: Any = 0.0
     b = 0.0
     bits = None
     if cut:
-        a, b, viol = _cut_of(blk, m, rho, u)
+        a, b, viol, cut_rows = _cut_of(blk, m, rho, u)
+        read += cut_rows
         bits = np.packbits(viol)
-    return Point(m, bits), (risk, _maxabs(m), a, b, count)
+    return Point(m, bits), (risk, _maxabs(m), a, b, count, read)
 
 
 def k_bits(point: Point) -> Any:
@@ -348,12 +359,12 @@ def _mb_after(probe: Probe, fresh: FloatArray | None, t: float) -> FloatArray:
 def k_move(blk: Any, probe: Probe, fresh: FloatArray | None, t: float, rho: Any, u: Any, mu: float,
             bound: float | None) -> tuple[NDArray[np.uint8], tuple[Any, ...]]:
     """OCAS's second pass: the cut's member bits at w_c (kept) and, reduced, the risk at the new
-    w_b, max|m_b|, the cut at w_c and the examples within ``bound`` of the kink."""
+    w_b, max|m_b|, the cut at w_c, the examples within ``bound`` of the kink and the rows read."""
     m_b = _mb_after(probe, fresh, t)
     risk, count = _risk_count(m_b, rho, u, bound)
     mx = _maxabs(m_b)
-    a, b, viol = _cut_of(blk, _m_cut(m_b, probe.m_t, mu), rho, u)
-    return np.packbits(viol), (risk, mx, a, b, count)
+    a, b, viol, read = _cut_of(blk, _m_cut(m_b, probe.m_t, mu), rho, u)
+    return np.packbits(viol), (risk, mx, a, b, count, read)
 
 
 def k_alpha(u: Any, rows: int, beta: FloatArray, *members: Any) -> FloatArray:
