@@ -225,6 +225,19 @@ _CUT_OPTIONS = (Option("inner", str, "auto", "strategy for the reduced problem o
                                              "kept-factor active set of strategies.cut_qp)"),
                 Option("max_cuts", int, None, "cuts kept at most (default: the strategy's own)"))
 
+
+def _active_ocas(inner: str, max_cuts: int | None, mu: float, window: float, grow: float, refresh: float) -> Strategy:
+    base = _cutting(ActiveSetOCAS)(inner, max_cuts)
+    assert isinstance(base, ActiveSetOCAS)
+    return attrs.evolve(base, mu=mu, window=window, grow=grow, refresh=refresh)
+
+
+_ACTIVE_OCAS_OPTIONS = (*_CUT_OPTIONS,
+                        Option("mu", float, 0.1, "where the cut lies between w_b and w_t (the paper: 0.05, max_cuts 20)"),
+                        Option("window", float, 1.0, "the first step window (Λ over ‖w_t − w_b‖)"),
+                        Option("grow", float, 3.0, "the next window as a multiple of the last step"),
+                        Option("refresh", float, 0.6, "a block whose active set exceeds this fraction takes all its rows"))
+
 #: Name → entry, in the order help texts list them.
 REGISTRY: dict[str, Entry] = {e.name: e for e in (
     Entry("auto", "chooses from what the run shows: SMO while the free set is small, INCAS once pair steps crawl "
@@ -262,8 +275,9 @@ REGISTRY: dict[str, Entry] = {e.name: e for e in (
           lambda max_rank: ASVM(max_rank=max_rank)),
     Entry("ocas", "optimized cutting planes (Franc–Sonnenburg): Q = HHᵀ over 0 ≤ α ≤ C, no equality (the hinge-loss "
                   "linear SVM dual)", "linear", _CUT_OPTIONS, _cutting(OCAS)),
-    Entry("ocas-active", "the active-set OCAS of Xiao and Zhou: OCAS over a shrinking set of examples (as ocas)",
-          "linear", _CUT_OPTIONS, _cutting(ActiveSetOCAS)),
+    Entry("ocas-active", "the active-set OCAS of Xiao and Zhou: OCAS whose evaluation and line search touch only the "
+                         "examples that can cross the hinge's kink within the step's window (as ocas)",
+          "linear", _ACTIVE_OCAS_OPTIONS, _active_ocas),
     Entry("bmrm", "bundle method for regularized risk minimization, plain cutting planes (as ocas)", "linear",
           _CUT_OPTIONS, _cutting(BMRM)),
 )}
