@@ -82,6 +82,7 @@ if __name__ == "__main__":
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
+import functools  # noqa: E402
 import gc  # noqa: E402
 import importlib  # noqa: E402
 import math  # noqa: E402
@@ -914,7 +915,8 @@ def bench_table3(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: An
     for p in range(ctx.repeat):
         for s in hinge:
             peaks.checkpoint()
-            r = ctx.meter.run(lambda: solve_run(prob, "hinge", s, ctx.tol_table3, ctx.time_limit, None, trace=True))
+            r = ctx.meter.run(functools.partial(solve_run, prob, "hinge", s, ctx.tol_table3, ctx.time_limit, None,
+                                                trace=True))
             r["worker_peak_mb"] = peaks.checkpoint()
             if "objective_own" in r:
                 r["objective"] = r["objective_own"]

@@ -1370,7 +1370,7 @@ def _pair(a: dict[str, Any], o: dict[str, Any], f: str, fmt: str) -> str:
 def _render_table3(L: list[str], name: str, t3: dict[str, Any], res: dict[str, Any], gaps: tuple[float, ...]) -> None:
     """Xiao and Zhou's Table 3, ours: each active-set variant against OCAS at each thread count."""
     barred = name in TEXT_ROWS
-    L.append(f"**Table 3 (Xiao and Zhou 2013): active-set OCAS against OCAS**, cumulative at the first iteration "
+    L.append("**Table 3 (Xiao and Zhou 2013): active-set OCAS against OCAS**, cumulative at the first iteration "
              "reaching each relative gap (median over the runs that reached it): T1 = objective evaluation seconds "
              "(`CutState.eval_seconds`), T2 = line-search seconds (`search_seconds`), time to the gap, iterations, "
              "rows read by every product (`rows_read`), mean |X^a| (`touched_eval`) and |X^s| (`touched_search`) "
