@@ -19,7 +19,7 @@ min(10×``--tol``, 1e-4): 1e-2…1e-4 at the default TolRel 1e-5; ``--tol 1e-6``
 ``reuters@C=10``), svmocas with the same ``-c``, the reference cached by data and C.
 
 Table 3 (Xiao and Zhou 2013), for each active-set variant (``asocas``: the registry's
-``ocas-active``; ``asocas-paper``: ``ActiveSetOCAS(mu=0.05, max_cuts=20)``, the paper's settings)
+``ocas-active``; ``asocas-paper``: ``ActiveSetOCAS.paper()``, the paper's μ = 0.05 and 20 cuts)
 against OCAS at each thread count: at the first iteration reaching each gap, the cumulative
 objective evaluation seconds T1 (``CutState.eval_seconds``) and line-search seconds T2
 (``CutState.search_seconds``), the time to the gap, iterations, rows read by every product
@@ -124,7 +124,7 @@ ROW_NAMES = (*REAL_ROWS, *DENSE_ROWS, "text1m", "crossover")
 VARIANTS = ("ocas", "bmrm", "asocas", "asocas-paper")
 DEFAULT_VARIANTS = ("ocas", "bmrm", "asocas")
 AS_VARIANTS = ("asocas", "asocas-paper")
-#: Xiao and Zhou's settings: the cut point μ = 0.05 and at most 20 cuts
+#: Xiao and Zhou's settings (``ActiveSetOCAS.paper()``): the cut point μ = 0.05 and at most 20 cuts
 PAPER_MU, PAPER_MAX_CUTS = 0.05, 20
 LABEL = {"ocas": "OCAS", "bmrm": "BMRM", "asocas": "active-set OCAS",
          "asocas-paper": "active-set OCAS (paper: μ 0.05, 20 cuts)"}
@@ -327,13 +327,13 @@ def svmocas_path() -> str | None:
 
 def make_strategy(variant: str) -> Any:
     """The strategy of a variant (``asocas`` is the registry's ``ocas-active``), default settings;
-    ``asocas-paper`` is ``ActiveSetOCAS`` with Xiao and Zhou's μ = 0.05 and 20 cuts."""
+    ``asocas-paper`` is ``ActiveSetOCAS.paper()``, Xiao and Zhou's μ = 0.05 and 20 cuts."""
     from strategies.registry import make
 
     if variant == "asocas-paper":
         from strategies.active_set_ocas import ActiveSetOCAS
 
-        return ActiveSetOCAS(mu=PAPER_MU, max_cuts=PAPER_MAX_CUTS)
+        return ActiveSetOCAS.paper()
     return make(variant)
 
 
