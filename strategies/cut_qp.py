@@ -218,8 +218,13 @@ class _Run:
     def _id(self, p: int) -> int:
         return SLACK if p == self.k else int(self.ids[p])
 
-    def enter(self, p: int) -> bool:
+    def enter(self, p: int, descent: bool = False) -> bool:
         """Add position p to F; on a dependence, the ray step along the null direction first.
+
+        ``descent``: p was priced at a point stationary on F (ν_p < 0), so f decreases along the null
+        direction v with x_p growing: its slope is ν_p (g is constant on F and 1ᵀv = 0), not the
+        rounding noise of gᵀv, whose terms are g on F times entries of v that grow as large as the
+        dependence is close. Otherwise (the crash) the slope is gᵀv, either way when flat.
 
         Returns whether p entered (False: p ended at its bound 0, or no step was possible).
         """
@@ -232,9 +237,7 @@ class _Run:
             owner.counters["dependences"] += 1
             at = np.append(F, p)
             v = dep.direction
-            # f is linear along v: go downhill (either way when flat) to the first bound
-            slope = float(self.grad()[at] @ v)
-            dirv = -v if slope > 0 else v
+            dirv = v if descent or float(self.grad()[at] @ v) <= 0 else -v
             neg = np.flatnonzero(dirv < 0)
             if not neg.size:
                 return False
@@ -266,13 +269,18 @@ class _Run:
         start = owner.counters["pivots"]
         refused: set[int] = set()
         refactored = False
+        refines = 0
+        pending: FloatArray | None = None
         last = -1
         while True:
             if owner.counters["pivots"] - start > limit:
                 owner.counters["cut_short"] += 1
                 return
             F = self.F
-            y, _ = self.fac.solve_kkt(self.bt[F], 1.0)
+            if pending is None:
+                y, _ = self.fac.solve_kkt(self.bt[F], 1.0)
+            else:
+                y, pending = pending, None
             if not np.isfinite(y).all():
                 owner.counters["cut_short"] += 1
                 return
@@ -297,12 +305,19 @@ class _Run:
             self.fresh = False
             g = self.grad()
             xg = float(self.x @ g)
-            # an inaccurate factor shows as a free variable with a lower gradient than xᵀg
+            # an inaccurate solve (an ill-conditioned free set) shows as a free variable with a lower
+            # gradient than xᵀg: refine with the residual from G (λ = −xᵀg), then refactor, then stop
             if F.size and float(g[F].min()) - xg < -tol:
+                if refines < 3:
+                    refines += 1
+                    dy, _ = self.fac.solve_kkt(xg - g[F], 1.0 - float(self.x[F].sum()))
+                    pending = self.x[F] + dy
+                    continue
                 if refactored:
                     owner.counters["cut_short"] += 1
                     return
                 refactored = True
+                refines = 0
                 self._refactor(F)
                 continue
             gc = g.copy()
@@ -313,7 +328,7 @@ class _Run:
             if not float(gc[p]) - xg < -tol:      # also when every variable is free or refused
                 return
             last = p
-            if not self.enter(p):
+            if not self.enter(p, descent=True):
                 refused.add(p)
 
     def _refactor(self, F: NDArray[np.intp]) -> None:
