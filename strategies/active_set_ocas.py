@@ -86,8 +86,8 @@ class ActiveSetOCAS(OCAS):
       w. Here the distance is divided by ‖h_i‖ (computed once, with the rows); rows with h_i = 0
       never cross. Each measured distance is lowered by a relative 1e-9 for rounding of the margins.
     - **the window λ̂ (θ_t = λ̂‖d‖).** λ̂ adapts to the steps: doubled after a clamp, otherwise set
-      to ``grow`` × the last step t* (at most doubling an iteration, at least 1e-4; unchanged after
-      a zero step), so the window usually holds the next step. OCAS's cut point
+      toward ``grow`` × the last step t* (at most doubling or quartering an iteration, at least
+      1e-4; unchanged after a zero step), so the window usually holds the next step. OCAS's cut point
       t* + μ(1 − t*) can lie beyond it: the cut is then at Λ (a window wide enough for the cut
       point too touched more rows on text data than the extra iterations of the nearer cut cost).
     - **refresh.** When a block's active set would hold more than ``refresh`` of its rows, the
@@ -224,7 +224,9 @@ class ActiveSetOCAS(OCAS):
             step = t_star
             c = min(step + self.mu * (1.0 - step), lam)       # OCAS's cut point, inside the window
             if step > 0:
-                act.lam = max(_MIN_WINDOW, min(2.0 * lam, self.grow * step))
+                # toward grow·t*, by at most a factor 4 down or 2 up an iteration: one short step
+                # (near a tie, or at the accuracy limit) must not collapse the window for many
+                act.lam = max(_MIN_WINDOW, 0.25 * lam, min(2.0 * lam, self.grow * step))
         w_b = cs.w_b + step * d
         S = act.S + step * nd * (1.0 + 1e-12)
         moved, (dA_b, dB_b, dA_c, dB_c, read) = rows.map_reduce(

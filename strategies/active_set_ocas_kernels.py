@@ -179,7 +179,8 @@ def k_probe(blk: Any, keys: Keys, rho: Any, u: Any, w_b: FloatArray, w_t: FloatA
     when it would hold more than ``refresh`` of it); margins at w_t (a product over X^a) and at w_b
     (kept for the rows of the last active set, a product over the rows entering); and the line
     search's summary over X^s, the breakpoints inside (0, Λ) (Λ = ``lam``). φ'(0)'s share here is
-    only the ties (r_i = 0, δ_i < 0): the violators' part is the client's −A_bᵀd."""
+    only where the active rows' sides at 0+ differ from the kept ones (the ties r_i = 0, δ_i < 0,
+    and rounding at the kink): the violators' part is the client's −A_bᵀd."""
     n = keys.key.size
     act = np.less_equal(keys.key, reach, out=_work(n, 8, "b"))
     count = int(np.count_nonzero(act))
@@ -197,11 +198,17 @@ def k_probe(blk: Any, keys: Keys, rho: Any, u: Any, w_b: FloatArray, w_t: FloatA
     # r and δ as k_window forms them (the same roundings: the same breakpoints)
     r = np.subtract(rho_a, m_b, out=_work(na, 8))
     delta = np.subtract(m_t, m_b, out=_work(na, 9))
-    ties = r == 0.0
+    # φ'(0+) counts the examples violating just after 0: r > 0, or r = 0 with δ < 0. The client's
+    # −A_bᵀd counts the kept sides; the difference is added here (the ties, and an example within
+    # rounding of its kink whose side a different rounding of its margin decided: the breakpoints
+    # below must meet a derivative that agrees with the same r)
+    v0 = np.greater(r, 0.0, out=_work(na, 9, "b"))
+    v0 |= (r == 0.0) & (delta < 0)
+    differ = np.flatnonzero(v0 != _take(keys.side, idx))
     s0 = 0.0
-    if ties.any():
-        tie_neg = np.flatnonzero(ties & (delta < 0))
-        s0 = -_dot(delta[tie_neg], _take(u_a, tie_neg))
+    if differ.size:
+        sign = np.where(v0[differ], 1.0, -1.0)
+        s0 = -_dot(sign * delta[differ], _take(u_a, differ))
     with np.errstate(divide="ignore", invalid="ignore"):
         tb = np.divide(r, delta, out=_work(na, 10))
     inside = np.greater(tb, 0.0, out=_work(na, 9, "b"))
