@@ -123,8 +123,10 @@ class CutQP:
         x[k] = max(0.0, 1.0 - float(x[:k].sum()))
         run = _Run(self, G, b, ids, x)
         run.sync()
-        run.crash()
-        run.optimize(tol, limit)
+        # x was the last call's answer on the same free set (cuts only appended, none of its support
+        # outside F): it solves the KKT system of F already, so the first solve is skipped
+        warm = run.crash() and run.appended
+        run.optimize(tol, limit, warm)
         self._ids, self._F = run.ids.copy(), run.F.copy()
         out = np.maximum(run.x[:k], 0.0)
         tot = float(out.sum())
@@ -144,6 +146,7 @@ class _Run:
         self.g = np.zeros(k + 1)
         self.fresh = False                       # g is G̃x − b̃ for the current x
         self.F = np.zeros(0, dtype=np.intp)      # the factor's members as positions, in factor order
+        self.appended = False                    # the factor and F as the last call left them
 
     # -- the factor ---------------------------------------------------------------------------
     @property
@@ -185,6 +188,7 @@ class _Run:
             F = owner._F.copy()
             F[F == n] = k
             self.F = F
+            self.appended = True
             return
         pos = {int(i): p for p, i in enumerate(self.ids.tolist())}
         pos[SLACK] = k
@@ -253,24 +257,27 @@ class _Run:
                 return False
             self._remove(blocking)
 
-    def crash(self) -> None:
-        """F ⊇ the support of x: its variables outside F enter (largest first)."""
+    def crash(self) -> bool:
+        """F ⊇ the support of x: its variables outside F enter (largest first). Returns whether
+        there were none."""
         out = self.x > 0
         out[self.F] = False
         if not out.any():
-            return
+            return True
         for p in sorted(np.flatnonzero(out).tolist(), key=lambda p: -self.x[p]):
             if self.x[p] > 0:
                 self.enter(p)
+        return False
 
-    def optimize(self, tol: float, limit: int) -> None:
-        """Primal active-set iterations to the Frank–Wolfe gap ``tol`` or ``limit`` pivots."""
+    def optimize(self, tol: float, limit: int, warm: bool = False) -> None:
+        """Primal active-set iterations to the Frank–Wolfe gap ``tol`` or ``limit`` pivots (``warm``:
+        x solves F's KKT system already)."""
         owner = self.owner
         start = owner.counters["pivots"]
         refused: set[int] = set()
         refactored = False
         refines = 0
-        pending: FloatArray | None = None
+        pending: FloatArray | None = self.x[self.F].copy() if warm else None
         last = -1
         while True:
             if owner.counters["pivots"] - start > limit:
