@@ -91,8 +91,9 @@ class ActiveSetOCAS(OCAS):
       when that point lies beyond Λ the cut is at Λ. (A window fitted to the step alone touches
       somewhat fewer rows, but its nearer cuts, with μ = 0.05 and 20 cuts, cost many iterations.)
     - **refresh.** When a block's active set would hold more than ``refresh`` of its rows, the
-      block takes all its rows that iteration (the product over a copy of most rows would cost more
-      than over the block itself); its keys are then all measured afresh (``refreshes``).
+      block takes all its rows that iteration (scattered rows are read at a fraction of the rate
+      of a pass over the whole block, so past a quarter of them the whole block is cheaper); its
+      keys are then all measured afresh (``refreshes``).
     - **the move reads only the rows whose side changes** (for the cut at w_c and for A_b), not
       the active set again.
 
@@ -120,7 +121,7 @@ class ActiveSetOCAS(OCAS):
 
     window: float = 1.0
     grow: float = 1.5
-    refresh: float = 0.6
+    refresh: float = 0.25
     clamp: float = 0.9
 
     def __attrs_post_init__(self) -> None:
@@ -234,10 +235,10 @@ class ActiveSetOCAS(OCAS):
             name="qpcore-asocas-move")
         act.keys, bits = rows.kept(moved, 0), rows.kept(moved, 1)
         _rows(state, int(read))
-        a_c = act.A_b + np.asarray(dA_c, dtype=np.float64)
-        b_c = act.B_b + float(dB_c)
         act.A_b = act.A_b + np.asarray(dA_b, dtype=np.float64)
         act.B_b += float(dB_b)
+        a_c = act.A_b + np.asarray(dA_c, dtype=np.float64)
+        b_c = act.B_b + float(dB_c)
         act.S = S
         cs.w_b = w_b
         cs.m_t = None           # w_t's margins are known on the active rows only

@@ -40,7 +40,7 @@ SLACK = 1e-9
 # partial results and how they combine
 #: the line search's summary (as ``SUMMARY_OPS``), then |X^a|, |X^s|, blocks refreshed, rows read
 PROBE_OPS = ("sum", "sum", "sum", "list", "list", "max", "sum", "sum", "sum", "sum")
-#: ΔA_b, ΔB_b, ΔA_c, ΔB_c (the changes of the subgradient sums), rows read
+#: ΔA_b, ΔB_b (old w_b to new), ΔA_c, ΔB_c (new w_b to the cut point), rows read
 MOVE_OPS = ("sum", "sum", "sum", "sum", "sum")
 #: risk, A_b, B_b (exact, from all rows)
 EXACT_OPS = ("sum", "sum", "sum")
@@ -148,15 +148,21 @@ def _distance(rho: Any, m: FloatArray, norms: FloatArray, spread: FloatArray | N
     """|ρ_i − m_i|/‖h_i‖ less a rounding allowance (``SLACK`` times |ρ_i| + |m_i| + ``spread``, over
     ‖h_i‖, plus ‖w‖): a lower bound on the distance of w to example i's kink. Rows with h_i = 0 never
     cross (inf)."""
+    n = m.size
     res = np.abs(np.subtract(rho, m))
-    err = np.abs(m) + np.abs(rho)
+    err = np.abs(m, out=_work(n, 12))
+    err += np.abs(rho)
     if spread is not None:
         err += spread
-    res -= SLACK * err
+    err *= SLACK
+    res -= err
+    # h_i = 0: its margin is 0 whatever w, |ρ_i|/0 = inf (never active) or, for ρ_i = 0, NaN
+    # (never ≤ any bound: never active either)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(norms > 0, res / norms, np.inf)
-    out -= SLACK * w_norm
-    return np.maximum(out, 0.0, out=out)
+        res /= norms
+    res -= SLACK * w_norm
+    out: FloatArray = np.maximum(res, 0.0, out=res)
+    return out
 
 
 def rows_read(partial: tuple[Any, ...]) -> int:
@@ -240,8 +246,8 @@ def _summary(ts: FloatArray, jumps: FloatArray, cap: int) -> tuple[Any, ...]:
 def k_move(blk: Any, keys: Keys, probe: Probe, step: float, c: float, S: float,
            w_norm: float) -> tuple[Keys, NDArray[np.uint8], tuple[Any, ...]]:
     """The move and the cut over the active rows: their margins and sides at the new w_b = w_b + step·d
-    and their sides at the cut point w_b + c·d; the changes of the subgradient sums A_b, B_b (to the
-    new w_b) and A_c, B_c (to the cut), read from the rows whose side changed only; the new keys (the
+    and their sides at the cut point w_b + c·d; the changes of the subgradient sums A_b, B_b (old
+    w_b to new) and to the cut's A_c, B_c (new w_b to w_c), read from the rows whose side changed only; the new keys (the
     distance at the new w_b plus S, the movement so far) and the cut's member bits (the inactive
     sides kept: within the window they cannot change)."""
     idx = probe.idx
@@ -256,8 +262,10 @@ def k_move(blk: Any, keys: Keys, probe: Probe, step: float, c: float, S: float,
     old = _take(keys.side, idx)
     parts: list[Any] = []
     read = 0
-    for side in (side_new, side_cut):
-        pos = np.flatnonzero(np.not_equal(side, old, out=_work(na, 9, "b")))
+    # A_b to the new w_b from the rows whose side changed, then the cut's from those whose side at
+    # w_c differs from the new w_b's (the breakpoints between the step and the cut point: few)
+    for side, before in ((side_new, old), (side_cut, side_new)):
+        pos = np.flatnonzero(np.not_equal(side, before, out=_work(na, 9, "b")))
         v = np.where(side[pos], 1.0, -1.0)
         v *= _take(u, pos)
         parts += [_rmatvec(blk, pos if idx is None else idx[pos], v), _dot(v, _take(rho, pos))]

@@ -236,7 +236,7 @@ _ACTIVE_OCAS_OPTIONS = (*_CUT_OPTIONS,
                         Option("mu", float, 0.1, "where the cut lies between w_b and w_t (the paper: 0.05, max_cuts 20)"),
                         Option("window", float, 1.0, "the first step window (Λ over ‖w_t − w_b‖)"),
                         Option("grow", float, 1.5, "the next window as a multiple of the last cut point"),
-                        Option("refresh", float, 0.6, "a block whose active set exceeds this fraction takes all its rows"))
+                        Option("refresh", float, 0.25, "a block whose active set exceeds this fraction takes all its rows"))
 
 #: Name → entry, in the order help texts list them.
 REGISTRY: dict[str, Entry] = {e.name: e for e in (
