@@ -193,9 +193,9 @@ def k_probe(blk: Any, keys: Keys, rho: Any, u: Any, w_b: FloatArray, w_t: FloatA
     idx: IndexArray | None = None if count > refresh * n else np.flatnonzero(act)
     m_t = _matvec(blk, idx, w_t)
     # w_b's margins: kept where valid, a product over the rows entering
-    m_b = keys.m.copy() if idx is None else keys.m[idx]
     valid = keys.valid if idx is None else keys.valid[idx]
     enter = np.flatnonzero(~valid)
+    m_b = keys.m if idx is None and not enter.size else _take(keys.m, idx).copy()
     if enter.size:
         m_b[enter] = _matvec(blk, enter if idx is None else idx[enter], w_b)
     rho_a, u_a = _take(rho, idx), _take(u, idx)
