@@ -130,8 +130,9 @@ class CutQP:
         self._ids, self._F = run.ids.copy(), run.F.copy()
         out = np.maximum(run.x[:k], 0.0)
         tot = float(out.sum())
-        if tot > 1.0:
-            out /= tot
+        while tot > 1.0:        # one division, and a rounding step down if its sum still exceeds 1
+            out *= (1.0 - 2.0 ** -52) / tot
+            tot = float(out.sum())
         return out
 
 

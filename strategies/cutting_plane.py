@@ -111,6 +111,8 @@ class CutState(Work):
         The rows and the passes over them (``rows.counters`` record the round trips).
     eval_seconds, search_seconds : float
         Seconds spent so far in the evaluations and in the line searches (the strategy's own clocks).
+    reduced : CutQP or None
+        The reduced problem's solver and its factor, kept across iterations (``inner`` None).
 
     Notes
     -----
@@ -513,6 +515,13 @@ class BMRM(_CuttingPlane):
         Stop when F(w_b) − D ≤ tol_abs (libocas's TolAbs).
     target : float, optional
         Stop with status ``target`` once F(w_b) ≤ target (libocas's QPValue).
+
+    Notes
+    -----
+    ``Result.stats["rows_read"]`` counts the rows every product over the data read: m for a full
+    pass (the margins, a recomputation after a long step), the violators alone for a cut whose
+    product reads only their rows. ``inner_iterations`` counts the reduced solver's pivots (or the
+    inner strategy's steps).
     """
 
     def _advance(self, qp: QP, state: State) -> None:
