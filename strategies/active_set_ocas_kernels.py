@@ -144,20 +144,19 @@ def _rmatvec(blk: Any, idx: IndexArray, v: FloatArray) -> FloatArray:
     return np.concatenate((head, [blk.bias * float(v.sum())]))
 
 
-def _distance(rho: Any, m: FloatArray, norms: FloatArray, spread: FloatArray | None, w_norm: float) -> FloatArray:
-    """|ρ_i − m_i|/‖h_i‖ less a rounding allowance (``SLACK`` times |ρ_i| + |m_i| + ``spread``, over
-    ‖h_i‖, plus ‖w‖): a lower bound on the distance of w to example i's kink. Rows with h_i = 0 never
-    cross (inf)."""
-    n = m.size
+def _maxabs(x: Any) -> float:
+    """max|x_i| (0 for none; |x| for a scalar)."""
+    if np.ndim(x) == 0:
+        return abs(float(x))
+    return max(float(np.max(x, initial=0.0)), -float(np.min(x, initial=0.0)))
+
+
+def _distance(rho: Any, m: FloatArray, norms: FloatArray, spread: float, w_norm: float) -> FloatArray:
+    """|ρ_i − m_i|/‖h_i‖ less a rounding allowance (``SLACK`` times the block's largest |ρ| + |m| +
+    ``spread``, over ‖h_i‖, plus ‖w‖): a lower bound on the distance of w to example i's kink (a
+    new array). Rows with h_i = 0 never cross: |ρ_i|/0 = inf, or NaN for ρ_i = 0 (never ≤ a bound)."""
     res = np.abs(np.subtract(rho, m))
-    err = np.abs(m, out=_work(n, 12))
-    err += np.abs(rho)
-    if spread is not None:
-        err += spread
-    err *= SLACK
-    res -= err
-    # h_i = 0: its margin is 0 whatever w, |ρ_i|/0 = inf (never active) or, for ρ_i = 0, NaN
-    # (never ≤ any bound: never active either)
+    res -= SLACK * (_maxabs(rho) + _maxabs(m) + spread)
     with np.errstate(divide="ignore", invalid="ignore"):
         res /= norms
     res -= SLACK * w_norm
@@ -176,7 +175,7 @@ def k_keys(blk: Any, point: Any, rho: Any, w_norm: float) -> Keys:
     first evaluation (``point.m``, kept by OCAS's ``k_point``); S = 0."""
     norms = np.sqrt(np.maximum(np.asarray(blk.diag(), dtype=np.float64), 0.0))
     m = point.m
-    return Keys(_distance(rho, m, norms, None, w_norm), np.less(m, rho), norms, m, np.ones(m.size, dtype=bool))
+    return Keys(_distance(rho, m, norms, 0.0, w_norm), np.less(m, rho), norms, m, np.ones(m.size, dtype=bool))
 
 
 def k_probe(blk: Any, keys: Keys, rho: Any, u: Any, w_b: FloatArray, w_t: FloatArray, reach: float, lam: float,
@@ -271,10 +270,7 @@ def k_move(blk: Any, keys: Keys, probe: Probe, step: float, c: float, S: float,
         parts += [_rmatvec(blk, pos if idx is None else idx[pos], v), _dot(v, _take(rho, pos))]
         read += int(pos.size)
     # the keys: measured afresh on the active rows (slack for the step's rounding), kept elsewhere
-    spread = np.abs(delta, out=_work(na, 10))
-    spread *= step
-    spread += np.abs(m_t)
-    r_new = _distance(rho, m_new, _take(keys.norms, idx), spread, w_norm)
+    r_new = _distance(rho, m_new, _take(keys.norms, idx), step * _maxabs(delta) + _maxabs(m_t), w_norm)
     r_new += S
     # after a long step δ's rounding is amplified: those margins are taken afresh next time
     fresh = step <= LONG
@@ -315,6 +311,6 @@ def k_exact(blk: Any, keys: Keys, w: FloatArray, rho: Any, u: Any, S: float,
     a = np.asarray(blk.rmatvec_lowrank(v), dtype=np.float64)
     b = _dot(v, rho)
     risk = _dot(np.maximum(h, 0.0, out=h), u)
-    key = _distance(rho, m, keys.norms, None, w_norm)
+    key = _distance(rho, m, keys.norms, 0.0, w_norm)
     key += S
     return Keys(key, side, keys.norms, m, np.ones(n, dtype=bool)), (risk, a, b)
