@@ -54,9 +54,6 @@ def _make(seed: int, m: int, d: int, kind: str, *, sparse: bool = False, duplica
         y = np.where(X @ w + 2.0 * rng.normal(size=m) > 0, 1.0, -1.0)
     else:
         y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
-    if np.all(y == y[0]):          # both classes: the mirror image of a point is on the other side
-        X[0] = -X[0]
-        y[0] = -y[0]
     if duplicates and m >= 8:
         k = m // 4
         X[k:2 * k] = X[:k]
@@ -64,6 +61,10 @@ def _make(seed: int, m: int, d: int, kind: str, *, sparse: bool = False, duplica
         if kind != "separable":
             X[2 * k] = X[3 * k]
             y[2 * k] = -y[3 * k]
+    # after the duplicates, which can overwrite the only example of a class
+    if np.all(y == y[0]):          # both classes: the mirror image of a point is on the other side
+        X[0] = -X[0]
+        y[0] = -y[0]
     Cv: Any = C * rng.uniform(0.1, 10.0, size=m) if per_example else C
     data: Any = sp.csr_matrix(X) if sparse else X
     return hinge_svm(data, y, Cv, bias=bias, dense=False), data, y
