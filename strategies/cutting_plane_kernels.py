@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 
-__all__ = ["k_box", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_OPS", "Point", "Probe", "RD", "SUB_BINS", "SUMMARY_OPS", "UPPER", "WINDOW_CAP", "CUT_SUBSET", "bin_ids", "k_alpha", "k_bits", "k_grad", "k_matvec", "k_mix", "k_move", "k_point", "k_probe", "k_start", "k_summary_rd", "k_window", "release_work"]
+__all__ = ["k_box", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_OPS", "Point", "Probe", "RD", "SUB_BINS", "SUMMARY_OPS", "UPPER", "WINDOW_CAP", "CUT_SUBSET", "CUT_SUBSET_ROWS", "bin_ids", "k_alpha", "k_bits", "k_grad", "k_matvec", "k_mix", "k_move", "k_point", "k_probe", "k_start", "k_summary_rd", "k_window", "release_work"]
 
 # The histogram of breakpoints: _SUB bins per octave from 2^_LOW to 2^_HIGH, one below, one above.
 # Bin id 0 is "no breakpoint", 1 is (0, 2^_LOW], 2 + b is (L(b), L(b + 1)] with
@@ -46,6 +46,7 @@ POINT_OPS = ("sum", "max", "sum", "sum", "sum", "sum")        # risk, max|m|, a,
 SUMMARY_OPS = ("sum", "sum", "sum", "list", "list", "max")   # s0, counts, sums, listed t, their jumps, max|δ|
 MOVE_OPS = ("sum", "max", "sum", "sum", "sum", "sum")         # risk, max|m_b|, a, b, count, rows read
 CUT_SUBSET = 8          # a cut's product reads only its violators' rows when they are at most 1/8 of a block
+CUT_SUBSET_ROWS = 4096  # ... of at least this many rows (the rows' copy has a fixed cost of a few 1,000 rows' product)
 
 
 # --------------------------------------------------------------------------------------------- per block
@@ -131,13 +132,14 @@ def _cut_of(blk: Any, m: FloatArray, rho: Any, u: Any) -> tuple[FloatArray, floa
     """The block's part of the cut at margins m: a = Σ_viol u_i h_i, b = Σ_viol u_i ρ_i, viol (a work
     array: bool 0; float 1 is used) and the rows the product read.
 
-    With few violators (at most 1/``CUT_SUBSET`` of the block: late iterations on text-like data) the
-    product reads their rows alone, through a copy of them (``subset``), not the whole block."""
+    With few violators (at most 1/``CUT_SUBSET`` of a block of ``CUT_SUBSET_ROWS`` rows or more: late
+    iterations on text-like data) the product reads their rows alone, through a copy of them
+    (``subset``), not the whole block."""
     n = m.size
     viol = np.less(m, rho, out=_work(n, 0, "b"))    # ρ − m > 0: a difference of doubles is 0 only at equality
     v = np.multiply(viol, u, out=_work(n, 1))     # u_i or 0 (u finite ≥ 0): the in-process np.where
     nv = int(np.count_nonzero(viol))
-    if nv * CUT_SUBSET <= n:
+    if nv * CUT_SUBSET <= n and n >= CUT_SUBSET_ROWS:
         idx = np.flatnonzero(viol)
         a = np.asarray(blk.subset(idx).rmatvec_lowrank(v[idx]), dtype=np.float64) if nv else np.zeros(blk.k)
         return a, _dot(v, rho), viol, nv
