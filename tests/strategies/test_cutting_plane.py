@@ -440,3 +440,29 @@ def test_line_search_is_exact(seed: int, n: int, dd: float, wd: float, slope: fl
         assert _derivatives(max(t - eps, 0.0), wd, dd, r, delta, u, slope)[0] <= 1e-9 * scale
     if t < t_max:
         assert _derivatives(t + eps, wd, dd, r, delta, u, slope)[1] >= -1e-9 * scale
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fraction", [0.01, 0.5])
+def test_cut_over_the_violators_rows(sparse: bool, fraction: float) -> None:
+    """A cut's product reads only the violators' rows when they are few on a large block, and gives
+    the full product's a and b (to rounding) and the rows it read."""
+    from strategies.cutting_plane_kernels import CUT_SUBSET_ROWS, _cut_of
+
+    rng = np.random.default_rng(7)
+    m, d = CUT_SUBSET_ROWS + 100, 6
+    X = rng.normal(size=(m, d))
+    if sparse:
+        X[rng.random(X.shape) < 0.6] = 0.0
+    y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    u = rng.uniform(0.5, 2.0, size=m)
+    prob = hinge_svm(sp.csr_matrix(X) if sparse else X, y, u, bias=1.0, dense=False)
+    blk = prob.qp.Q
+    viol = rng.random(m) < fraction
+    margins = np.where(viol, 0.5, 1.5)
+    a, b, bits, read = _cut_of(blk, margins, 1.0, u)
+    H = np.column_stack([X * y[:, None], y])
+    np.testing.assert_allclose(a, H[viol].T @ u[viol], rtol=1e-12, atol=1e-12 * float(np.abs(H).sum()))
+    assert b == pytest.approx(float(u[viol].sum()), rel=1e-12)
+    assert np.array_equal(bits, viol)
+    assert read == (int(viol.sum()) if fraction < 0.1 else m)
