@@ -131,8 +131,11 @@ def test_variants_reach_tolrel(prob: HingeProblem, variant: str, tol: float) -> 
     assert trace[-1]["primal"] == pytest.approx(prob.certificate(res).primal, rel=1e-9)
     # F(w_b) ≥ min F ≥ D at every iteration: a value below the bound is a wrong estimate
     assert all(e["primal"] >= e["dual"] - 1e-12 * abs(e["primal"]) for e in trace)
-    assert all(b["primal"] <= a["primal"] * (1 + 1e-12) + 1e-12 for a, b in zip(trace, trace[1:])) \
-        or variant == "BMRM"                                    # F(w_b) never increases
+    # F(w_b) never increases (BMRM's w_b is its last best iterate); the active set's F is
+    # ½‖w‖² + B_b − A_bᵀw from running sums of size Σu, so its rounding scales with Σu, not with F
+    slack = 1e-12 + (1e-15 * float(np.sum(prob.C)) if variant == "ActiveSetOCAS" else 0.0)
+    assert all(b["primal"] <= a["primal"] * (1 + 1e-12) + slack for a, b in zip(trace, trace[1:])) \
+        or variant == "BMRM"
     for key in ("cuts", "cuts_added", "passes", "refreshes", "inner_iterations", "touched_eval",
                 "touched_search"):
         assert isinstance(res.stats[key], int)
