@@ -15,7 +15,7 @@ optional hooks, ``accepts``), run by ``qpcore.solve``:
 - :class:`~strategies.active_set.DenseActiveSet`: a dense primal active-set method;
 - :class:`~strategies.asvm.ASVM`: Mangasarian–Musicant's active-set SVM;
 - :class:`~strategies.cutting_plane.OCAS`, :class:`~strategies.cutting_plane.BMRM` and
-  :class:`~strategies.cutting_plane.ActiveSetOCAS`: cutting planes for the hinge-loss linear
+  :class:`~strategies.active_set_ocas.ActiveSetOCAS`: cutting planes for the hinge-loss linear
   SVM (the fixed-threshold dual with Q = HHᵀ), the reduced problem solved by any strategy;
 - :class:`~strategies.incas.INCAS`: Scheinberg's active-set method, one variable at a time over a
   bordered Cholesky factor, with an incremental mode (``qpcore.solve(..., resume=)``).

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State
 from strategies.active_set_ocas_kernels import (EXACT_OPS, MOVE_OPS, PROBE_OPS, k_exact, k_keys, k_member, k_move,
-                                                k_probe, rows_read)
+                                                k_own, k_probe, rows_read)
 from strategies.cutting_plane import OCAS, CutState, _counted, _too_small
 from strategies.cutting_plane_kernels import LIST_CAP
 from strategies.line_search import Search
@@ -233,7 +233,10 @@ class ActiveSetOCAS(OCAS):
         moved, (dA_b, dB_b, dA_c, dB_c, read) = rows.map_reduce(
             k_move, rows.blocks, act.keys, probe, step, c, S, float(np.linalg.norm(w_b)), ops=MOVE_OPS,
             name="qpcore-asocas-move")
-        act.keys, bits = rows.kept(moved, 0), rows.kept(moved, 1)
+        act.keys = rows.kept(moved, 0)
+        # the cut's members in an object of their own: a member picked out of the move's output
+        # would keep that output, this iteration's keys (m numbers), alive as long as the cut
+        bits = rows.kept(rows.map(k_own, rows.kept(moved, 1), name="qpcore-asocas-bits"))
         _rows(state, int(read))
         act.A_b = act.A_b + np.asarray(dA_b, dtype=np.float64)
         act.B_b += float(dB_b)

@@ -30,7 +30,7 @@ FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
 
-__all__ = ["EXACT_OPS", "Keys", "MOVE_OPS", "PROBE_OPS", "Probe", "Window", "k_exact", "k_keys", "k_member",
+__all__ = ["EXACT_OPS", "Keys", "MOVE_OPS", "PROBE_OPS", "Probe", "Window", "k_exact", "k_keys", "k_member", "k_own",
            "k_move", "k_probe", "rows_read"]
 
 _LIST_LOW = 1024        # a crowded block lists about this many of its smallest breakpoints, bins the rest
@@ -292,6 +292,12 @@ def k_move(blk: Any, keys: Keys, probe: Probe, step: float, c: float, S: float,
         member[idx] = side_cut
         bits = np.packbits(member)
     return new, bits, (*parts, read)
+
+
+def k_own(obj: Any) -> Any:
+    """The object itself, as the output of a task of its own (on a cluster: held apart from the
+    output it was picked from, which can then be released)."""
+    return obj
 
 
 def k_member(keys: Keys) -> NDArray[np.uint8]:

@@ -20,9 +20,9 @@ the rows (H w: margins; Hᵀv: a subgradient); everything else is small:
 
 :class:`BMRM` (libocas's method 0, SVMperf) cuts at w_t. :class:`OCAS` (Franc and Sonnenburg
 2008/2009) keeps the best point w_b, moves it by the exact line search along w_b → w_t
-(:mod:`strategies.line_search`), and cuts at w_c = (1 − μ)w_b + μ w_t. :class:`ActiveSetOCAS`
-(Xiao and Zhou 2013) runs OCAS's evaluation, line search and cuts over the examples that can cross
-the margin only (the rest enter through an aggregated linear model), with a periodic exact refresh.
+(:mod:`strategies.line_search`), and cuts at w_c = (1 − μ)w_b + μ w_t. The active-set OCAS of Xiao
+and Zhou (2013), :class:`strategies.active_set_ocas.ActiveSetOCAS`, builds on this module: OCAS's
+evaluation and line search over the examples that can cross the kink within the step's window.
 
 ``tol`` of ``qpcore.solve`` is libocas's TolRel: stop when F(w_b) − D ≤ tol·|F(w_b)|.
 
@@ -31,16 +31,14 @@ the margin only (the rest enter through an aggregated linear model), with a peri
 the whole data, over a :class:`qpcore.chunked.ChunkedLowRankQ` (``hinge_svm`` of a dask array)
 once per chunk on the Dask workers. What lives where:
 
-- with the rows: the margins H w_b and H w_t, each cut's member bits (which examples it sums),
-  the active set (its rows copied once with ``DiagPlusLowRankQ.subset``, their margins, the
-  inactive violators' bits) and finally α;
+- with the rows: the margins H w_b and H w_t, each cut's member bits (which examples it sums)
+  and finally α (the active-set OCAS adds its per-example keys and sides there);
 - beside the loop: w_b, w_t, the cuts a_t (k-vectors), their Gram matrix and offsets, β, scalars.
 
 The passes are fused (on a cluster a round trip costs far more than the k-vector arithmetic): an
 OCAS iteration is **the probe** (one pass, kept: m_t = H w_t and the line search's summary), rarely
 a window round of the line search, and **the move and the cut** (one reduction: m_b ← m_b +
-t(m_t − m_b), the risk at the new w_b, the cut at w_c and, for the active set, how many examples
-lie within the next step bound); the cut's member bits are formed by a pass the loop does not
+t(m_t − m_b), the risk at the new w_b and the cut at w_c); the cut's member bits are formed by a pass the loop does not
 wait for. A BMRM iteration is one pass.
 """
 
@@ -136,7 +134,6 @@ class CutState(Work):
     rows: Rows
     eval_seconds: float = 0.0
     search_seconds: float = 0.0
-    reach: float = 0.0
     stale: int = 0
     active: Any = None
     #: the reduced problem's solver and its factor, kept across iterations (``inner`` None)
@@ -146,19 +143,20 @@ class CutState(Work):
 
     @property
     def touched_eval(self) -> int:
-        """Examples the last iteration's evaluation touched (all m for BMRM and OCAS; the active
-        set's size between the active-set OCAS's refreshes)."""
+        """Examples the last iteration's evaluation touched (all m for BMRM and OCAS; |X^a| for the
+        active-set OCAS)."""
         return self._touched[0]
 
     @property
     def touched_search(self) -> int:
-        """Examples the last iteration's line search touched (0 for BMRM, which has none)."""
+        """Examples the last iteration's line search touched (0 for BMRM, which has none; |X^s|, the
+        breakpoints inside the window, for the active-set OCAS)."""
         return self._touched[1]
 
     @property
     def primal_exact(self) -> bool:
-        """Whether ``F_b`` is F(w_b) from all examples; False for the active-set OCAS's lower
-        estimate between its exact evaluations."""
+        """Whether ``F_b`` is F(w_b) from all examples (a variant keeping more state says so
+        through its ``active.exact``)."""
         return self.active is None or bool(self.active.exact)
 
     def release(self) -> CutState:
@@ -473,10 +471,6 @@ class _CuttingPlane(Strategy):
     def _advance(self, qp: QP, state: State) -> None:
         raise NotImplementedError
 
-    def _next_bound(self, cs: CutState) -> float | None:
-        """Hook: a bound within which the move pass counts the examples near the kink (None: no count)."""
-        return None
-
     def _manage_cuts(self, state: State) -> None:
         cuts = state.work(CutState).cuts
         newest = cuts.n - 1
@@ -569,8 +563,7 @@ class OCAS(_CuttingPlane):
             raise ProblemError(f"mu: must be in (0, 1], got {self.mu}")
 
     def _advance(self, qp: QP, state: State) -> None:
-        """The probe (one pass), the exact line search, the move and the cut (one reduction); for
-        the active set the move also counts the examples within the next step bound."""
+        """The probe (one pass), the exact line search, the move and the cut (one reduction)."""
         cs = state.work(CutState)
         rows = cs.rows
         t0 = time.perf_counter()
@@ -589,8 +582,6 @@ class OCAS(_CuttingPlane):
             search = Search(rows, probe, None, cs.rho, cs.u)
             step = search.run(summary, float(cs.w_b @ d), dd)
             state.counters["window_rounds"] += search.rounds
-        # how far the margins moved (to the new w_b or to the cut point): the active set's step bound
-        cs.reach = max(step, self.mu) * float(summary[5])
         w_b = cs.w_b + step * d
         fresh = None
         if step > LONG:
@@ -598,14 +589,12 @@ class OCAS(_CuttingPlane):
             fresh = rows.kept(rows.map(k_matvec, rows.blocks, w_b, name="qpcore-ocas-fresh"))
             state.counters["passes"] += 1
             state.counters["rows_read"] += qp.n
-        bound = self._next_bound(cs)
         # one pass: the cut's member bits stay with their rows, the rest is reduced
-        moved, (risk, mx, a, b, count, read) = rows.map_reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u,
-                                                               self.mu, bound, ops=MOVE_OPS, name="qpcore-ocas-move")
+        moved, (risk, mx, a, b, _, read) = rows.map_reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u,
+                                                               self.mu, None, ops=MOVE_OPS, name="qpcore-ocas-move")
         bits = rows.kept(moved, 0)
         cs.w_b = w_b
-        cs.m_b = _Margins(fresh if fresh is not None else probe, 0.0 if fresh is not None else step, float(mx),
-                          (bound, int(count)) if bound is not None else None)
+        cs.m_b = _Margins(fresh if fresh is not None else probe, 0.0 if fresh is not None else step, float(mx))
         cs.F_b = 0.5 * float(w_b @ w_b) + float(risk)
         state.counters["rows_read"] += int(read)
         t2 = time.perf_counter()
