@@ -26,6 +26,12 @@ from qpcore.capabilities import Capability, OperatorStats
 from qpcore.problem import ProblemError
 from qpcore.rowspace import LocalRows
 
+try:        # scipy offers no public product over a subset of CSR rows; its kernels take any row pointer
+    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
+    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
+except ImportError:     # pragma: no cover - a scipy without them: the rows are gathered (F[idx])
+    _csc_matvec = _csr_matvec = None
+
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
@@ -33,6 +39,25 @@ BoolArray = NDArray[np.bool_]
 __all__ = ["DiagPlusLowRankQ", "SmallFactor", "factor_identity_plus"]
 
 _BLOCK_BYTES = 8 << 20   # row blocks of at most 8 MB keep temporaries small next to the data
+
+
+
+def _interleaved(indptr: Any, idx: NDArray[np.intp]) -> Any:
+    """A row pointer that walks the rows ``idx`` of a CSR matrix in place: rows idx[n−1], …, idx[0] at
+    the even positions, each followed by an empty one (a later row's end lies at or after an earlier
+    row's start, so the odd spans run backwards and are empty)."""
+    r = idx[::-1]
+    ap = np.empty(2 * r.size + 1, dtype=indptr.dtype)
+    ap[0:-1:2] = indptr[r]
+    ap[1::2] = indptr[r + 1]
+    ap[-1] = 0
+    return ap
+
+
+def _in_place(F: Any) -> bool:
+    """Whether F's rows can be multiplied in place (CSR with matching index types, scipy's kernels)."""
+    return (_csr_matvec is not None and sp.issparse(F) and F.format == "csr"
+            and F.indices.dtype == F.indptr.dtype)
 
 
 class DiagPlusLowRankQ:
@@ -171,13 +196,50 @@ class DiagPlusLowRankQ:
         out._block_rows = self._block_rows
         return out
 
+    def matvec_rows(self, idx: ArrayLike, w: ArrayLike) -> FloatArray:
+        """H[idx] w (an |idx|-vector): one pass over those rows, read in place for CSR data (no copy),
+        else gathered at most 8 MB at a time.
+
+        Costs |idx|·k: for methods that pass over a changing small part of the data (the active-set
+        cutting plane's active rows).
+        """
+        i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
+        wv = np.ascontiguousarray(w, dtype=np.float64)
+        if _in_place(self.F):
+            y = np.zeros(2 * i.size)
+            _csr_matvec(2 * i.size, self._p, _interleaved(self.F.indptr, i), self.F.indices, self.F.data,
+                        wv[:self._p], y)
+            out: FloatArray = y[-2::-2].copy()
+            if self.bias is not None:
+                out += self.bias * wv[self._p]
+        else:
+            out = np.empty(i.size)
+            for a in range(0, i.size, self._block_rows):
+                out[a:a + self._block_rows] = self.lowrank_rows(i[a:a + self._block_rows]) @ wv
+            return out
+        if self.s is not None:
+            out *= self.s[i]
+        return out
+
     def rmatvec_rows(self, idx: ArrayLike, v: ArrayLike) -> FloatArray:
-        """H[idx]ᵀ v = Σ_j v_j h_idx_j (k-vector), gathering at most 8 MB of rows at a time.
+        """H[idx]ᵀ v = Σ_j v_j h_idx_j (k-vector): the rows read in place for CSR data (as the columns
+        of a CSC Hᵀ, no copy), else gathered at most 8 MB at a time.
 
         Costs |idx|·k, so a few changed rows are cheap; many rows never materialize at once.
         """
         i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
         vals = np.atleast_1d(np.asarray(v, dtype=np.float64))
+        if _in_place(self.F):
+            if self.s is not None:
+                vals = vals * self.s[i]
+            x = np.zeros(2 * i.size)
+            x[-2::-2] = vals
+            out = np.zeros(self.k)
+            _csc_matvec(self._p, 2 * i.size, _interleaved(self.F.indptr, i), self.F.indices, self.F.data, x,
+                        out[:self._p])
+            if self.bias is not None:
+                out[self._p] = self.bias * float(vals.sum())
+            return out
         out = np.zeros(self.k)
         for a in range(0, i.size, self._block_rows):
             out += vals[a:a + self._block_rows] @ self.lowrank_rows(i[a:a + self._block_rows])

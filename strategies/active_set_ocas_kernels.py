@@ -15,16 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from strategies.cutting_plane_kernels import LONG, NBINS, _work, bin_ids
-
-try:    # scipy's own CSR loops, for products over a subset of rows without copying them
-    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
-    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
-except ImportError:     # pragma: no cover - a scipy without them: the rows are copied (F[idx])
-    _csc_matvec = _csr_matvec = None
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -86,62 +79,12 @@ def _dot(v: FloatArray, x: Any) -> float:
     return float(v @ x) if np.ndim(x) else float(x) * float(v.sum())
 
 
-def _interleaved(indptr: Any, idx: IndexArray) -> Any:
-    """A row pointer that walks the rows ``idx`` of a CSR matrix in place: rows idx[n−1], …, idx[0] at
-    the even positions, each followed by an empty one (a later row's end lies at or after an earlier
-    row's start, so the odd spans run backwards and are empty)."""
-    r = idx[::-1]
-    ap = np.empty(2 * r.size + 1, dtype=indptr.dtype)
-    ap[0:-1:2] = indptr[r]
-    ap[1::2] = indptr[r + 1]
-    ap[-1] = 0
-    return ap
-
-
-def _data_matvec(F: Any, idx: IndexArray, w: FloatArray) -> FloatArray:
-    """F[idx] w without copying the rows when F is CSR (scipy offers no public product over a subset
-    of rows; a copy of most rows costs about a product over all of them), else through F[idx]."""
-    if _csr_matvec is not None and sp.issparse(F) and F.format == "csr" and F.indices.dtype == F.indptr.dtype:
-        y = np.zeros(2 * idx.size)
-        _csr_matvec(2 * idx.size, F.shape[1], _interleaved(F.indptr, idx), F.indices, F.data,
-                    np.ascontiguousarray(w, dtype=np.float64), y)
-        out: FloatArray = y[-2::-2].copy()
-        return out
-    return np.asarray(F[idx] @ w, dtype=np.float64).ravel()
-
-
-def _data_rmatvec(F: Any, idx: IndexArray, v: FloatArray) -> FloatArray:
-    """F[idx]ᵀ v, without copying the rows when F is CSR (its rows read as the columns of a CSC Fᵀ)."""
-    if _csc_matvec is not None and sp.issparse(F) and F.format == "csr" and F.indices.dtype == F.indptr.dtype:
-        x = np.zeros(2 * idx.size)
-        x[-2::-2] = v
-        y = np.zeros(F.shape[1])
-        _csc_matvec(F.shape[1], 2 * idx.size, _interleaved(F.indptr, idx), F.indices, F.data, x, y)
-        return y
-    return np.asarray(F[idx].T @ v, dtype=np.float64).ravel()
-
-
 def _matvec(blk: Any, idx: IndexArray | None, w: FloatArray) -> FloatArray:
-    """H[idx] w (all rows for None): one pass over those rows."""
+    """H[idx] w (all rows for None): one pass over those rows (in place, ``matvec_rows``)."""
     if idx is None:
         return np.asarray(blk.matvec_lowrank(w), dtype=np.float64)
-    p = int(blk.F.shape[1])
-    out = _data_matvec(blk.F, idx, w[:p])
-    if blk.bias is not None:
-        out += blk.bias * w[p]
-    if blk.s is not None:
-        out *= blk.s[idx]
+    out: FloatArray = blk.matvec_rows(idx, w)
     return out
-
-
-def _rmatvec(blk: Any, idx: IndexArray, v: FloatArray) -> FloatArray:
-    """H[idx]ᵀ v, a k-vector: one pass over those rows."""
-    if blk.s is not None:
-        v = v * blk.s[idx]
-    head = _data_rmatvec(blk.F, idx, v)
-    if blk.bias is None:
-        return head
-    return np.concatenate((head, [blk.bias * float(v.sum())]))
 
 
 def _maxabs(x: Any) -> float:
@@ -267,7 +210,7 @@ def k_move(blk: Any, keys: Keys, probe: Probe, step: float, c: float, S: float,
         pos = np.flatnonzero(np.not_equal(side, before, out=_work(na, 9, "b")))
         v = np.where(side[pos], 1.0, -1.0)
         v *= _take(u, pos)
-        parts += [_rmatvec(blk, pos if idx is None else idx[pos], v), _dot(v, _take(rho, pos))]
+        parts += [blk.rmatvec_rows(pos if idx is None else idx[pos], v), _dot(v, _take(rho, pos))]
         read += int(pos.size)
     # the keys: measured afresh on the active rows (slack for the step's rounding), kept elsewhere
     r_new = _distance(rho, m_new, _take(keys.norms, idx), step * _maxabs(delta) + _maxabs(m_t), w_norm)

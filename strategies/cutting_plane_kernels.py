@@ -133,15 +133,15 @@ def _cut_of(blk: Any, m: FloatArray, rho: Any, u: Any) -> tuple[FloatArray, floa
     array: bool 0; float 1 is used) and the rows the product read.
 
     With few violators (at most 1/``CUT_SUBSET`` of a block of ``CUT_SUBSET_ROWS`` rows or more: late
-    iterations on text-like data) the product reads their rows alone, through a copy of them
-    (``subset``), not the whole block."""
+    iterations on text-like data) the product reads their rows alone (``rmatvec_rows``), not the
+    whole block."""
     n = m.size
     viol = np.less(m, rho, out=_work(n, 0, "b"))    # ρ − m > 0: a difference of doubles is 0 only at equality
     v = np.multiply(viol, u, out=_work(n, 1))     # u_i or 0 (u finite ≥ 0): the in-process np.where
     nv = int(np.count_nonzero(viol))
     if nv * CUT_SUBSET <= n and n >= CUT_SUBSET_ROWS:
         idx = np.flatnonzero(viol)
-        a = np.asarray(blk.subset(idx).rmatvec_lowrank(v[idx]), dtype=np.float64) if nv else np.zeros(blk.k)
+        a = np.asarray(blk.rmatvec_rows(idx, v[idx]), dtype=np.float64) if nv else np.zeros(blk.k)
         return a, _dot(v, rho), viol, nv
     a = np.asarray(blk.rmatvec_lowrank(v), dtype=np.float64)
     return a, _dot(v, rho), viol, n

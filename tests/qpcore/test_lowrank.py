@@ -48,6 +48,26 @@ def test_operator_matches_dense(qp: qpcore.QP, data: st.DataObject) -> None:
     assert np.allclose(Q.matvec_lowrank(z), H @ z, atol=1e-12 * scale * np.abs(z).sum() * m)
     v = np.arange(idx.size, dtype=float)
     assert np.allclose(Q.rmatvec_rows(idx, v), H[idx].T @ v, atol=1e-12 * scale * max(1.0, v.sum()))
+    assert np.allclose(Q.matvec_rows(idx, z), H[idx] @ z, atol=1e-12 * scale * np.abs(z).sum() * m)
+
+
+@given(seed=st.integers(0, 2**16), bias=st.sampled_from([None, 0.5]), scaled=st.booleans(),
+       idx=st.lists(st.integers(0, 29), min_size=0, max_size=40))
+def test_row_products_in_place_on_csr(seed: int, bias: float | None, scaled: bool, idx: list[int]) -> None:
+    # CSR rows are multiplied where they lie (scipy's kernels over an interleaved row pointer): any
+    # order, repeats, empty rows, no rows at all; the same as the gathered rows' products
+    rng = np.random.default_rng(seed)
+    D = sp.random(30, 7, density=0.3, random_state=rng).toarray()
+    D[3] = 0.0                                  # an empty row
+    X = sp.csr_matrix(D)
+    s = rng.uniform(0.5, 2.0, 30) * rng.choice([-1.0, 1.0], 30) if scaled else None
+    Q = DiagPlusLowRankQ(0.0, X, row_scale=s, bias=bias)
+    i = np.array(idx, dtype=np.intp)
+    H = Q.lowrank_rows(np.arange(30))
+    w = rng.standard_normal(Q.k)
+    v = rng.standard_normal(i.size)
+    assert np.allclose(Q.matvec_rows(i, w), H[i] @ w, atol=1e-12)
+    assert np.allclose(Q.rmatvec_rows(i, v), H[i].T @ v, atol=1e-12)
 
 
 def _smw_solve(Q: DiagPlusLowRankQ, G: np.ndarray, t: np.ndarray, B: np.ndarray, r: np.ndarray,
