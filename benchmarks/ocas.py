@@ -5,8 +5,8 @@
     python -m benchmarks.ocas --rows crossover                     # sparse text: rows × C, who wins where
     python -m benchmarks.ocas --quick                              # every row on small subsets (< 1 min)
     python -m benchmarks.ocas --rows reuters,adult,ijcnn1 --C 1,10 --variants ocas   # OCAS / svmocas at C = 1 and 10
-    python -m benchmarks.ocas --rows reuters,text1m,dense200k --variants ocas,asocas,asocas-paper \
-        --gaps 1e-2,1e-3,1e-4,1e-5 --tol 1e-6                      # Table 3: active-set OCAS / OCAS, T1 and T2
+    python -m benchmarks.ocas --rows reuters,text1m,dense200k --variants ocas,asocas,asocas-paper --gaps 1e-2,1e-3,1e-4,1e-5 --tol 1e-6
+                                                                   # Table 3: active-set OCAS / OCAS, T1 and T2
 
 Problem: min_w F(w) = ½‖w‖² + C Σ_i max(0, 1 − y_i (x_iᵀ w[:d] + bias·w[d])), bias 1 (a regularized
 constant feature, as ``svmocas -b 1`` and LIBLINEAR ``-B 1`` do), built by ``problems.risk.hinge_svm``
