@@ -80,8 +80,6 @@ class _Margins:
     src: Any
     t: float = 0.0
     maxabs: float = float("nan")
-    #: (bound, count) of |ρ_i − m_i| ≤ bound, when the pass that made them counted it
-    count: tuple[float, int] | None = None
 
     def copy(self) -> _Margins:
         """Itself (immutable)."""
@@ -323,8 +321,8 @@ class _CuttingPlane(Strategy):
                     read += qp.n
                     if xmax > 0:
                         w, start = np.asarray(wx, dtype=np.float64), True
-                pairs, (risk, mx, a, b, _, point_read) = rows.map_reduce(k_point, rows.blocks, w if start else None, rho, u, True,
-                                                             None, ops=POINT_OPS, name="qpcore-cp-init")
+                pairs, (risk, mx, a, b, point_read) = rows.map_reduce(k_point, rows.blocks, w if start else None, rho, u, True,
+                                                             ops=POINT_OPS, name="qpcore-cp-init")
                 kept = rows.kept(pairs, 0)
                 cs = CutState(cuts=Cuts.empty(k, functools.partial(_mix, rows)), w_b=w,
                               m_b=_Margins(kept, 0.0, float(mx)), F_b=0.5 * float(w @ w) + float(risk),
@@ -523,7 +521,7 @@ class BMRM(_CuttingPlane):
         cs = state.work(CutState)
         rows = cs.rows
         t = time.perf_counter()
-        pairs, (risk, mx, a, b, _, read) = rows.map_reduce(k_point, rows.blocks, cs.w_t, cs.rho, cs.u, True, None,
+        pairs, (risk, mx, a, b, read) = rows.map_reduce(k_point, rows.blocks, cs.w_t, cs.rho, cs.u, True,
                                                            ops=POINT_OPS, name="qpcore-bmrm")
         state.counters["rows_read"] += int(read)
         F_t = 0.5 * float(cs.w_t @ cs.w_t) + float(risk)
@@ -590,8 +588,8 @@ class OCAS(_CuttingPlane):
             state.counters["passes"] += 1
             state.counters["rows_read"] += qp.n
         # one pass: the cut's member bits stay with their rows, the rest is reduced
-        moved, (risk, mx, a, b, _, read) = rows.map_reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u,
-                                                               self.mu, None, ops=MOVE_OPS, name="qpcore-ocas-move")
+        moved, (risk, mx, a, b, read) = rows.map_reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u,
+                                                               self.mu, ops=MOVE_OPS, name="qpcore-ocas-move")
         bits = rows.kept(moved, 0)
         cs.w_b = w_b
         cs.m_b = _Margins(fresh if fresh is not None else probe, 0.0 if fresh is not None else step, float(mx))

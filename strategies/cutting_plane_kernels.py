@@ -42,9 +42,9 @@ MAX_SUB = 6            # then gathered whatever its size (ties that no split sep
 LONG = 4.0             # a longer step recomputes the margins (δ's rounding grows with t), as in process
 
 # partial results and how they combine
-POINT_OPS = ("sum", "max", "sum", "sum", "sum", "sum")        # risk, max|m|, a, b, count, rows read
+POINT_OPS = ("sum", "max", "sum", "sum", "sum")               # risk, max|m|, a, b, rows read
 SUMMARY_OPS = ("sum", "sum", "sum", "list", "list", "max")   # s0, counts, sums, listed t, their jumps, max|δ|
-MOVE_OPS = ("sum", "max", "sum", "sum", "sum", "sum")         # risk, max|m_b|, a, b, count, rows read
+MOVE_OPS = ("sum", "max", "sum", "sum", "sum")                # risk, max|m_b|, a, b, rows read
 CUT_SUBSET = 8          # a cut's product reads only its violators' rows when they are at most 1/8 of a block
 CUT_SUBSET_ROWS = 4096  # ... of at least this many rows (the rows' copy has a fixed cost of a few 1,000 rows' product)
 
@@ -115,17 +115,10 @@ def _maxabs(x: FloatArray) -> float:
     return max(float(x.max(initial=0.0)), -float(x.min(initial=0.0)))
 
 
-def _risk_count(m: FloatArray, rho: Any, u: Any, bound: float | None) -> tuple[float, int]:
-    """Σ u_i max(0, ρ_i − m_i) (the in-process ``_risk``) and how many |ρ_i − m_i| ≤ bound (0 for
-    no bound). Work arrays: float 1, bool 1 and 2."""
-    n = m.size
-    h = np.subtract(rho, m, out=_work(n, 1))
-    count = 0
-    if bound is not None:
-        inside = np.greater_equal(h, -bound, out=_work(n, 1, "b"))
-        inside &= np.less_equal(h, bound, out=_work(n, 2, "b"))
-        count = int(np.count_nonzero(inside))
-    return _dot(np.maximum(h, 0.0, out=h), u), count
+def _risk(m: FloatArray, rho: Any, u: Any) -> float:
+    """Σ u_i max(0, ρ_i − m_i) (the in-process ``_risk``). Work array: float 1."""
+    h = np.subtract(rho, m, out=_work(m.size, 1))
+    return _dot(np.maximum(h, 0.0, out=h), u)
 
 
 def _cut_of(blk: Any, m: FloatArray, rho: Any, u: Any) -> tuple[FloatArray, float, NDArray[np.bool_], int]:
@@ -293,13 +286,12 @@ def k_start(blk: Any, x0: FloatArray, lb: Any, ub: Any) -> tuple[FloatArray, flo
     return np.asarray(blk.rmatvec_lowrank(x), dtype=np.float64), _maxabs(x)
 
 
-def k_point(blk: Any, w: FloatArray | None, rho: Any, u: Any, cut: bool,
-             bound: float | None) -> tuple[Point, tuple[Any, ...]]:
-    """Evaluate w (None: w = 0): margins (kept), the risk, max|m|, the cut there (a, b, bits kept),
-    the examples within ``bound`` of the hinge's kink and the rows the products read."""
+def k_point(blk: Any, w: FloatArray | None, rho: Any, u: Any, cut: bool) -> tuple[Point, tuple[Any, ...]]:
+    """Evaluate w (None: w = 0): margins (kept), the risk, max|m|, the cut there (a, b, bits kept)
+    and the rows the products read."""
     m = np.zeros(blk.shape[0]) if w is None else np.asarray(blk.matvec_lowrank(w), dtype=np.float64)
     read = 0 if w is None else m.size
-    risk, count = _risk_count(m, rho, u, bound)
+    risk = _risk(m, rho, u)
     a: Any = 0.0
     b = 0.0
     bits = None
@@ -307,7 +299,7 @@ def k_point(blk: Any, w: FloatArray | None, rho: Any, u: Any, cut: bool,
         a, b, viol, cut_rows = _cut_of(blk, m, rho, u)
         read += cut_rows
         bits = np.packbits(viol)
-    return Point(m, bits), (risk, _maxabs(m), a, b, count, read)
+    return Point(m, bits), (risk, _maxabs(m), a, b, read)
 
 
 def k_bits(point: Point) -> Any:
@@ -358,15 +350,15 @@ def _mb_after(probe: Probe, fresh: FloatArray | None, t: float) -> FloatArray:
     return fresh if fresh is not None else _mb_of(probe, t, _work(probe.m_b.size, 0))
 
 
-def k_move(blk: Any, probe: Probe, fresh: FloatArray | None, t: float, rho: Any, u: Any, mu: float,
-            bound: float | None) -> tuple[NDArray[np.uint8], tuple[Any, ...]]:
+def k_move(blk: Any, probe: Probe, fresh: FloatArray | None, t: float, rho: Any, u: Any,
+           mu: float) -> tuple[NDArray[np.uint8], tuple[Any, ...]]:
     """OCAS's second pass: the cut's member bits at w_c (kept) and, reduced, the risk at the new
-    w_b, max|m_b|, the cut at w_c, the examples within ``bound`` of the kink and the rows read."""
+    w_b, max|m_b|, the cut at w_c and the rows read."""
     m_b = _mb_after(probe, fresh, t)
-    risk, count = _risk_count(m_b, rho, u, bound)
+    risk = _risk(m_b, rho, u)
     mx = _maxabs(m_b)
     a, b, viol, read = _cut_of(blk, _m_cut(m_b, probe.m_t, mu), rho, u)
-    return np.packbits(viol), (risk, mx, a, b, count, read)
+    return np.packbits(viol), (risk, mx, a, b, read)
 
 
 def k_alpha(u: Any, rows: int, beta: FloatArray, *members: Any) -> FloatArray:
