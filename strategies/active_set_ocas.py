@@ -41,7 +41,6 @@ class _Active:
     B_b: float                      # Σ u_i ρ_i over the same
     S: float = 0.0                  # Σ‖Δw_b‖, the movement of w_b so far (eq. 8)
     lam: float = 1.0                # the window λ̂: θ_t = λ̂‖d‖, Λ = λ̂ (eqs. 9, 10)
-    exact: bool = True              # F_b is F(w_b) (always: see ActiveSetOCAS)
     verified: bool = False          # F_b was just recomputed from all rows
 
 
