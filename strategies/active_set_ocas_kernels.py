@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from strategies.cutting_plane_kernels import LONG, NBINS, _work, bin_ids
+from strategies.cutting_plane_kernels import LONG, _work, breakpoint_summary
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -26,7 +26,6 @@ BoolArray = NDArray[np.bool_]
 __all__ = ["EXACT_OPS", "Keys", "MOVE_OPS", "PROBE_OPS", "Probe", "Window", "k_exact", "k_keys", "k_member", "k_own",
            "k_move", "k_probe", "rows_read"]
 
-_LIST_LOW = 1024        # a crowded block lists about this many of its smallest breakpoints, bins the rest
 #: relative allowance for rounding in a measured distance (margins from a product, then a step)
 SLACK = 1e-9
 
@@ -165,24 +164,9 @@ def k_probe(blk: Any, keys: Keys, rho: Any, u: Any, w_b: FloatArray, w_t: FloatA
     ts = tb[sel]
     jumps = np.abs(np.multiply(delta[sel], _take(u_a, sel)))
     window = Window(m_b[sel], m_t[sel], _take(rho_a, sel), _take(u_a, sel))
-    summary = _summary(ts, jumps, cap)
+    summary = breakpoint_summary(ts, jumps, None, cap)
     partial = (s0, *summary, 0.0, na, int(sel.size), int(idx is None), na + int(enter.size))
     return probe, window, partial
-
-
-def _summary(ts: FloatArray, jumps: FloatArray, cap: int) -> tuple[Any, ...]:
-    """A block's breakpoints as the line search's first round takes them: all listed when at most
-    ``cap``, else about ``_LIST_LOW`` of the smallest listed (whole bins) and the rest binned."""
-    if ts.size <= cap:
-        return (0.0, 0.0, [ts], [jumps])
-    ids = bin_ids(ts)
-    counts = np.bincount(ids, minlength=NBINS).astype(np.float64)
-    counts[0] = 0.0
-    low = int(np.searchsorted(np.cumsum(counts), min(cap, _LIST_LOW), side="right"))
-    listed = ids < low
-    sums = np.bincount(ids, weights=jumps, minlength=NBINS)
-    counts[:low] = sums[:low] = 0.0
-    return (counts, sums, [ts[listed]], [jumps[listed]])
 
 
 def k_move(blk: Any, keys: Keys, probe: Probe, step: float, c: float, S: float,

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 
-__all__ = ["k_box", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_OPS", "Point", "Probe", "RD", "SUB_BINS", "SUMMARY_OPS", "UPPER", "WINDOW_CAP", "CUT_SUBSET", "CUT_SUBSET_ROWS", "bin_ids", "k_alpha", "k_bits", "k_grad", "k_matvec", "k_mix", "k_move", "k_point", "k_probe", "k_start", "k_summary_rd", "k_window", "release_work"]
+__all__ = ["k_box", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_OPS", "Point", "Probe", "RD", "SUB_BINS", "SUMMARY_OPS", "UPPER", "WINDOW_CAP", "CUT_SUBSET", "CUT_SUBSET_ROWS", "bin_ids", "breakpoint_summary", "k_alpha", "k_bits", "k_grad", "k_matvec", "k_mix", "k_move", "k_point", "k_probe", "k_start", "k_summary_rd", "k_window", "release_work"]
 
 # The histogram of breakpoints: _SUB bins per octave from 2^_LOW to 2^_HIGH, one below, one above.
 # Bin id 0 is "no breakpoint", 1 is (0, 2^_LOW], 2 + b is (L(b), L(b + 1)] with
@@ -254,23 +254,33 @@ def _terms(r: FloatArray, delta: FloatArray, u: Any) -> tuple[float, FloatArray,
     return s0, tb, jumps, pos, maxd
 
 
-def _summarize(r: FloatArray, delta: FloatArray, u: Any, cap: int) -> tuple[Any, ...]:
-    """A block's part of the line search's first round (r and δ used up): its share of φ'(0), max|δ|
-    and its breakpoints: all listed when at most ``cap``, else the smallest (whole bins of about
-    ``_LIST_LOW``: the step lies among them nearly always) listed and the others binned."""
-    s0, tb, jumps, pos, maxd = _terms(r, delta, u)
-    if np.count_nonzero(pos) <= cap:
-        return (s0, 0.0, 0.0, [tb[pos]], [jumps[pos]], maxd)
-    ids = bin_ids(tb, _work(tb.size, 0, "i"))
-    ids *= pos                  # not a breakpoint (t ≤ 0, inf, NaN): bin 0
+def breakpoint_summary(tb: FloatArray, jumps: FloatArray, pos: NDArray[np.bool_] | None,
+                       cap: int) -> tuple[Any, ...]:
+    """A block's breakpoints as the line search's first round takes them (``pos``: which entries of
+    ``tb`` are breakpoints, None for all): (counts, sums, [listed t], [their jumps]), all listed
+    when at most ``cap``, else the smallest (whole bins of about ``_LIST_LOW``: the step lies among
+    them nearly always) listed and the others binned."""
+    n = tb.size
+    if (n if pos is None else np.count_nonzero(pos)) <= cap:
+        return (0.0, 0.0, [tb if pos is None else tb[pos]], [jumps if pos is None else jumps[pos]])
+    ids = bin_ids(tb, _work(n, 0, "i"))
+    if pos is not None:
+        ids *= pos              # not a breakpoint (t ≤ 0, inf, NaN): bin 0
     counts = np.bincount(ids, minlength=NBINS).astype(np.float64)
     counts[0] = 0.0
     low = int(np.searchsorted(np.cumsum(counts), min(cap, _LIST_LOW), side="right"))
-    listed = np.greater(ids, 0, out=_work(tb.size, 0, "b"))
-    listed &= np.less(ids, low, out=_work(tb.size, 1, "b"))
+    listed = np.greater(ids, 0, out=_work(n, 0, "b"))
+    listed &= np.less(ids, low, out=_work(n, 1, "b"))
     sums = np.bincount(ids, weights=jumps, minlength=NBINS)
     counts[:low] = sums[:low] = 0.0          # those bins are listed
-    return (s0, counts, sums, [tb[listed]], [jumps[listed]], maxd)
+    return (counts, sums, [tb[listed]], [jumps[listed]])
+
+
+def _summarize(r: FloatArray, delta: FloatArray, u: Any, cap: int) -> tuple[Any, ...]:
+    """A block's part of the line search's first round (r and δ used up): its share of φ'(0), max|δ|
+    and its breakpoints (:func:`breakpoint_summary`)."""
+    s0, tb, jumps, pos, maxd = _terms(r, delta, u)
+    return (s0, *breakpoint_summary(tb, jumps, pos, cap), maxd)
 
 
 # ------------------------------------------------------------------ kernels (one task per block)
