@@ -309,22 +309,28 @@ def bound_violation(x: FloatArray, lb: FloatArray, ub: FloatArray) -> float:
 
 
 def primal_violation(qp: QP, x: FloatArray) -> float:
-    """The largest violation of the bounds or of ``A x = b`` (∞-norm, absolute)."""
+    """The largest violation of the bounds, of ``A x = b`` or of ``l ≤ C x ≤ u`` (∞-norm, absolute)."""
     viol = bound_violation(x, qp.lb, qp.ub)
     if qp.m:
         viol = max(viol, float(np.abs(qp.A @ x - qp.b).max()))
+    if qp.k:
+        viol = max(viol, bound_violation(qp.C @ x, qp.l, qp.u))
     return viol
 
 
 def feasibility_scale(qp: QP, x: FloatArray) -> float:
     """The scale that :data:`DEFAULT_FEAS_TOL` is relative to.
 
-    ``max(1, ‖x‖∞, ‖b‖∞, max_k Σ_i |A_ki x_i|)``: rounding in ``A x`` grows with the sum of the
-    magnitudes of its terms, not with the result.
+    ``max(1, ‖x‖∞, ‖b‖∞, max_k Σ_i |A_ki x_i|)``, and the same terms of the inequality rows
+    (their finite bounds and ``max_k Σ_i |C_ki x_i|``): rounding in ``A x`` grows with the sum of
+    the magnitudes of its terms, not with the result.
     """
     scale = max(1.0, float(np.abs(x).max(initial=0.0)))
     if qp.m:
         scale = max(scale, float(np.abs(qp.b).max()), float((np.abs(qp.A) @ np.abs(x)).max()))
+    if qp.k:
+        ends = np.concatenate([qp.l[np.isfinite(qp.l)], qp.u[np.isfinite(qp.u)]])
+        scale = max(scale, float(np.abs(ends).max(initial=0.0)), float((np.abs(qp.C) @ np.abs(x)).max()))
     return scale
 
 

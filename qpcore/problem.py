@@ -1,4 +1,8 @@
-"""The one problem every strategy sees: min ½xᵀQx + cᵀx, lb ≤ x ≤ ub, Ax = b."""
+"""The one problem every strategy sees: min ½xᵀQx + cᵀx, lb ≤ x ≤ ub, Ax = b, l ≤ Cx ≤ u.
+
+Inequality rows are the user's; a strategy that takes only the box and equality rows sees them
+through :meth:`QP.slack_form` (s = Cx as variables bounded by l and u), inside the core.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from qpcore.validate import ProblemError, as_float_vector
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["QP", "Equality", "ProblemError", "as_float_vector"]
+__all__ = ["QP", "Equality", "ProblemError", "SlackForm", "as_float_vector"]
 
 IndexArray = NDArray[np.intp]
 EqualityKind = Literal["none", "groups", "general"]
@@ -26,6 +30,12 @@ def _as_operator(Q: Any) -> QOperator:
         if len(shape) != 2 or shape[0] != shape[1]:
             raise ProblemError(f"Q: not square, shape {shape}; Q must be n×n")
         return Q
+    import scipy.sparse as sp
+
+    if sp.issparse(Q):
+        from qpcore.sparse import SparseQ
+
+        return SparseQ(Q)
     if isinstance(Q, Products):
         raise ProblemError(f"Q: {type(Q).__name__} computes products but does not declare the rest of the operator "
                            "contract (qpcore.QOperator: shape, stats, row, capabilities, row_dtype, row_eps, psd); "
@@ -112,14 +122,88 @@ class Equality:
         return f"{self.m} disjoint {unit}equality group{'s' if self.m > 1 else ''}"
 
 
-def _optional_array(value: ArrayLike | None) -> FloatArray:
+def _optional_array(value: Any) -> FloatArray:
     # None means "no equality"; the shapes are fixed in __attrs_post_init__ once n is known
-    return np.zeros(0) if value is None else np.asarray(value)
+    if value is None:
+        return np.zeros(0)
+    import scipy.sparse as sp
+
+    if sp.issparse(value):
+        return np.asarray(value.toarray())
+    return np.asarray(value)
+
+
+def _row_matrix(value: FloatArray, name: str, n: int) -> FloatArray:
+    """A validated (rows, n) float64 matrix from a 1-D row or a 2-D array (0 rows when empty)."""
+    if value.size == 0 and (value.ndim < 2 or value.shape[-1] in (0, n)):
+        return np.zeros((0, n))
+    M = value[None, :] if value.ndim == 1 else value
+    if M.ndim != 2 or M.shape[1] != n:
+        raise ProblemError(f"{name}: shape mismatch, expected (rows, {n}), got {np.shape(value)}")
+    if M.dtype == object or not (np.issubdtype(M.dtype, np.integer) or np.issubdtype(M.dtype, np.floating)
+                                 or M.dtype == np.bool_):
+        raise ProblemError(f"{name}: dtype {M.dtype} is not real numeric; pass a float array")
+    out = np.ascontiguousarray(M, dtype=np.float64)
+    if not np.isfinite(out).all():
+        bad = np.argwhere(~np.isfinite(out))[0]
+        what = "NaN" if np.isnan(out[bad[0], bad[1]]) else "inf"
+        raise ProblemError(f"{name}: contains {what} at row {int(bad[0])}, column {int(bad[1])}; "
+                           "all entries must be finite")
+    return out
+
+
+def _row_ranges(C: FloatArray, lb: FloatArray, ub: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """min and max of each row of C x over the box, exact per term (0·inf counts as 0)."""
+    pos, neg = np.maximum(C, 0.0), np.minimum(C, 0.0)
+    with np.errstate(invalid="ignore"):
+        lo_b, hi_b = np.where(np.isfinite(lb), lb, 0.0), np.where(np.isfinite(ub), ub, 0.0)
+        lo = pos @ lo_b + neg @ hi_b
+        hi = pos @ hi_b + neg @ lo_b
+    # an infinite bound met by a nonzero coefficient opens the range on that side
+    inf_lo, inf_hi = ~np.isfinite(lb), ~np.isfinite(ub)
+    lo = np.where(((C > 0) & inf_lo).any(axis=1) | ((C < 0) & inf_hi).any(axis=1), -np.inf, lo)
+    hi = np.where(((C > 0) & inf_hi).any(axis=1) | ((C < 0) & inf_lo).any(axis=1), np.inf, hi)
+    return lo, hi
+
+
+@attrs.frozen(eq=False)
+class SlackForm:
+    """A problem with inequality rows rewritten over z = [x; s], s = Cx a variable in [l, u].
+
+    ``qp`` has only the box and equality rows ``[[A, 0], [C, −I]] z = [b; 0]``, and the Hessian
+    padded with zero rows and columns; its optimum restricted to x is the user problem's optimum,
+    its row multipliers are the user's λ and y (the slacks' reduced gradients are y).
+
+    Attributes
+    ----------
+    qp : QP
+        The box-and-equality problem over z (n + k variables, m + k rows).
+    n, m, k : int
+        The user problem's variables, equality rows and inequality rows.
+    """
+
+    qp: QP
+    n: int
+    m: int
+    k: int
+    C: FloatArray
+
+    def lift(self, x: FloatArray) -> FloatArray:
+        """z = [x; Cx]: the slack-form point of a user point (feasible rows stay feasible)."""
+        return np.concatenate([x, self.C @ x])
+
+    def restrict(self, z: FloatArray) -> FloatArray:
+        """x, the first n entries of z."""
+        return np.asarray(z[:self.n])
+
+    def split(self, multipliers: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """(λ, y): the slack form's row multipliers split into the equality and inequality rows'."""
+        return np.asarray(multipliers[:self.m]), np.asarray(multipliers[self.m:])
 
 
 @attrs.frozen(eq=False)
 class QP:
-    """Convex QP ``min ½xᵀQx + cᵀx  s.t.  lb ≤ x ≤ ub,  A x = b``.
+    """Convex QP ``min ½xᵀQx + cᵀx  s.t.  lb ≤ x ≤ ub,  A x = b,  l ≤ C x ≤ u``.
 
     Parameters
     ----------
@@ -133,12 +217,23 @@ class QP:
         Equality matrix, shape (m, n) with m small (0 when omitted); a 1-D array is one row.
     b : array_like, optional
         Right-hand side, length m (zeros when omitted).
+    C : array_like or scipy.sparse matrix, optional
+        Inequality rows, shape (k, n) (0 rows when omitted); a 1-D array is one row. Held dense.
+    l, u : array_like, optional
+        Their two-sided bounds ``l ≤ C x ≤ u`` (OSQP's convention), length k, ±inf allowed
+        (default −inf and +inf); ``l_i = u_i`` makes row i an equality. Strategies that take only
+        the box and equality rows see them as slack variables (:meth:`slack_form`); results,
+        multipliers and certificates are in these terms.
+    check_feasible : bool
+        Run the LP feasibility check (HiGHS) for general equality rows and inequality rows on
+        construction (default True): an infeasible problem is refused with the LP's verdict before
+        any work. False skips it (the row-by-row range checks stay).
 
     Raises
     ------
     ProblemError
-        On NaN/inf, shape mismatch, lb > ub, non-square Q, wrong dtypes, or an equality the
-        bounds make infeasible.
+        On NaN/inf, shape mismatch, lb > ub, l > u, non-square Q, wrong dtypes, or rows the bounds
+        make infeasible.
     """
 
     Q: QOperator = attrs.field(converter=_as_operator)
@@ -147,7 +242,12 @@ class QP:
     ub: FloatArray = attrs.field(default=np.inf)
     A: FloatArray = attrs.field(default=None, converter=_optional_array)
     b: FloatArray = attrs.field(default=None, converter=_optional_array)
+    C: FloatArray = attrs.field(default=None, converter=_optional_array, kw_only=True)
+    l: FloatArray = attrs.field(default=None, converter=_optional_array, kw_only=True)
+    u: FloatArray = attrs.field(default=None, converter=_optional_array, kw_only=True)
+    check_feasible: bool = attrs.field(default=True, kw_only=True, repr=False)
     equality: Equality = attrs.field(init=False)
+    _slack: SlackForm | None = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
         n = int(self.Q.shape[0])
@@ -175,7 +275,40 @@ class QP:
         b = np.zeros(m) if self.b.size == 0 else as_float_vector(np.atleast_1d(np.asarray(self.b)), "b", m)
         set_(self, "b", b)
         set_(self, "equality", Equality.of(A))
-        self._check_equality()
+        C = _row_matrix(self.C, "C", n)
+        set_(self, "C", C)
+        k = C.shape[0]
+        lo = np.full(k, -np.inf) if self.l.size == 0 else as_float_vector(np.atleast_1d(self.l), "l", k, allow_inf=True)
+        hi = np.full(k, np.inf) if self.u.size == 0 else as_float_vector(np.atleast_1d(self.u), "u", k, allow_inf=True)
+        set_(self, "l", lo)
+        set_(self, "u", hi)
+        set_(self, "_slack", None)
+        if k:
+            self._check_rows()
+        if self.equality.kind != "general" and not k:
+            self._check_equality()
+        elif self.check_feasible:
+            self._check_lp()
+        elif self.equality.kind == "groups":
+            self._check_equality()
+
+    def _check_rows(self) -> None:
+        bad = np.flatnonzero(self.l > self.u)
+        if bad.size:
+            i = int(bad[0])
+            raise ProblemError(f"l > u at row {i} of C ({self.l[i]} > {self.u[i]}); swap or fix the row's bounds")
+        if np.any(self.l == np.inf) or np.any(self.u == -np.inf):
+            i = int(np.flatnonzero((self.l == np.inf) | (self.u == -np.inf))[0])
+            raise ProblemError(f"l/u at row {i} of C: l = +inf or u = -inf leaves no feasible point")
+        lo, hi = _row_ranges(self.C, self.lb, self.ub)
+        scale = 1e-12 * np.maximum(1.0, np.maximum(np.where(np.isfinite(lo), np.abs(lo), 0.0),
+                                                   np.where(np.isfinite(hi), np.abs(hi), 0.0)))
+        out = np.flatnonzero((hi < self.l - scale) | (lo > self.u + scale))
+        if out.size:
+            i = int(out[0])
+            raise ProblemError(f"l ≤ C x ≤ u is infeasible for the bounds: row {i} of C x ranges over "
+                               f"[{lo[i]}, {hi[i]}] but must lie in [{self.l[i]}, {self.u[i]}]; "
+                               "change the row's bounds or widen the variables'")
 
     def _check_equality(self) -> None:
         m = self.A.shape[0]
@@ -192,13 +325,24 @@ class QP:
                     raise ProblemError(f"A x = b is infeasible for the bounds: {row} ranges over [{lo}, {hi}] "
                                        f"but b = {self.b[k]}; change b or widen the bounds")
             return
+        self._check_lp()
+
+    def _check_lp(self) -> None:
+        """The feasibility LP over the box, the equality rows and the inequality rows (HiGHS)."""
         from scipy.optimize import linprog
 
-        bounds = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi)
-                  for lo, hi in zip(self.lb, self.ub)]
-        res = linprog(np.zeros(self.n), A_eq=self.A, b_eq=self.b, bounds=bounds, method="highs")
+        bounds = np.column_stack([np.where(np.isfinite(self.lb), self.lb, np.nan),
+                                  np.where(np.isfinite(self.ub), self.ub, np.nan)])
+        bounds_list = [(None if np.isnan(a) else float(a), None if np.isnan(b) else float(b)) for a, b in bounds]
+        up, lo = np.isfinite(self.u), np.isfinite(self.l)
+        A_ub = np.vstack([self.C[up], -self.C[lo]]) if self.k else None
+        b_ub = np.concatenate([self.u[up], -self.l[lo]]) if self.k else None
+        res = linprog(np.zeros(self.n), A_ub=A_ub, b_ub=b_ub, A_eq=self.A if self.m else None,
+                      b_eq=self.b if self.m else None, bounds=bounds_list, method="highs")
         if res.status == 2:
-            raise ProblemError("A x = b is infeasible for the bounds (LP feasibility check); change b or the bounds")
+            rows = " and l ≤ C x ≤ u" if self.k else ""
+            raise ProblemError(f"A x = b{rows} is infeasible for the bounds (the feasibility LP, solved by HiGHS, "
+                               f"has no solution: {res.message.strip()}); change the rows or the bounds")
 
     @classmethod
     def trusted(cls, Q: QOperator, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray,
@@ -210,8 +354,10 @@ class QP:
         planes' reduced problem), where the checks would cost more than the solve.
         """
         obj = cls.__new__(cls)
+        n = int(Q.shape[0])
         for name, value in (("Q", Q), ("c", c), ("lb", lb), ("ub", ub), ("A", A), ("b", b),
-                            ("equality", Equality.of(A))):
+                            ("C", np.zeros((0, n))), ("l", np.zeros(0)), ("u", np.zeros(0)),
+                            ("check_feasible", False), ("equality", Equality.of(A)), ("_slack", None)):
             object.__setattr__(obj, name, value)
         return obj
 
@@ -224,6 +370,47 @@ class QP:
     def m(self) -> int:
         """Number of equality rows."""
         return int(self.A.shape[0])
+
+    @property
+    def k(self) -> int:
+        """Number of inequality rows ``l ≤ C x ≤ u``."""
+        return int(self.C.shape[0])
+
+    def slack_form(self) -> SlackForm:
+        """The problem over z = [x; s] with s = C x a bounded variable: box and equality rows only.
+
+        What a strategy that does not take inequality rows solves (``qpcore.solve`` does the
+        rewriting and maps the result back). Built once and kept.
+
+        Returns
+        -------
+        SlackForm
+        """
+        if self._slack is not None:
+            return self._slack
+        from qpcore.operators import DenseQ
+        from qpcore.sparse import PaddedQ
+
+        n, m, k = self.n, self.m, self.k
+        Q: QOperator
+        if isinstance(self.Q, DenseQ) and n + k <= 4000:
+            # strategies have fast paths for a dense matrix: pad it
+            M = np.zeros((n + k, n + k))
+            M[:n, :n] = self.Q.M
+            dense = DenseQ.trusted(M)
+            dense.psd = self.Q.psd
+            Q = dense
+        else:
+            Q = PaddedQ(self.Q, k)
+        A = np.zeros((m + k, n + k))
+        A[:m, :n] = self.A
+        A[m:, :n] = self.C
+        A[m:, n:] = -np.eye(k)
+        qp = QP.trusted(Q, np.concatenate([self.c, np.zeros(k)]), np.concatenate([self.lb, self.l]),
+                        np.concatenate([self.ub, self.u]), A, np.concatenate([self.b, np.zeros(k)]))
+        form = SlackForm(qp=qp, n=n, m=m, k=k, C=self.C)
+        object.__setattr__(self, "_slack", form)
+        return form
 
     def objective(self, x: FloatArray) -> float:
         """Objective ½xᵀQx + cᵀx (one matvec)."""

@@ -235,6 +235,19 @@ def iterate(qp: QP, strategy: Strategy, state: State, *, max_iter: int | None = 
 P = ParamSpec("P")
 
 
+def _certificate(qp: QP, x: FloatArray, g: FloatArray, proposal: tuple[FloatArray, FloatArray | None] | None,
+                 tol: float) -> KKT:
+    """The certificate with the strategy's proposed multipliers (verified), else with the best the
+    certificate finds itself; both when the proposal does not certify, keeping the better."""
+    if proposal is None:
+        return kkt(qp, x, g)
+    with_proposal = kkt(qp, x, g, proposal)
+    if with_proposal.measure <= tol:
+        return with_proposal
+    own = kkt(qp, x, g)
+    return own if own.measure < with_proposal.measure else with_proposal
+
+
 def _blas_limited(run: Callable[P, Result]) -> Callable[P, Result]:
     """``run`` with the BLAS pools sized by :func:`qpcore.threads.blas_threads` (its ``threads``
     keyword) and restored after; the decision goes to ``stats["blas_threads"]`` and its reason."""
@@ -333,6 +346,17 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     t0 = time.perf_counter()
     deadline = t0 + time_limit if time_limit is not None else np.inf
     state: State | None = None
+    user = qp
+    form = qp.slack_form() if qp.k and not strategy.takes_inequalities else None
+    if form is not None:
+        # the strategy takes the box and equality rows only: it runs on z = [x; Cx], and the
+        # result, multipliers and certificate below are the user's again
+        qp = form.qp
+        if resume is not None and x0 is None:
+            x0, resume = resume.x, None
+        given = _x0_of(x0, user.n)
+        if given is not None and not is_distributed(given):
+            x0 = form.lift(given)
     if resume is not None:
         if x0 is not None:
             raise ProblemError("x0 and resume: give one warm start, not both")
@@ -388,9 +412,15 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         g = state.exact[1]   # the strategy's own fresh qp.gradient(x) at this very point
     else:
         g = qp.gradient(x) if certify else state.g
-    cert = kkt(qp, x, g)
-    objective = float(0.5 * x @ (g + qp.c))
-    if state.primal is not None:
+    proposal = strategy.multipliers(qp, state)
+    if form is not None:
+        x, g = form.restrict(x), np.asarray(g[:user.n])
+        if proposal is not None:
+            proposal = form.split(proposal[0])
+    cert = _certificate(user, x, g, proposal, tol)
+    objective = float(0.5 * x @ (g + user.c))
+    qp = user
+    if state.primal is not None and form is None:
         # the strategy's primal point, judged by the problem alone: a lower bound and the gap
         lower = lagrangian_bound(qp, state.primal)
         cert = attrs.evolve(cert, lower_bound=lower, duality_gap=objective - lower)
@@ -417,7 +447,7 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         "rows_computed": Qs.rows_computed,
         "cache_hits": Qs.cache_hits,
         "cache_misses": Qs.cache_misses,
-        "gradient_drift": max_abs_diff(g, state.g) if certify else float("nan"),
+        "gradient_drift": max_abs_diff(g, state.g[:user.n]) if certify else float("nan"),
         "x0_moved": x0_moved,
         "stopped_by": stopped_by.code,
         **state.counters,

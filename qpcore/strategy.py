@@ -72,12 +72,17 @@ class Strategy(abc.ABC):
         How the certificate judges convergence (class attribute): ``"kkt"`` (the default) bounds
         the KKT measure by ``tol``; ``"relative_gap"`` bounds the duality gap of
         ``state.primal`` relative to the primal objective (libocas's TolRel), or by ``tol_abs``.
+    takes_inequalities : bool
+        Whether the strategy works on inequality rows ``l ≤ C x ≤ u`` itself (class attribute;
+        False by default). ``qpcore.solve`` hands any other strategy the problem's slack form
+        (:meth:`qpcore.QP.slack_form`) and maps its result back to the user's variables.
     """
 
     __slots__ = ()
 
     requires: ClassVar[frozenset[Capability]] = frozenset()
     criterion: ClassVar[Literal["kkt", "relative_gap"]] = "kkt"
+    takes_inequalities: ClassVar[bool] = False
 
     @property
     def tol_abs(self) -> float:
@@ -200,6 +205,25 @@ class Strategy(abc.ABC):
         state : State
             The run's final state.
         """
+
+    def multipliers(self, qp: QP, state: State) -> tuple[FloatArray, FloatArray] | None:
+        """Multipliers the strategy proposes for its final point: (λ for A x = b, y for the rows
+        l ≤ C x ≤ u), in the sign convention of :func:`qpcore.kkt`. The certificate verifies a
+        proposal and never takes it on trust (any multipliers bound the measure from above).
+        The default proposes none.
+
+        Parameters
+        ----------
+        qp : QP
+            The problem the strategy ran on.
+        state : State
+            The run's final state (after :meth:`finish`).
+
+        Returns
+        -------
+        (ndarray, ndarray) or None
+        """
+        return None
 
     def stage(self, state: State) -> str | None:
         """What the run is doing now, for progress displays (``Progress.stage``): a strategy that
