@@ -44,8 +44,9 @@ def at_bounds(x: FloatArray, lb: FloatArray, ub: FloatArray) -> tuple[BoolArray,
     (ndarray of bool, ndarray of bool)
     """
     with np.errstate(invalid="ignore"):
-        at_lo = x - lb <= BOUND_BAND * np.maximum(1.0, np.abs(lb))
-        at_hi = ub - x <= BOUND_BAND * np.maximum(1.0, np.abs(ub))
+        # an infinite bound is never reached (inf ≤ inf would count every such variable at it)
+        at_lo = np.isfinite(lb) & (x - lb <= BOUND_BAND * np.maximum(1.0, np.abs(lb)))
+        at_hi = np.isfinite(ub) & (ub - x <= BOUND_BAND * np.maximum(1.0, np.abs(ub)))
     return at_lo, at_hi
 
 
