@@ -199,7 +199,10 @@ def solve_qp(P: Any, q: ArrayLike, G: Any = None, h: ArrayLike | None = None, A:
     bv = _vector(b, "b", int(Am.shape[0])) if Am is not None else None
     if hv is not None and np.isnan(hv).any():
         raise ProblemError(f"h: contains NaN at index {int(np.flatnonzero(np.isnan(hv))[0])}")
-    qp = QP(Pm, q, -np.inf if lb is None else lb, np.inf if ub is None else ub, Am, bv,
+    lo: Any = -np.inf if lb is None else lb
+    hi: Any = np.inf if ub is None else ub
+    qv: Any = q
+    qp = QP(Pm, qv, lo, hi, Am, bv,
             C=Gm, l=None if Gm is None else np.full(Gm.shape[0], -np.inf), u=hv)
     chosen = make_strategy(strategy)
     x0 = None if initvals is None else np.asarray(initvals, dtype=np.float64)

@@ -176,10 +176,20 @@ def run_qp(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     deadline = Deadline(args.time_limit, start=t0)
     check_writable(args.json)
-    arrays = read_npz(args.npz, ("c",), ("Q", "H", "d", "lb", "ub", "A", "b"))
+    arrays = read_npz(args.npz, ("c",), ("Q", "H", "d", "lb", "ub", "A", "b", "C", "l", "u", "G", "h"))
     if ("A" in arrays) != ("b" in arrays):
         raise CLIError(f"--npz {args.npz!r}: A and b go together; the file has only "
                        f"{'A' if 'A' in arrays else 'b'}")
+    if ("G" in arrays) != ("h" in arrays):
+        raise CLIError(f"--npz {args.npz!r}: G and h go together (G x <= h); the file has only "
+                       f"{'G' if 'G' in arrays else 'h'}")
+    if "C" in arrays and "G" in arrays:
+        raise CLIError(f"--npz {args.npz!r}: give the inequality rows as C with l and/or u (l <= Cx <= u) "
+                       "or as G and h (Gx <= h), not both")
+    if ("l" in arrays or "u" in arrays) and "C" not in arrays:
+        raise CLIError(f"--npz {args.npz!r}: l and u bound the rows of C, which the file lacks")
+    if "C" in arrays and "l" not in arrays and "u" not in arrays:
+        raise CLIError(f"--npz {args.npz!r}: C needs l and/or u (l <= Cx <= u)")
     if ("Q" in arrays) == ("H" in arrays):
         raise CLIError(f"--npz {args.npz!r}: give Q (n×n) or H (n×k, with optional d: Q = diag(d) + HH'), "
                        f"{'not both' if 'Q' in arrays else 'found neither'}")
@@ -194,13 +204,18 @@ def run_qp(args: argparse.Namespace) -> int:
             if H.ndim != 2:
                 raise CLIError(f"--npz {args.npz!r}: H must be a 2-d array (n×k), got shape {H.shape}")
             Q = DiagPlusLowRankQ(np.asarray(arrays.get("d", 0.0), dtype=np.float64), H)
+        C, lo, hi = arrays.get("C"), arrays.get("l"), arrays.get("u")
+        if "G" in arrays:
+            C, hi = arrays["G"], arrays["h"]
+            lo = np.full(np.atleast_2d(C).shape[0], -np.inf)
         qp = QP(Q, arrays["c"], arrays.get("lb", np.full(n, -np.inf)), arrays.get("ub", np.full(n, np.inf)),
-                arrays.get("A"), arrays.get("b"))
+                arrays.get("A"), arrays.get("b"), C=C, l=lo, u=hi)
         strategy = STRATEGIES[args.strategy].factory(args)
         result, report = solve_report(qp, strategy, args, args.strategy, deadline)
     except ProblemError as exc:
         raise CLIError(str(exc)) from None
-    report.update(problem="qp", data=args.npz, total_seconds=time.perf_counter() - t0, x=_solution_field(result.x))
+    report.update(problem="qp", data=args.npz, total_seconds=time.perf_counter() - t0, x=_solution_field(result.x),
+                  row_multipliers=_solution_field(result.kkt.y) if qp.k else None)
     return _finish(report, args)
 
 
@@ -242,11 +257,12 @@ def run_nnls(args: argparse.Namespace) -> int:
 
 #: ``qpcore solve qp``: a convex QP from an .npz file, GPCG by default.
 QP_PROBLEM = ProblemKind(
-    help="convex QP min 1/2 x'Qx + c'x, lb <= x <= ub, Ax = b from an .npz file (arrays Q, c, "
-         "lb, ub; optional A, b; missing bounds are infinite; H and optional d instead of Q: "
-         "Q = diag(d) + HH')",
+    help="convex QP min 1/2 x'Qx + c'x, lb <= x <= ub, Ax = b, l <= Cx <= u from an .npz file (arrays Q, c, "
+         "lb, ub; optional A, b; optional inequality rows C with l and/or u, or G and h for Gx <= h; missing "
+         "bounds are infinite; H and optional d instead of Q: Q = diag(d) + HH')",
     add_arguments=_add_npz_arguments("Q (n×n) or H (n×k) and optional d (n), c (n), lb, ub (n, may hold ±inf); "
-                                     "optional A (m×n), b (m)"),
+                                     "optional A (m×n), b (m); optional C (k×n) with l, u (k, may hold ±inf) "
+                                     "or G (k×n), h (k)"),
     run=run_qp, default_strategy="gpcg", default_tol=1e-8)
 
 #: ``qpcore solve nnls``: nonnegative least squares from an .npz file, GPCG by default.
