@@ -430,7 +430,7 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     else:
         gap_met = cert.measure <= tol * (1 + 1e-9) + 1e-12
     stopped_by = status
-    if not cert.feasible(feas_tol) and status not in (Status.UNBOUNDED, Status.NONFINITE):
+    if not cert.feasible(feas_tol) and status not in (Status.UNBOUNDED, Status.NONFINITE, Status.PRIMAL_INFEASIBLE):
         # off the feasible set: never a solution, nor a "best point" to stop at, whatever ended the
         # run (a limit, a stall); what ended it stays in stats["stopped_by"]
         status = Status.INFEASIBLE

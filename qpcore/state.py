@@ -56,6 +56,8 @@ class Status(enum.Enum):
     TARGET = ("target", "the target objective was reached; the point is not certified optimal to tol")
     INFEASIBLE = ("infeasible", "the point violates the constraints beyond the feasibility tolerance; "
                   "not a solution")
+    PRIMAL_INFEASIBLE = ("primal_infeasible", "the constraints have no common point, proved by a certificate "
+                         "(a Farkas ray, or the feasibility LP's verdict); the point is the last one")
 
     def __init__(self, code: str, message: str) -> None:
         self.code = code
