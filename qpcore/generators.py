@@ -167,17 +167,18 @@ def meet_row(x0: FloatArray, a: FloatArray, beta: float, lb: FloatArray, ub: Flo
 
 
 def feasible_point(qp: QP, *, seed: Seed, p_bound: float = 0.3) -> FloatArray:
-    """A random point of {lb ≤ x ≤ ub, A x = b}, exact to rounding.
+    """A random point of {lb ≤ x ≤ ub, A x = b} (and l ≤ C x ≤ u), exact to rounding.
 
     A random point of the box (each variable at a finite bound with probability ``p_bound``),
     moved onto the equality: for one row the projection-like path clip(x + λa) (variables that
     reach a bound stay there), for several rows a vertex of the feasible set from scipy's HiGHS
-    (with a random objective).
+    (with a random objective). With inequality rows: such a vertex with probability ``p_bound``,
+    else a random point of the segment between two of them (feasible by convexity).
 
     Parameters
     ----------
     qp : QP
-        The problem (any number of equality rows).
+        The problem (any number of equality rows, inequality rows where :class:`QP` has them).
     seed : int or numpy.random.Generator
         Random seed.
     p_bound : float
@@ -190,6 +191,10 @@ def feasible_point(qp: QP, *, seed: Seed, p_bound: float = 0.3) -> FloatArray:
     """
     p_bound = _check_fraction(p_bound, "p_bound")
     rng = np.random.default_rng(seed)
+    if getattr(qp, "k", 0):
+        from qpcore.generators_general import rows_feasible_point   # (it imports this module)
+
+        return rows_feasible_point(qp, rng, p_bound)
     x = _box_point(qp.lb, qp.ub, rng, p_bound)
     if qp.m == 0:
         return x

@@ -15,11 +15,13 @@ import math
 import warnings
 from typing import Any
 
+import attrs
 import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
 from qpcore.generators import meet_row
+from qpcore.generators_general import GeneralQP, inequality_rows
 from qpcore.kkt import kkt
 from qpcore.operators import DenseQ
 from qpcore.optimality import maximal_violating_pair, projected_gradient, scores_of, single_violation
@@ -28,7 +30,8 @@ from qpcore.state import Result, Status
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["assert_kkt", "check_against_reference", "dense_reference", "gradient_scale"]
+__all__ = ["ReferenceSolution", "assert_kkt", "check_against_reference", "clarabel_reference", "dense_reference",
+           "gradient_scale"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -533,6 +536,24 @@ def dense_reference(qp: QP, *, eps: float = 1e-13, max_iter: int = 200) -> tuple
         optimal point either (an unbounded or badly scaled problem).
     """
     Q, c, lb, ub, A, b = _dense(qp), qp.c, qp.lb, qp.ub, qp.A, qp.b
+    C, l, u = inequality_rows(qp)
+    n, k = qp.n, C.shape[0]
+    if k:
+        # the slack form over [x; s], s = C x bounded by l and u: box and equality rows only
+        Qs = np.zeros((n + k, n + k))
+        Qs[:n, :n] = Q
+        xs = _dense_solve(Qs, np.concatenate([c, np.zeros(k)]), np.concatenate([lb, l]), np.concatenate([ub, u]),
+                          np.block([[A, np.zeros((A.shape[0], k))], [C, -np.eye(k)]]),
+                          np.concatenate([b, np.zeros(k)]), eps, max_iter)
+        x = xs[:n]
+    else:
+        x = _dense_solve(Q, c, lb, ub, A, b, eps, max_iter)
+    return x, float(0.5 * x @ (Q @ x) + c @ x)
+
+
+def _dense_solve(Q: FloatArray, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray, b: FloatArray,
+                 eps: float, max_iter: int) -> FloatArray:
+    """:func:`dense_reference` on arrays (box and equality rows): the optimal point."""
     fixed = lb == ub
     free = ~fixed
     x = np.where(fixed, lb, 0.0)
@@ -571,4 +592,151 @@ def dense_reference(qp: QP, *, eps: float = 1e-13, max_iter: int = 200) -> tuple
             raise RuntimeError(f"dense_reference: the interior-point method stopped at scaled residual {merit:.2e} "
                                "and the active-set method found no optimal point; the problem may be unbounded "
                                "or badly scaled")
-    return x, float(0.5 * x @ (Q @ x) + c @ x)
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+# the Clarabel cross-check
+
+
+@attrs.frozen(eq=False)
+class ReferenceSolution:
+    """An optimum from an outside solver, in qpcore's terms and sign convention.
+
+    Stationarity reads ``Q x + c − Aᵀλ − Cᵀy − z = 0`` with z ≥ 0 at a lower bound, ≤ 0 at an
+    upper one; y ≥ 0 on rows with C x = l, ≤ 0 on rows with C x = u, any sign where l = u.
+
+    Attributes
+    ----------
+    x : ndarray
+        The solver's point (not moved onto bounds or rows: an interior-point method's point is
+        off its active bounds by about its tolerance).
+    objective : float
+        ½xᵀQx + cᵀx at ``x``.
+    multipliers : ndarray
+        λ, the multipliers of A x = b (length m).
+    y : ndarray
+        The multipliers of l ≤ C x ≤ u (length k).
+    z : ndarray
+        The bound multipliers (length n).
+    status : str
+        The solver's own status ("Solved", "AlmostSolved", ...).
+    primal_residual : float
+        The largest violation of the bounds and rows at ``x``, recomputed here (absolute).
+    dual_residual : float
+        ‖Q x + c − Aᵀλ − Cᵀy − z‖∞, recomputed here (absolute).
+    """
+
+    x: FloatArray
+    objective: float
+    multipliers: FloatArray
+    y: FloatArray
+    z: FloatArray
+    status: str
+    primal_residual: float
+    dual_residual: float
+
+
+def _problem_arrays(problem: QP | GeneralQP) -> tuple[FloatArray, ...]:
+    """(Q, c, lb, ub, A, b, C, l, u) as dense float64 arrays, C with 0 rows when there are none."""
+    if isinstance(problem, GeneralQP):
+        p = problem
+        return p.Q, p.c, p.lb, p.ub, p.A, p.b, p.C, p.l, p.u
+    C, l, u = inequality_rows(problem)
+    return _dense(problem), problem.c, problem.lb, problem.ub, problem.A, problem.b, C, l, u
+
+
+def clarabel_reference(problem: QP | GeneralQP, *, tol: float = 1e-10, max_iter: int = 500,
+                       check: bool = True) -> ReferenceSolution:
+    """Solve a QP with Clarabel to a tight tolerance: x, the objective and the multipliers.
+
+    A cross-check from outside qpcore for the general problems (several equality rows, inequality
+    rows l ≤ C x ≤ u), where :func:`dense_reference` is not the only word. Clarabel (an
+    interior-point solver; ``clarabel`` is in the test extra) is imported here, never at module
+    import. The problem goes to it as: A x = b, the rows with l = u and the fixed variables
+    (lb = ub) as equalities (its zero cone), every finite side of a row or a bound as one
+    inequality (its nonnegative cone); infinite sides are left out. Its dual variables are mapped
+    to qpcore's sign convention (see :class:`ReferenceSolution`).
+
+    Parameters
+    ----------
+    problem : QP or GeneralQP
+        A small problem (Q is materialized densely). A :class:`qpcore.QP` in slack form is solved
+        as it is (its slacks are variables, y is then part of z).
+    tol : float
+        Clarabel's ``tol_gap_abs``, ``tol_gap_rel`` and ``tol_feas`` (its ``tol_ktratio`` is
+        1e-8, ``max_iter`` as given).
+    max_iter : int
+        Iteration limit.
+    check : bool
+        Raise unless Clarabel reports "Solved" or "AlmostSolved".
+
+    Returns
+    -------
+    ReferenceSolution
+
+    Raises
+    ------
+    RuntimeError
+        With ``check``, on any other status (infeasible, unbounded, iteration limit, numerical
+        error), naming it.
+    ImportError
+        When Clarabel is not installed.
+    """
+    import clarabel  # type: ignore[import-untyped, unused-ignore]
+    import scipy.sparse as sp
+
+    Q, c, lb, ub, A, b, C, l, u = _problem_arrays(problem)
+    n, m, k = c.size, A.shape[0], C.shape[0]
+    fixed = lb == ub
+    row_eq = l == u
+    I = np.eye(n)
+    has_l, has_u = np.isfinite(lb) & ~fixed, np.isfinite(ub) & ~fixed
+    rl, ru = np.isfinite(l) & ~row_eq, np.isfinite(u) & ~row_eq
+    # zero cone: A x = b, C_eq x = l_eq, x_fixed = lb_fixed; nonnegative cone: G x ≤ h
+    E = np.vstack([A, C[row_eq], I[fixed]])
+    e = np.concatenate([b, l[row_eq], lb[fixed]])
+    G = np.vstack([C[ru], -C[rl], I[has_u], -I[has_l]])
+    h = np.concatenate([u[ru], -l[rl], ub[has_u], -lb[has_l]])
+    cones = []
+    if E.shape[0]:
+        cones.append(clarabel.ZeroConeT(E.shape[0]))
+    if G.shape[0]:
+        cones.append(clarabel.NonnegativeConeT(G.shape[0]))
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = float(tol)
+    settings.tol_ktratio = 1e-8
+    settings.max_iter = int(max_iter)
+    P = sp.triu(sp.csc_matrix(0.5 * (Q + Q.T))).tocsc()
+    M = sp.csc_matrix(np.vstack([E, G]) if E.shape[0] + G.shape[0] else np.zeros((0, n)))
+    sol = clarabel.DefaultSolver(P, np.asarray(c, dtype=np.float64), M, np.concatenate([e, h]), cones,
+                                 settings).solve()
+    status = str(sol.status)
+    if check and status not in ("Solved", "AlmostSolved"):
+        raise RuntimeError(f"clarabel_reference: Clarabel ended with status {status!r}")
+    x = np.asarray(sol.x, dtype=np.float64)
+    dual = np.asarray(sol.z, dtype=np.float64)
+    # Clarabel: P x + q + Mᵀ w = 0 with w ≥ 0 on G x ≤ h; ours: g − Aᵀλ − Cᵀy − z = 0
+    ne = E.shape[0]
+    w_eq, w_in = dual[:ne], dual[ne:]
+    lam = -w_eq[:m]
+    y = np.zeros(k)
+    y[row_eq] = -w_eq[m:m + int(row_eq.sum())]
+    z = np.zeros(n)
+    z[fixed] = -w_eq[m + int(row_eq.sum()):]
+    parts = np.cumsum([0, int(ru.sum()), int(rl.sum()), int(has_u.sum()), int(has_l.sum())])
+    y[ru] -= w_in[parts[0]:parts[1]]
+    y[rl] += w_in[parts[1]:parts[2]]
+    z[has_u] -= w_in[parts[2]:parts[3]]
+    z[has_l] += w_in[parts[3]:parts[4]]
+    Qx = Q @ x
+    primal = float(np.maximum(np.maximum(lb - x, x - ub), 0.0).max(initial=0.0))
+    if m:
+        primal = max(primal, float(np.abs(A @ x - b).max()))
+    if k:
+        Cx = C @ x
+        primal = max(primal, float(np.maximum(np.maximum(l - Cx, Cx - u), 0.0).max()))
+    stat = Qx + c - A.T @ lam - C.T @ y - z
+    return ReferenceSolution(x=x, objective=float(0.5 * x @ Qx + c @ x), multipliers=lam, y=y, z=z, status=status,
+                             primal_residual=primal, dual_residual=float(np.abs(stat).max(initial=0.0)))

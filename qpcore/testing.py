@@ -45,11 +45,13 @@ from numpy.typing import NDArray
 from qpcore.generators import (feasible_point, fix_variables, planted_qp, random_box_point, random_box_qp,
                                random_degenerate_qp, random_lowrank_qp, random_nonneg_qp, random_one_sided_qp,
                                random_svm_dual)
+from qpcore.generators_general import Form, GeneralQP, inequality_rows, lp_point, planted_general_qp
 from qpcore.problem import QP
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["box_equality_qps", "box_qps", "lowrank_qps", "nonneg_qps", "planted_qps", "qps", "svm_duals",
+__all__ = ["box_equality_qps", "box_qps", "general_problems", "general_qps", "lowrank_qps", "nonneg_qps", "planted_qps",
+           "qps", "svm_duals",
            "warm_starts"]
 
 _SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
@@ -382,9 +384,109 @@ def qps(*, min_n: int = 2, max_n: int = 40, max_cond: float = 1e8, fixed: float 
 
 
 # ---------------------------------------------------------------------------------------------
+# general QPs: several equality rows, inequality rows l ≤ C x ≤ u
+
+@st.composite
+def general_problems(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 16, max_m: int = 4, max_k: int = 8,
+                     max_cond: float = 1e8, rank_deficient: bool = True, degenerate: bool = True,
+                     duplicates: bool = True, crowded: bool = True, fixed: bool = True, free: bool = True,
+                     max_decades: int = 6, planted: bool | None = None) -> GeneralQP:
+    """General convex QPs as :class:`qpcore.generators_general.GeneralQP`: the arrays, the feasible
+    point they were drawn around and, when planted, the known optimum with its multipliers.
+
+    Drawn by :func:`qpcore.generators_general.planted_general_qp`: 0 to ``max_m`` overlapping
+    equality rows and 0 to ``max_k`` two-sided inequality rows (one-sided, free and l = u rows
+    among them), feasible by construction. Each option below adds a feature to what is drawn; a
+    failing example shrinks towards a small, well-scaled, non-degenerate problem.
+
+    Parameters
+    ----------
+    min_n, max_n : int
+        Range of the number of variables (≥ 1).
+    max_m, max_k : int
+        Most equality and inequality rows (``crowded`` adds inequality rows beyond ``max_k``).
+    max_cond : float
+        Largest condition number of Q (before scaling).
+    rank_deficient : bool
+        Also draw singular Q (rank 1 to n − 1).
+    degenerate : bool
+        Also draw zero multipliers on active bounds and rows (probability 0.5 or 1).
+    duplicates : bool
+        Also draw duplicated (±1 copies) and dependent rows of A and of C.
+    crowded : bool
+        Also draw optima with more active constraints than variables.
+    fixed, free : bool
+        Also draw fixed variables (lb = ub) and free ones (no finite bound).
+    max_decades : int
+        Row and column scales spread over up to this many decades each (0: unscaled).
+    planted : bool, optional
+        True: always a known optimum; False: c at random (Q then positive definite); None: either.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy of GeneralQP
+    """
+    _check_range(1.0, max_cond, "cond", 1.0)
+    n = draw(_sizes(min_n, max_n, 1))
+    m = draw(st.integers(0, max(0, max_m)))
+    k = draw(st.integers(0, max(0, max_k)))
+    seed = draw(_SEEDS)
+    cond = draw(_log_uniform(1.0, max_cond))
+    rank = _rank(draw, n, rank_deficient)
+    plant = draw(st.booleans()) if planted is None and rank is None else (True if planted is None else planted)
+    if not plant and rank is not None:
+        raise ValueError("general_problems: planted=False needs rank_deficient=False (a random c on a singular Q "
+                         "may leave the problem unbounded)")
+    deg = draw(st.sampled_from([0.0, 0.5, 1.0])) if degenerate else 0.0
+    dup_m = dep_m = dup_k = dep_k = 0
+    if duplicates and m >= 2:
+        dup_m = draw(st.integers(0, m - 1))
+        dep_m = draw(st.integers(0, m - 1 - dup_m))
+    if duplicates and k >= 2:
+        dup_k = draw(st.integers(0, k - 1))
+        dep_k = draw(st.integers(0, k - 1 - dup_k))
+    crowd = draw(st.booleans()) if crowded else False
+    fix = draw(st.sampled_from([0.0, 0.1, 0.3])) if fixed else 0.0
+    fre = draw(st.sampled_from([0.0, 0.1, 0.3])) if free else 0.0
+    p_bound = min(draw(st.sampled_from([0.3, 0.0, 0.6])), 1.0 - fix - fre)
+    p_active = draw(st.sampled_from([0.5, 0.0, 1.0]))
+    infinite = draw(st.sampled_from([0.2, 0.0, 0.5]))
+    equalities = draw(st.sampled_from([0.1, 0.0, 0.3]))
+    decades = list(range(max(0, int(max_decades)) + 1))
+    row_dec = draw(st.sampled_from(decades))
+    col_dec = draw(st.sampled_from(decades))
+    return planted_general_qp(n, m, k, seed=seed, cond=cond, rank=rank, p_bound=p_bound, p_active=p_active,
+                              degenerate=deg, free=fre, fixed=fix, infinite=infinite, equalities=equalities,
+                              duplicate_rows=dup_m, dependent_rows=dep_m, duplicate_ineq=dup_k,
+                              dependent_ineq=dep_k, crowded=crowd, row_decades=float(row_dec),
+                              col_decades=float(col_dec), planted=plant)
+
+
+def general_qps(*, form: Form = "auto", min_n: int = 2, max_n: int = 16, max_m: int = 4, max_k: int = 8,
+                max_cond: float = 1e8, rank_deficient: bool = True, degenerate: bool = True, duplicates: bool = True,
+                crowded: bool = True, fixed: bool = True, free: bool = True,
+                max_decades: int = 6) -> st.SearchStrategy[QP]:
+    """General convex QPs as :class:`qpcore.QP`: :func:`general_problems` built by
+    :meth:`~qpcore.generators_general.GeneralQP.qp` (inequality rows as ``C``, ``l``, ``u`` where
+    :class:`qpcore.QP` takes them, else in slack form; ``form`` chooses).
+
+    The options are those of :func:`general_problems` (every feature on by default). Draw
+    :func:`general_problems` instead when the test needs the known optimum.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy of QP
+    """
+    return general_problems(min_n=min_n, max_n=max_n, max_m=max_m, max_k=max_k, max_cond=max_cond,
+                            rank_deficient=rank_deficient, degenerate=degenerate, duplicates=duplicates,
+                            crowded=crowded, fixed=fixed, free=free, max_decades=max_decades).map(
+        lambda p: p.qp(form))
+
+
+# ---------------------------------------------------------------------------------------------
 # warm starts
 
-WarmStartKind = Literal["bounds", "equality", "both"]
+WarmStartKind = Literal["bounds", "equality", "inequality", "both"]
 
 
 def _equality_scale(qp: QP, x: FloatArray) -> float:
@@ -457,14 +559,78 @@ def _outside_bounds(qp: QP, x: FloatArray, rng: np.random.Generator, keep_equali
     return out
 
 
+def _rows_scale(C: FloatArray, l: FloatArray, u: FloatArray, x: FloatArray) -> float:
+    """The size of C x's terms and of the rows' finite bounds: violations of l ≤ C x ≤ u are judged
+    relative to it."""
+    ends = np.concatenate([l[np.isfinite(l)], u[np.isfinite(u)]])
+    return 1.0 + float(np.abs(ends).max(initial=0.0)) + float((np.abs(C) @ np.abs(x)).max(initial=0.0))
+
+
+def _row_reach(qp: QP, C: FloatArray, j: int, upper: bool, x: FloatArray) -> FloatArray | None:
+    """A point of {box, A x = b} that makes row j of C x largest (``upper``) or smallest, from an LP;
+    infinite bounds are replaced by x ± 1e3·(1 + |x|) so that the LP is bounded."""
+    reach = 1e3 * (1.0 + np.abs(x))
+    lb = np.where(np.isfinite(qp.lb), qp.lb, x - reach)
+    ub = np.where(np.isfinite(qp.ub), qp.ub, x + reach)
+    none = np.zeros((0, qp.n))
+    return lp_point(lb, ub, qp.A, qp.b, none, np.zeros(0), np.zeros(0), -C[j] if upper else C[j])
+
+
+def _row_sides(C: FloatArray, l: FloatArray, u: FloatArray) -> list[tuple[int, bool]]:
+    """Every finite side (row, upper?) of l ≤ C x ≤ u."""
+    return [(j, True) for j in np.flatnonzero(np.isfinite(u)).tolist()] + \
+        [(j, False) for j in np.flatnonzero(np.isfinite(l)).tolist()]
+
+
+def _past_side(C: FloatArray, l: FloatArray, u: FloatArray, j: int, upper: bool, v: FloatArray) -> float:
+    """How far row j of C v is past the side (positive: violated)."""
+    cv = float(C[j] @ v)
+    return cv - float(u[j]) if upper else float(l[j]) - cv
+
+
+def _rows_violable(qp: QP, x: FloatArray) -> bool:
+    """Whether a point of {box, A x = b} violates l ≤ C x ≤ u (an LP per side until one does)."""
+    C, l, u = inequality_rows(qp)
+    floor = 2e-8 * _rows_scale(C, l, u, x)
+    for j, upper in _row_sides(C, l, u):
+        v = _row_reach(qp, C, j, upper, x)
+        if v is not None and _past_side(C, l, u, j, upper, v) > floor:
+            return True
+    return False
+
+
+def _off_rows(qp: QP, x: FloatArray, rng: np.random.Generator) -> FloatArray:
+    """A point of the box with A x = b (to rounding) that violates a row of l ≤ C x ≤ u by more than
+    1e-8 of the size of C x's terms: on the segment from the feasible ``x`` to the LP point that
+    pushes a random side of a random row farthest, some 1e-4 to all of the way past that side."""
+    C, l, u = inequality_rows(qp)
+    sides = _row_sides(C, l, u)
+    floor = 1e-8 * _rows_scale(C, l, u, x)
+    for i in rng.permutation(len(sides)).tolist():
+        j, upper = sides[i]
+        v = _row_reach(qp, C, j, upper, x)
+        if v is None:
+            continue
+        past = _past_side(C, l, u, j, upper, v)
+        if past <= 2.0 * floor:
+            continue
+        before = _past_side(C, l, u, j, upper, x)          # ≤ 0: x is feasible
+        want = max(float(10.0 ** rng.uniform(-4.0, 0.0)) * past, 2.0 * floor)
+        t = min(1.0, (want - before) / (past - before))
+        out: FloatArray = np.clip(x + t * (v - x), qp.lb, qp.ub)
+        return out
+    raise ValueError("warm_starts: no point of the box and A x = b violates l ≤ C x ≤ u")
+
+
 @st.composite
 def warm_starts(draw: st.DrawFn, qp: QP, feasible: bool | None = None, *,
                 violate: WarmStartKind | None = None) -> FloatArray:
-    """Start points x0 for ``qp``: feasible, outside the bounds, off the equality, or both.
+    """Start points x0 for ``qp``: feasible, outside the bounds, off the equality, or both; off the
+    inequality rows.
 
     The kinds (drawn evenly; a failing example shrinks towards a feasible start):
 
-    - feasible: lb ≤ x0 ≤ ub exactly and A x0 = b to rounding
+    - feasible: lb ≤ x0 ≤ ub exactly, A x0 = b and l ≤ C x0 ≤ u to rounding
       (:func:`qpcore.generators.feasible_point`: sometimes a vertex, sometimes inside);
     - ``"bounds"``: some variables (a tenth, half or all of those with a finite bound; at least
       one) past a finite bound by 1e-6 to 10 times the box width (a unit for a half-open box or a
@@ -473,18 +639,25 @@ def warm_starts(draw: st.DrawFn, qp: QP, feasible: bool | None = None, *,
     - ``"equality"``: inside the box, A x0 ≠ b (by more than 1e-8 relative to the size of A x's
       terms): part of the way (1e-4 to all of it) from a feasible point to a random point of the
       box;
-    - ``"both"``: off the equality, then past the bounds.
+    - ``"both"``: off the equality, then past the bounds;
+    - ``"inequality"`` (a :class:`qpcore.QP` with inequality rows ``C``, ``l``, ``u``): inside the
+      box with A x0 = b to rounding, a row of l ≤ C x0 ≤ u violated by more than 1e-8 relative to
+      the size of C x0's terms (some 1e-4 to all of the way from a feasible point to the LP point
+      of the box and the equality that pushes a random side of a random row farthest). The
+      other kinds may violate the rows too. (In slack form the rows are equality rows and their
+      bounds are the slacks' bounds: the kinds above cover them.)
 
     Infeasible kinds that ``qp`` cannot have are not drawn (no equality: none off it; a box that
-    the equality cannot move in).
+    the equality cannot move in; rows that no point of the box and the equality violates).
 
     Parameters
     ----------
     qp : QP
-        The problem (at most one equality row for feasible starts is fastest; several use an LP).
+        The problem (at most one equality row for feasible starts is fastest; several, or
+        inequality rows, use an LP).
     feasible : bool, optional
         Only feasible starts (True), only infeasible ones (False), or any (None).
-    violate : {"bounds", "equality", "both"}, optional
+    violate : {"bounds", "equality", "inequality", "both"}, optional
         Only this kind of infeasible start.
 
     Returns
@@ -500,23 +673,27 @@ def warm_starts(draw: st.DrawFn, qp: QP, feasible: bool | None = None, *,
     """
     can_bounds, can_equality = _violations(qp)
     possible = {"bounds": can_bounds, "equality": can_equality, "both": can_bounds and can_equality}
+    if inequality_rows(qp)[0].shape[0]:
+        possible["inequality"] = _rows_violable(qp, feasible_point(qp, seed=0, p_bound=1.0))
     if violate is not None:
-        if violate not in possible:
-            raise ValueError(f"violate: choose 'bounds', 'equality' or 'both', got {violate!r}")
+        if violate not in ("bounds", "equality", "inequality", "both"):
+            raise ValueError(f"violate: choose 'bounds', 'equality', 'inequality' or 'both', got {violate!r}")
         if feasible:
             raise ValueError("warm_starts: violate= asks for infeasible starts, but feasible=True")
-        if not possible[violate]:
+        if not possible.get(violate, False):
             raise ValueError(f"warm_starts: this problem cannot be violated in the way {violate!r}")
         kinds: list[str] = [violate]
     else:
         kinds = ["feasible"] if feasible is not False else []
         if feasible is not True:
-            kinds += [k for k in ("bounds", "equality", "both") if possible[k]]
+            kinds += [k for k in ("bounds", "equality", "both", "inequality") if possible.get(k, False)]
         if not kinds:
             raise ValueError("warm_starts: feasible=False, but the problem has no constraint to violate")
     kind = draw(st.sampled_from(kinds))
     rng = np.random.default_rng(draw(_SEEDS))
     x = feasible_point(qp, seed=rng, p_bound=float(rng.choice([0.0, 0.3, 1.0])))
+    if kind == "inequality":
+        x = _off_rows(qp, x, rng)
     if kind in ("equality", "both"):
         x = _off_equality(qp, x, rng)
     if kind in ("bounds", "both"):
