@@ -610,7 +610,7 @@ class _QPFace:
 
 
 def guess_active(value: FloatArray, mult: FloatArray, lo: FloatArray, hi: FloatArray, pinned: BoolArray,
-                 active_tol: float) -> Int8Array:
+                 active_tol: float, weight: float = 1.0) -> Int8Array:
     """The active set guessed from a point: −1 / +1 where a side is active, 0 elsewhere.
 
     A side is active when the multiplier's part of its sign exceeds the distance to it (OSQP's
@@ -632,6 +632,7 @@ def guess_active(value: FloatArray, mult: FloatArray, lo: FloatArray, hi: FloatA
     -------
     ndarray of int8
     """
+    mult = weight * mult
     with np.errstate(invalid="ignore"):
         dl, du = value - lo, hi - value
         near_l = np.isfinite(lo) & ((dl < np.maximum(mult, 0.0)) | (dl <= active_tol * np.maximum(1.0, np.abs(lo))))
@@ -825,15 +826,24 @@ def _polish(Q: Matrix, c: ArrayLike, lb: ArrayLike | None, ub: ArrayLike | None,
         z0 = (d.reduced(d.gradient(x0), lam0, y0) if parts[2] is None else _vector(parts[2], n, "multipliers: z"))
         if not (np.isfinite(lam0).all() and np.isfinite(y0).all() and np.isfinite(z0).all()):
             given = False
-    state0 = guess_active(value0, np.concatenate([z0, y0]) if given else np.zeros(n + k), lo, hi, pinned,
-                          active_tol)
+    g0 = d.gradient(x0)
+    mult0 = np.concatenate([z0, y0]) if given else np.zeros(n + k)
+    state0 = guess_active(value0, mult0, lo, hi, pinned, active_tol)
     if not given:
         lam0, y0, z0 = _estimate(d, x0, state0)
         # the estimate's signs sharpen the guess (a near side with a multiplier of its sign)
-        state0 = guess_active(value0, np.concatenate([z0, y0]), lo, hi, pinned, active_tol)
+        mult0 = np.concatenate([z0, y0])
+        state0 = guess_active(value0, mult0, lo, hi, pinned, active_tol)
     start = d.residuals(x0, lam0, y0, z0)
-
-    face = _QPFace(d, x0, lam0, y0, reg=reg, max_refine=max_refine, method=method, dense_max=dense_max)
+    guesses = [state0]
+    # OSQP's rule compares a distance with a multiplier, which depends on the units; the second
+    # guess, tried when the first does not end clean, puts both on the scale of the problem
+    # (‖x‖∞ against ‖g‖∞, ‖c‖∞)
+    gscale = max(_norm(g0), _norm(c))
+    if gscale > 0 and _norm(x0) > 0:
+        second = guess_active(value0, mult0, lo, hi, pinned, active_tol, weight=_norm(x0) / gscale)
+        if (second != state0).any():
+            guesses.append(second)
 
     def final(p: _Point) -> tuple[FloatArray, Residuals]:
         xc = np.clip(p.x, d.lb, d.ub)
@@ -844,30 +854,47 @@ def _polish(Q: Matrix, c: ArrayLike, lb: ArrayLike | None, ub: ArrayLike | None,
 
     tp = tol * np.maximum(1.0, np.maximum(np.where(np.isfinite(lo), np.abs(lo), 0.0),
                                           np.where(np.isfinite(hi), np.abs(hi), 0.0)))
-    td = tol * max(1.0, _norm(c), _norm(d.gradient(x0) - c))
+    td = tol * max(1.0, _norm(c), _norm(g0 - c))
     deadline = t0 + time_limit if time_limit is not None else float("inf")
-    try:
-        out = block_principal_pivoting(face, state0, lo, hi, pinned, max_rounds=max_rounds, backup=backup,
-                                       tol_value=tp, tol_mult=td, score=score, deadline=deadline,
-                                       base=value0 if ratio > 0 else None, ratio=ratio, band=band)
-    except (np.linalg.LinAlgError, RuntimeError, ValueError, MemoryError) as e:
-        # a singular factor SuperLU refuses, or a face too large: the input stands
-        return PolishResult(x=x0, lam=lam0, y=y0, z=z0, rounds=face.factorizations, accepted=False,
-                            residuals=start, start=start, refinements=face.refinements,
-                            seconds=time.perf_counter() - t0,
-                            message=f"not polished: the face solve failed ({type(e).__name__}: {e})")
-    xp, res = final(out.solution)
+    best: BPPOutcome[_Point] | None = None
+    rounds = singles = ratios = refinements = 0
+    counts: tuple[int, ...] = ()
+    failure = ""
+    for guess in guesses:
+        face = _QPFace(d, x0, lam0, y0, reg=reg, max_refine=max_refine, method=method, dense_max=dense_max)
+        try:
+            out = block_principal_pivoting(face, guess, lo, hi, pinned, max_rounds=max_rounds, backup=backup,
+                                           tol_value=tp, tol_mult=td, score=score, deadline=deadline,
+                                           base=value0 if ratio > 0 else None, ratio=ratio, band=band)
+        except (np.linalg.LinAlgError, RuntimeError, ValueError, MemoryError) as e:
+            # a singular factor SuperLU refuses, or a face too large: this guess gives nothing
+            failure = f"; the face solve failed ({type(e).__name__}: {e})"
+            rounds += face.factorizations
+            refinements += face.refinements
+            continue
+        rounds += out.rounds
+        singles += out.single_pivots
+        ratios += out.ratio_steps
+        refinements += face.refinements
+        counts += out.violators
+        if best is None or out.score < best.score or (out.converged and not best.converged):
+            best = out
+        if out.converged or time.perf_counter() >= deadline:
+            break
     seconds = time.perf_counter() - t0
-    common = dict(rounds=out.rounds, converged=out.converged, violators=out.violators,
-                  single_pivots=out.single_pivots, ratio_steps=out.ratio_steps, refinements=face.refinements,
-                  seconds=seconds)
+    if best is None:
+        return PolishResult(x=x0, lam=lam0, y=y0, z=z0, rounds=rounds, accepted=False, residuals=start, start=start,
+                            refinements=refinements, seconds=seconds, message="not polished" + failure)
+    xp, res = final(best.solution)
+    common = dict(rounds=rounds, converged=best.converged, violators=counts, single_pivots=singles,
+                  ratio_steps=ratios, refinements=refinements, seconds=seconds)
     if res.measure < start.measure:
-        p = out.solution
+        p = best.solution
         zp, zn = _cone(p.z, d.lb, d.ub)
         yp, yn = _cone(p.y, d.l, d.u)
-        how = "the optimum's active set" if out.converged else "the best face met, with violators left"
+        how = "the optimum's active set" if best.converged else "the best face met, with violators left"
         return PolishResult(x=xp, lam=p.lam, y=yp + yn, z=zp + zn, accepted=True, residuals=res, start=start,
-                            message=f"polished in {out.rounds} round(s): {how}", **common)  # type: ignore[arg-type]
+                            message=f"polished in {rounds} round(s): {how}", **common)  # type: ignore[arg-type]
     return PolishResult(x=x0, lam=lam0, y=y0, z=z0, accepted=False, residuals=start, start=start,
                         message=f"not polished: the best face ({res.measure:.2e}) is no better than the input "
                                 f"({start.measure:.2e})", **common)  # type: ignore[arg-type]
