@@ -103,6 +103,8 @@ Matrix = Any            # an ndarray or a scipy.sparse matrix
 Multipliers = tuple[Any, ...]
 
 _EPS = float(np.finfo(np.float64).eps)
+#: without multipliers, sides within this relative distance are the face of the least-squares estimate
+_NEAR = 1e-3
 
 
 # --------------------------------------------------------------------------------------------------
@@ -358,36 +360,47 @@ def block_principal_pivoting(face: Face[S], state: Int8Array, lo: FloatArray, hi
             best = (s, sol, state.copy(), clean)
         if clean or time.perf_counter() >= deadline:
             break
-        if base is not None:
-            # the segment from the feasible base point to the face's solution: where it leaves
-            # the feasible set first, and how far along
-            primal = idx[state[idx] == 0]
-            if primal.size:
-                v, b0 = sol.value[primal], base[primal]
-                side = np.where(target[primal] < 0, lo[primal], hi[primal])
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    alpha = np.clip((side - b0) / (v - b0), 0.0, 1.0)
-                alpha = np.where(np.isfinite(alpha), alpha, 0.0)
-                a_min = float(alpha.min())
-                if a_min < ratio:
-                    # a far face (a wrong guess runs away along a ray): the primal active-set
-                    # step, with the sides met first (a band of several at once) and no release
-                    move = primal[alpha <= a_min + band * (1.0 - a_min)] if band > 0 else primal[alpha <= a_min]
-                    state[move] = target[move]
-                    base = base + a_min * (sol.value - base)
-                    ratio_steps += 1
-                    continue
-                base = base + a_min * (sol.value - base)
-            else:
-                base = np.clip(sol.value, lo, hi)
+        # Kim and Park's counter: a new smallest number of violators earns ``backup`` more rounds
+        # of block moves; without one, single moves until it falls below that number again
         if idx.size < best_count:
             best_count, p = int(idx.size), backup
-            move = idx
+            blocks = True
         elif p > 0:
             p -= 1
+            blocks = True
+        else:
+            blocks = False
+        primal = idx[state[idx] == 0]
+        release = idx[state[idx] != 0]
+        if base is not None and primal.size:
+            # the segment from the feasible base point to the face's solution: where it leaves
+            # the feasible set first, and how far along
+            v, b0 = sol.value[primal], base[primal]
+            side = np.where(target[primal] < 0, lo[primal], hi[primal])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                alpha = np.clip((side - b0) / (v - b0), 0.0, 1.0)
+            alpha = np.where(np.isfinite(alpha), alpha, 0.0)
+            a_min = float(alpha.min())
+            base = base + a_min * (sol.value - base)
+            if a_min < ratio or not blocks:
+                # a far face (a wrong guess runs away along a ray), or the safeguard: the primal
+                # active-set step, activating the sides met first (several when met together);
+                # a block round also releases the wrong-signed sides, a single one releases none
+                first = primal[alpha <= a_min + band * (1.0 - a_min)]
+                move = np.concatenate([first, release]) if blocks else first
+                state[move] = target[move]
+                ratio_steps += 1
+                if not blocks:
+                    singles += 1
+                continue
+        elif base is not None:
+            base = np.clip(sol.value, lo, hi)
+        if blocks:
             move = idx
         else:
-            move = idx[-1:]      # Murty: the largest index only
+            # Murty: the largest index only (with a base point, no primal violator is left: the
+            # textbook primal active-set method's single release)
+            move = idx[-1:]
             singles += 1
         state[move] = target[move]
     assert best is not None
@@ -827,13 +840,15 @@ def _polish(Q: Matrix, c: ArrayLike, lb: ArrayLike | None, ub: ArrayLike | None,
         if not (np.isfinite(lam0).all() and np.isfinite(y0).all() and np.isfinite(z0).all()):
             given = False
     g0 = d.gradient(x0)
-    mult0 = np.concatenate([z0, y0]) if given else np.zeros(n + k)
-    state0 = guess_active(value0, mult0, lo, hi, pinned, active_tol)
-    if not given:
-        lam0, y0, z0 = _estimate(d, x0, state0)
-        # the estimate's signs sharpen the guess (a near side with a multiplier of its sign)
+    if given:
         mult0 = np.concatenate([z0, y0])
-        state0 = guess_active(value0, mult0, lo, hi, pinned, active_tol)
+    else:
+        # no multipliers: least squares on the face of the sides within a loose distance, whose
+        # signs and sizes then make the guess as given ones would
+        near = guess_active(value0, np.zeros(n + k), lo, hi, pinned, max(active_tol, _NEAR))
+        lam0, y0, z0 = _estimate(d, x0, near)
+        mult0 = np.concatenate([z0, y0])
+    state0 = guess_active(value0, mult0, lo, hi, pinned, active_tol)
     start = d.residuals(x0, lam0, y0, z0)
     guesses = [state0]
     # OSQP's rule compares a distance with a multiplier, which depends on the units; the second
