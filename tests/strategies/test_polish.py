@@ -21,7 +21,7 @@ from strategies.polish import (Polish, PolishFinish, _Data, _QPFace, block_princ
 
 qpsolvers = pytest.importorskip("qpsolvers")
 
-Arrays = tuple[Any, ...]
+Arrays = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]   # Q, c, lb, ub, A, b, C, l, u
 
 
 # --- problems with a known optimum ------------------------------------------------------------------
@@ -119,7 +119,8 @@ def _solve(data: Arrays, solver: str, **kw: Any) -> tuple[np.ndarray, ...]:
     problem, back = _qpsolvers(data)
     sol = qpsolvers.solve_problem(problem, solver=solver, **kw)
     assert sol.found, f"{solver} failed"
-    return back(sol)
+    out: tuple[np.ndarray, ...] = back(sol)
+    return out
 
 
 def _measure(data: Arrays, x: np.ndarray, lam: np.ndarray, y: np.ndarray, z: np.ndarray) -> float:
