@@ -17,6 +17,9 @@ optional hooks, ``accepts``), run by ``qpcore.solve``:
 - :class:`~strategies.cutting_plane.OCAS`, :class:`~strategies.cutting_plane.BMRM` and
   :class:`~strategies.active_set_ocas.ActiveSetOCAS`: cutting planes for the hinge-loss linear
   SVM (the fixed-threshold dual with Q = HHᵀ), the reduced problem solved by any strategy;
+- :class:`~strategies.interior_point.InteriorPoint`: a Mehrotra predictor–corrector primal–dual
+  interior point method for any convex QP with inequality rows (dense or sparse KKT factor), which
+  proves infeasibility and unboundedness before it reports them;
 - :class:`~strategies.incas.INCAS`: Scheinberg's active-set method, one variable at a time over a
   bordered Cholesky factor, with an incremental mode (``qpcore.solve(..., resume=)``).
 
@@ -36,6 +39,7 @@ from strategies.cutting_plane import BMRM, OCAS
 from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
 from strategies.gradient_projection import GPCG
 from strategies.incas import INCAS
+from strategies.interior_point import InteriorPoint
 from strategies.incremental import IncrementalSVM
 from strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, make
 from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule
@@ -43,8 +47,8 @@ from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrde
 from qpcore.solve import Strategy
 
 __all__ = ["ASVM", "Auto", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "REGISTRY", "ActiveSetOCAS",
-           "INCAS", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM", "MaximalViolatingPair",
-           "OsunaSwap", "PlattHeuristic", "SecondOrderRule", "SteepestFeasible", "by_name"]
+           "INCAS", "InteriorPoint", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM",
+           "MaximalViolatingPair", "OsunaSwap", "PlattHeuristic", "SecondOrderRule", "SteepestFeasible", "by_name"]
 
 
 def by_name(name: str) -> Strategy:

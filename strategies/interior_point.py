@@ -81,10 +81,7 @@ from qpcore.problem import QP
 from qpcore.state import State, Status, Work, bound_status
 from qpcore.strategy import Strategy
 
-try:  # the lead's sparse operator (qpcore.sparse); absent in older checkouts
-    from qpcore.sparse import SparseQ as _SparseQ
-except ImportError:  # pragma: no cover
-    _SparseQ = None
+from qpcore.sparse import SparseQ
 
 __all__ = ["IPMCore", "IPMOutcome", "IPMSettings", "InteriorPoint", "ipm_solve"]
 
@@ -262,8 +259,8 @@ def _presolve(Q: Any, c: FloatArray, lb: FloatArray, ub: FloatArray, A: Any, b: 
         if _is_sparse(M):
             Mc = sp.csr_matrix(M)
             Mc.eliminate_zeros()
-            return np.diff(Mc.indptr).astype(np.intp)
-        return np.count_nonzero(M, axis=1).astype(np.intp)
+            return np.asarray(np.diff(Mc.indptr), dtype=np.intp)
+        return np.asarray(np.count_nonzero(M, axis=1), dtype=np.intp)
 
     # empty rows: 0 = b_k, or l_k ≤ 0 ≤ u_k; a violated one is its own Farkas certificate
     a_nnz, c_nnz = row_nnz(Ak), row_nnz(Ck)
@@ -409,7 +406,8 @@ class _SparseKKT:
         self.nnz = int(uniq.size)
         ent_r, ent_c = (uniq % N).astype(np.int32), (uniq // N).astype(np.int32)
         n_base = sum(v.size for v in vals_l)
-        self.base = np.bincount(inv[:n_base], weights=np.concatenate(vals_l), minlength=self.nnz)
+        self.base: FloatArray = np.bincount(inv[:n_base], weights=np.concatenate(vals_l), minlength=self.nnz).astype(
+            np.float64)
         self.pair_entry = inv[n_base:]
         self.diag_entry = inv[n_base - N:n_base]
         self.ent_r, self.ent_c = ent_r, ent_c
@@ -947,6 +945,28 @@ class IPMCore:
 
     # ---------------------------------------------------------------- divergence and stalls
 
+    def _at_precision_floor(self) -> bool:
+        """Whether the residuals are at the rounding level of their own terms and μ is negligible:
+        further iterations cannot improve the point (huge multipliers, e.g. QFORPLAN's)."""
+        p, nx = self.p, self.nx
+        x = p[:nx]
+        qx, aty, ctw = _mv(self.Q, x), _mv(self.AT, self.yA), _mv(self.CT, self.w)
+        rd = np.concatenate([qx + self.c - aty - ctw, self.w]) - self.zl + self.zu
+        big_d = max(float(np.abs(qx).max(initial=0)), float(np.abs(self.c).max(initial=0)),
+                    float(np.abs(aty).max(initial=0)), float(np.abs(ctw).max(initial=0)),
+                    float(np.abs(self.zl).max(initial=0)), float(np.abs(self.zu).max(initial=0)), 1.0)
+        ax, cx = _mv(self.A, x), _mv(self.C, x)
+        rl, ru = self._slack_residuals(p)
+        rp = max(float(np.abs(ax - self.b).max(initial=0)), float(np.abs(cx - p[nx:]).max(initial=0)),
+                 float(np.abs(rl).max(initial=0)), float(np.abs(ru).max(initial=0)))
+        big_p = max(float(np.abs(ax).max(initial=0)), float(np.abs(self.b).max(initial=0)),
+                    float(np.abs(cx).max(initial=0)), float(np.abs(p).max(initial=0)), 1.0)
+        mu = float((self.tl * self.zl + self.tu * self.zu).sum() / self.n_comp) if self.n_comp else 0.0
+        f = abs(float(0.5 * x @ qx + self.c @ x))
+        eps = 1e-14
+        return (float(np.abs(rd).max(initial=0)) <= eps * big_d and rp <= eps * big_p
+                and self.n_comp * mu <= 0.1 * eps * max(1.0, f))
+
     def _watch(self) -> None:
         """Decide whether the run looks divergent or stalled; if so, try to prove why."""
         s = self.settings
@@ -957,11 +977,16 @@ class IPMCore:
         h = self.history
         window = s.stall_window
         stalled = len(h) > window and min(h[-window:]) > 0.5 * min(h[:-window])
+        if it >= 5 and self._at_precision_floor():
+            self._restore_best()
+            self._end("stalled", "the residuals are at the rounding level of their terms: the point cannot be "
+                                 "improved in double precision (the best found)")
+            return
         suspect = (dual_norm > 1e10 or primal_norm > 1e10 or self.small_steps >= 3 or stalled)
         if not suspect or it - self.diagnosed_at < window:
             return
         self.diagnosed_at = it
-        verdict = self._diagnose(dual_norm > 1e10, primal_norm > 1e10)
+        verdict = self._diagnose()
         if verdict is not None:
             self._restore_best()
             self._end(*verdict)
@@ -974,18 +999,14 @@ class IPMCore:
                 self._end("stalled", "no progress: the problem is feasible and bounded (checked), "
                                      "but the iterations stall; the point is the best found")
 
-    def _diagnose(self, duals_diverge: bool, primal_diverges: bool) -> tuple[Outcome, str] | None:
-        """Try to prove infeasibility or unboundedness: the iterates' own candidates first
-        (verified in the user's data), else HiGHS on the feasibility LP and the recession LP."""
-        _, lam, y, zb = self._user_point()
+    def _diagnose(self) -> tuple[Outcome, str] | None:
+        """Try to prove infeasibility or unboundedness: a Farkas certificate from the diverging
+        duals (verified exactly); else the feasibility LP (HiGHS); for a feasible problem the
+        recession LP's ray, or the diverging primal iterates' own direction (both verified)."""
+        _, lam, y, _ = self._user_point()
         cert = self._farkas_from(lam, y)
         if cert is not None:
             return "primal_infeasible", cert
-        x = self.x
-        for d in (x, x - self._user_x(self.x_prev)):
-            ray = self._ray_from(d)
-            if ray is not None and self._feasible_lp()[0] is True:
-                return "unbounded", ray
         feasible, message = self._feasible_lp()
         self.info["feasibility_lp"] = message
         if feasible is False:
@@ -995,6 +1016,11 @@ class IPMCore:
         ray_msg = self._ray_lp()
         if ray_msg is not None:
             return "unbounded", ray_msg
+        x = self._user_x(self.p[:self.nx])
+        for d in (x, x - self._user_x(self.x_prev)):
+            ray = self._ray_from(d)
+            if ray is not None:
+                return "unbounded", ray
         return None
 
     def _user_x(self, xs: FloatArray) -> FloatArray:
@@ -1207,7 +1233,7 @@ def _q_matrix(Q: Any, n: int) -> Any:
     """Q as a matrix: a ``DenseQ``'s ndarray, a ``SparseQ``'s csr, else the principal block."""
     if isinstance(Q, DenseQ):
         return Q.M
-    if _SparseQ is not None and isinstance(Q, _SparseQ):
+    if isinstance(Q, SparseQ):
         return Q.M
     return principal_block(Q, np.arange(n))
 
@@ -1247,7 +1273,7 @@ class InteriorPoint(Strategy):
 
     def accepts(self, qp: QP) -> str | None:
         """Any problem whose Q is a ``DenseQ`` or a ``SparseQ``; another operator up to ``max_dense_n``."""
-        if isinstance(qp.Q, DenseQ) or (_SparseQ is not None and isinstance(qp.Q, _SparseQ)):
+        if isinstance(qp.Q, DenseQ) or isinstance(qp.Q, SparseQ):
             return None
         if qp.n > self.max_dense_n:
             return (f"InteriorPoint forms Q as a matrix: {type(qp.Q).__name__} with n = {qp.n} > max_dense_n = "

@@ -30,6 +30,7 @@ from strategies.cutting_plane import BMRM, OCAS
 from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
 from strategies.gradient_projection import GPCG
 from strategies.incas import INCAS
+from strategies.interior_point import InteriorPoint
 from strategies.smo import SMO
 
 __all__ = ["ALIASES", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "PAIR_RULES", "REGISTRY", "SET_RULES", "Entry", "Family",
@@ -269,6 +270,18 @@ REGISTRY: dict[str, Entry] = {e.name: e for e in (
     Entry("active-set", "dense primal active-set method (box, any equality rows; n ≤ max_n, Q held dense)", "kernel",
           (Option("max_n", int, 4000, "largest problem it takes (Q is held as a dense n×n matrix)"),),
           lambda max_n: DenseActiveSet(max_n=max_n), main="max_n"),
+    Entry("interior-point", "Mehrotra predictor–corrector primal–dual interior point method: any convex QP (box, "
+                            "equality and inequality rows), Q as a dense or sparse matrix; proves infeasibility and "
+                            "unboundedness before claiming them", "kernel",
+          (Option("linear_solver", str, "auto", "KKT factorization: LAPACK's dense LDLᵀ, SuperLU, or by size and "
+                                                "density (auto)", ("auto", "dense", "sparse")),
+           Option("reg", float, 1e-9, "primal and dual regularization of the factored KKT matrix (steps refined on "
+                                      "the unregularized system)"),
+           Option("ruiz_iter", int, 15, "Ruiz equilibration passes over the KKT data (0: none)"),
+           Option("step_fraction", float, 0.99, "fraction of the step to the boundary taken"),
+           Option("gap_tol", float, None, "bound on the relative duality gap (default: the run's tol)")),
+          lambda linear_solver, reg, ruiz_iter, step_fraction, gap_tol: InteriorPoint(
+              linear_solver=linear_solver, reg=reg, ruiz_iter=ruiz_iter, step_fraction=step_fraction, gap_tol=gap_tol)),
     Entry("asvm", "Mangasarian–Musicant's active-set SVM: Q = diag(d) + HHᵀ with d > 0 over u ≥ 0 (the L2-loss "
                   "linear SVM dual)", "linear",
           (Option("max_rank", int, 20000, "largest k (columns of H) for the k×k Sherman–Morrison–Woodbury system"),),
@@ -294,6 +307,8 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "active_set": ("active-set", {}),
     "dense-active-set": ("active-set", {}),
     "ocas_active": ("ocas-active", {}),
+    "ipm": ("interior-point", {}),
+    "interior_point": ("interior-point", {}),
 }
 
 #: Names of the strategies for kernel SVM duals (``qpcore train``'s kernel models, ``KernelSVC``).

@@ -7,10 +7,10 @@ import pytest
 from qpcore.problem import ProblemError
 from qpcore.solve import Strategy
 from strategies import (ASVM, Auto, BMRM, GPCG, INCAS, KERNEL_STRATEGIES, LINEAR_STRATEGIES, OCAS, SMO, ActiveSetOCAS,
-                        Decomposition, DenseActiveSet, by_name)
+                        Decomposition, DenseActiveSet, InteriorPoint, by_name)
 
 EXPECTED = {"auto": Auto, "smo": SMO, "decomposition": Decomposition, "incas": INCAS, "gpcg": GPCG, "active-set": DenseActiveSet,
-            "asvm": ASVM, "ocas": OCAS, "ocas-active": ActiveSetOCAS, "bmrm": BMRM}
+            "interior-point": InteriorPoint, "asvm": ASVM, "ocas": OCAS, "ocas-active": ActiveSetOCAS, "bmrm": BMRM}
 
 
 @pytest.mark.parametrize("name", KERNEL_STRATEGIES + LINEAR_STRATEGIES)
