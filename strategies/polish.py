@@ -83,6 +83,7 @@ faces are solved another way (a kernel SVM dual with a factor kept across block 
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, Callable, ClassVar, Generic, Literal, Protocol, TypeVar
 
 import attrs
@@ -587,17 +588,9 @@ class _QPFace:
         signs = np.concatenate([np.ones(nF), -np.ones(N_all - nF)])
         if use_sparse:
             Ks = (sp.diags(dscale) @ K @ sp.diags(dscale)).tocsc()
-            lu = spla.splu((Ks + sp.diags(self.reg * signs)).tocsc())
-            self.sparse_factors += 1
-
-            def solve_reg(r: FloatArray) -> FloatArray:
-                return np.asarray(lu.solve(r), dtype=np.float64)
         else:
             Ks = K * dscale[:, None] * dscale[None, :]
-            fac = sla.lu_factor(Ks + np.diag(self.reg * signs), check_finite=False)
-
-            def solve_reg(r: FloatArray) -> FloatArray:
-                return np.asarray(sla.lu_solve(fac, r, check_finite=False), dtype=np.float64)
+        solve_reg = self._factor(Ks, signs, use_sparse)
         self.factorizations += 1
         rhs_s = dscale * rhs
         us = sol / dscale
@@ -616,14 +609,33 @@ class _QPFace:
             trial = us + solve_reg(r)
             self.refinements += 1
             r_new, rel_new = resid(trial)
-            if not np.isfinite(rel_new):
+            if not rel_new < rel:
+                # no progress at all: rounding's level, or an inconsistent face (an unbounded or
+                # infeasible one), whose further steps would only drift along its null space
                 break
-            progress = rel_new < 0.9 * rel
             us, r, rel = trial, r_new, rel_new
-            if not progress and rel_new < 1e-8:
-                # converged as far as rounding lets it (or a singular face stuck at its level)
-                break
         return us * dscale, rel
+
+    def _factor(self, Ks: Matrix, signs: FloatArray, use_sparse: bool) -> Callable[[FloatArray], FloatArray]:
+        """The solve with the regularized matrix Ks + reg·diag(signs); a zero pivot (a Q_FF that
+        is not semidefinite) is met by a regularization 1e3 times larger once, then refused."""
+        for reg in (self.reg, 1e3 * self.reg):
+            if use_sparse:
+                try:
+                    lu = spla.splu((Ks + sp.diags(reg * signs)).tocsc())
+                except RuntimeError:
+                    continue
+                if not np.isfinite(lu.U.diagonal()).all():
+                    continue
+                self.sparse_factors += 1
+                return lambda r: np.asarray(lu.solve(r), dtype=np.float64)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", sla.LinAlgWarning)
+                fac = sla.lu_factor(Ks + np.diag(reg * signs), check_finite=False)
+            pivots = np.abs(np.diag(fac[0]))
+            if np.isfinite(pivots).all() and pivots.min(initial=1.0) > 0:
+                return lambda r: np.asarray(sla.lu_solve(fac, r, check_finite=False), dtype=np.float64)
+        raise np.linalg.LinAlgError("the face's KKT matrix is singular even regularized (Q not semidefinite?)")
 
 
 # --------------------------------------------------------------------------------------------------
