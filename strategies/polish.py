@@ -512,9 +512,6 @@ class _QPFace:
         self.factorizations = 0
         self.refinements = 0
         self.sparse_factors = 0
-        d = data
-        self.lo = np.concatenate([d.lb, d.l])
-        self.hi = np.concatenate([d.ub, d.u])
 
     def _kkt(self, F: IndexArray, N: IndexArray, W: IndexArray, xN: FloatArray,
              tW: FloatArray) -> tuple[Matrix, FloatArray]:

@@ -21,6 +21,9 @@ from strategies.polish import (Polish, PolishFinish, _Data, _QPFace, block_princ
 
 qpsolvers = pytest.importorskip("qpsolvers")
 
+# OSQP's notice about a future default of its own
+pytestmark = pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+
 Arrays = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]   # Q, c, lb, ub, A, b, C, l, u
 
 
@@ -437,7 +440,6 @@ def _start(data: Arrays) -> tuple[str, tuple[np.ndarray, ...]]:
 
 
 @pytest.mark.data
-@pytest.mark.slow
 def test_maros_meszaros_all() -> None:
     """All 31 problems from a 1e-6 solution: every one ends at relative residuals ≤ 1e-10 (the
     input kept where the finish does not improve it), and all but QFORPLAN (17 rounds from
