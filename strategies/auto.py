@@ -1,5 +1,15 @@
 """``strategy="auto"``: one strategy that chooses and switches among SMO, INCAS and decomposition
-from what it observes.
+from what it observes, and takes every other convex QP to the general strategies.
+
+**General QPs.** A problem SMO and decomposition cannot take (inequality rows, general equality
+rows, infinite bounds) goes to the interior point method (:class:`strategies.interior_point.
+InteriorPoint`: its iteration count hardly depends on degeneracy or on how many constraints are
+active, where the dense active set pivots once per constraint and GPCG crawls on ill-conditioned
+faces) with the exact active-set finish (:mod:`strategies.polish`) tried as the IPM closes in:
+first once its residuals reach ``polish_from``, then after every hundredfold decrease; a finish
+whose point the certificate accepts at ``tol`` ends the run (the IPM's last digits are its
+weakness, an exact face solve's strength). The finish is tried once more at the end when the IPM
+stops short.
 
 No single method wins everywhere on SVM duals. SMO's two-variable steps are cheap and, at small
 C, few: most multipliers go straight from 0 to C and the free set stays small. At large C the
@@ -27,11 +37,14 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from qpcore.kkt import kkt
 from qpcore.problem import QP
-from qpcore.state import State, Work
+from qpcore.state import State, Work, bound_status
 from qpcore.strategy import Strategy
 from strategies.decomposition import Decomposition
 from strategies.incas import INCAS
+from strategies.interior_point import InteriorPoint, IPMWork
+from strategies.polish import PolishFinish
 from strategies.smo import SMO, SMOWork
 
 FloatArray = NDArray[np.float64]
@@ -52,6 +65,8 @@ class AutoWork(Work):
     since_check: int = 0
     observed: int = 0
     first_gap: float = math.inf
+    polish_level: float = math.inf       # the IPM residual at which the finish is tried next
+    proposal: tuple[FloatArray, FloatArray] | None = None   # the accepted finish's multipliers
 
     def release(self) -> Work | None:
         """A finished run keeps nothing: none of the inner strategies resumes from its state."""
@@ -100,6 +115,11 @@ class Auto(Strategy):
     tight_tol: float = 1e-5
     incas_factor: float = 100.0
     tight_max_n: int = 20000
+    general: InteriorPoint = attrs.field(factory=InteriorPoint)
+    finish_stage: PolishFinish | None = attrs.field(factory=PolishFinish, alias="finish")
+    polish_from: float = 1e-5
+
+    takes_inequalities = True      # the general strategy takes the rows l ≤ Cx ≤ u itself
 
     def __attrs_post_init__(self) -> None:
         from qpcore.problem import ProblemError
@@ -108,7 +128,8 @@ class Auto(Strategy):
             raise ProblemError("check_every, patience, incas_release: must be ≥ 1")
 
     def accepts(self, qp: QP) -> str | None:
-        """None when SMO or decomposition takes ``qp`` (finite box, disjoint equality groups).
+        """None when SMO or decomposition takes ``qp`` (finite box, disjoint equality groups),
+        else what the general strategy says.
 
         Parameters
         ----------
@@ -119,9 +140,12 @@ class Auto(Strategy):
         -------
         str or None
         """
-        if self.smo.accepts(qp) is None:
+        if self._svm_shaped(qp):
             return None
-        return Decomposition().accepts(qp)
+        return self.general.accepts(qp)
+
+    def _svm_shaped(self, qp: QP) -> bool:
+        return qp.k == 0 and (self.smo.accepts(qp) is None or Decomposition().accepts(qp) is None)
 
     # -- delegation -----------------------------------------------------------------------------
     def init(self, qp: QP, x0: FloatArray | None, tol: float) -> State:
@@ -143,8 +167,15 @@ class Auto(Strategy):
         self.check(qp)
         reason = self.smo.accepts(qp)
         incas = INCAS(release=self.incas_release, shrinking=self.smo.shrinking)
-        if reason is None and tol <= self.tight_tol and qp.n <= self.tight_max_n and incas.accepts(qp) is None:
-            inner: Strategy = incas
+        if not self._svm_shaped(qp):
+            inner: Strategy = self.general
+            rows = (f"{qp.k} inequality rows" if qp.k else qp.equality.describe() if qp.equality.kind == "general"
+                    else "infinite bounds")
+            name, why = "interior-point", (f"a general QP ({rows}; n = {qp.n}): the interior point method's "
+                                           "iterations do not grow with degeneracy or the active set, and the "
+                                           "exact active-set finish adds the last digits")
+        elif reason is None and tol <= self.tight_tol and qp.n <= self.tight_max_n and incas.accepts(qp) is None:
+            inner = incas
             name, why = "incas", (f"start at tol {tol:g} (≤ {self.tight_tol:g}, n = {qp.n}): pair steps need many "
                                   "more steps as tol falls, an active set barely more")
         elif reason is None:
@@ -160,6 +191,8 @@ class Auto(Strategy):
         work.choices.append((0, name, why))
         if first is not None:
             work.first_gap = SMO._gap(qp, state, first)
+        if name == "interior-point" and self.finish_stage is not None:
+            work.polish_level = self.polish_from
         state.set_work(work)
         return state
 
@@ -186,12 +219,67 @@ class Auto(Strategy):
             work.inner.step(qp, state)
         finally:
             self._back(state, work)
+        if work.current == "interior-point" and not state.done:
+            self._maybe_polish(qp, state, work, last=state.stop is not None)
+            return
         if work.current != "smo" or state.done or state.stop is not None:
             return
         work.since_check += 1
         if work.since_check >= self._period(qp.n):
             work.since_check = 0
             self._observe(qp, state, work)
+
+    def _ipm_residual(self, work: AutoWork) -> float:
+        info = work.inner_work.core.info if isinstance(work.inner_work, IPMWork) else {}
+        if "primal" not in info:
+            return math.inf
+        return float(max(info["primal"] / info["primal_scale"], info["stationarity"], info["relative_gap"]))
+
+    def _maybe_polish(self, qp: QP, state: State, work: AutoWork, last: bool) -> None:
+        """Try the finish when the IPM's residual has reached the next level (or the IPM stopped):
+        the run is done when the certificate accepts the polished point at tol."""
+        if self.finish_stage is None:
+            return
+        level = self._ipm_residual(work)
+        if not (level <= work.polish_level or (last and state.stop is not None)):
+            return
+        work.polish_level = min(work.polish_level, level) * 1e-2
+        self._run(state, work)
+        try:
+            proposal = work.inner.multipliers(qp, state)
+        finally:
+            self._back(state, work)
+        left = state.time_left()
+        res = self.finish_stage.run(qp, state.x, proposal, time_limit=left if math.isfinite(left) else None)
+        state.counters["polish_tries"] = state.counters.get("polish_tries", 0) + 1
+        state.counters["polish_rounds"] = state.counters.get("polish_rounds", 0) + res.rounds
+        if not res.accepted:
+            return
+        cert = kkt(qp, res.x, multipliers=res.multipliers)
+        if cert.ok(work.tol) or last:
+            state.x = res.x
+            state.g = qp.gradient(res.x)
+            state.status = bound_status(res.x, qp.lb, qp.ub)
+            state.exact = (state.x, state.g)
+            work.proposal = res.multipliers
+            if cert.ok(work.tol):
+                state.done, state.stop = True, None
+                work.choices.append((state.iteration, "polish", f"the exact active-set finish certifies at tol "
+                                     f"{work.tol:g} from the IPM's point at residual {level:.2g}"))
+
+    def multipliers(self, qp: QP, state: State) -> tuple[FloatArray, FloatArray] | None:
+        """The accepted finish's multipliers, else the running strategy's (a proposal the certificate
+        verifies)."""
+        work = state.work_or_none(AutoWork)
+        if work is None:
+            return None
+        if work.proposal is not None:
+            return work.proposal
+        self._run(state, work)
+        try:
+            return work.inner.multipliers(qp, state)
+        finally:
+            self._back(state, work)
 
     def _period(self, n: int) -> int:
         # SMO's step count grows with n (LIBSVM: about n/2 steps on adult at C = 1), so a fixed
@@ -257,13 +345,19 @@ class Auto(Strategy):
             self._back(state, work)
 
     def finish(self, qp: QP, state: State) -> None:
-        """The current strategy's finish."""
+        """The current strategy's finish; after an IPM that stopped short (a limit, a stall), the
+        exact active-set finish once more."""
         work = state.work(AutoWork)
+        if work.proposal is not None:
+            return            # the polished point stands
         self._run(state, work)
         try:
             work.inner.finish(qp, state)
         finally:
             self._back(state, work)
+        if work.current == "interior-point" and not state.done and work.proposal is None:
+            work.polish_level = math.inf
+            self._maybe_polish(qp, state, work, last=True)
 
     def stage(self, state: State) -> str | None:
         """The strategy running now (``Progress.stage``).
