@@ -219,8 +219,8 @@ class Auto(Strategy):
             work.inner.step(qp, state)
         finally:
             self._back(state, work)
-        if work.current == "interior-point" and not state.done:
-            self._maybe_polish(qp, state, work, last=state.stop is not None)
+        if work.current == "interior-point" and work.proposal is None:
+            self._maybe_polish(qp, state, work, last=state.done or state.stop is not None)
             return
         if work.current != "smo" or state.done or state.stop is not None:
             return
@@ -236,12 +236,14 @@ class Auto(Strategy):
         return float(max(info["primal"] / info["primal_scale"], info["stationarity"], info["relative_gap"]))
 
     def _maybe_polish(self, qp: QP, state: State, work: AutoWork, last: bool) -> None:
-        """Try the finish when the IPM's residual has reached the next level (or the IPM stopped):
-        the run is done when the certificate accepts the polished point at tol."""
+        """Try the finish when the IPM's residual has reached the next level, or once the IPM has
+        ended (converged: for the digits its duality gap lacks; stopped short: for a solution).
+        The finish's point replaces the IPM's only when the certificate accepts it at tol, or when
+        the IPM stopped short and the finish improved its point; a certified one ends the run."""
         if self.finish_stage is None:
             return
         level = self._ipm_residual(work)
-        if not (level <= work.polish_level or (last and state.stop is not None)):
+        if not (last or level <= work.polish_level):
             return
         work.polish_level = min(work.polish_level, level) * 1e-2
         self._run(state, work)
@@ -256,16 +258,23 @@ class Auto(Strategy):
         if not res.accepted:
             return
         cert = kkt(qp, res.x, multipliers=res.multipliers)
-        if cert.ok(work.tol) or last:
-            state.x = res.x
-            state.g = qp.gradient(res.x)
-            state.status = bound_status(res.x, qp.lb, qp.ub)
-            state.exact = (state.x, state.g)
-            work.proposal = res.multipliers
-            if cert.ok(work.tol):
-                state.done, state.stop = True, None
-                work.choices.append((state.iteration, "polish", f"the exact active-set finish certifies at tol "
-                                     f"{work.tol:g} from the IPM's point at residual {level:.2g}"))
+        certified = cert.ok(work.tol)
+        if not certified:
+            if state.done or not last:
+                return
+            # the IPM stopped short: keep whichever point the certificate rates better
+            before = kkt(qp, state.x, multipliers=proposal)
+            if not (cert.feasible() and (not before.feasible() or cert.measure < before.measure)):
+                return
+        state.x = res.x
+        state.g = qp.gradient(res.x)
+        state.status = bound_status(res.x, qp.lb, qp.ub)
+        state.exact = (state.x, state.g)
+        work.proposal = res.multipliers
+        if certified:
+            state.done, state.stop = True, None
+            work.choices.append((state.iteration, "polish", f"the exact active-set finish certifies at tol "
+                                 f"{work.tol:g} from the IPM's point at residual {level:.2g}"))
 
     def multipliers(self, qp: QP, state: State) -> tuple[FloatArray, FloatArray] | None:
         """The accepted finish's multipliers, else the running strategy's (a proposal the certificate
