@@ -112,6 +112,8 @@ Multipliers = tuple[Any, ...]
 _EPS = float(np.finfo(np.float64).eps)
 #: without multipliers, sides within this relative distance are the face of the least-squares estimate
 _NEAR = 1e-3
+#: problems with n·(n + m + k) up to this many entries are held dense
+_DENSIFY = 1 << 18
 
 
 # --------------------------------------------------------------------------------------------------
@@ -836,6 +838,9 @@ def _polish(Q: Matrix, c: ArrayLike, lb: ArrayLike | None, ub: ArrayLike | None,
         raise ProblemError(f"Q: expected shape ({n}, {n}), got {Qm.shape}")
     Am, Cm = _matrix(A, n, "A"), _matrix(C, n, "C")
     m, k = Am.shape[0], Cm.shape[0]
+    if n * (n + m + k) <= _DENSIFY:
+        # small enough that scipy.sparse's per-call costs outweigh the products it saves
+        Qm, Am, Cm = (M.toarray() if sp.issparse(M) else M for M in (Qm, Am, Cm))
     d = _Data(Q=Qm, c=c, lb=_vector(lb, n, "lb", -np.inf), ub=_vector(ub, n, "ub", np.inf), A=Am,
               b=_vector(b, m, "b"), C=Cm, l=_vector(l, k, "l", -np.inf), u=_vector(u, k, "u", np.inf))
     x0 = _vector(x, n, "x")
