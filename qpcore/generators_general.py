@@ -149,7 +149,8 @@ class GeneralQP:
     optimum : Optimum or None
         The planted optimum (``point`` with its multipliers), None when c was drawn at random.
     features : dict of str to int
-        What the draw contains, counted: ``fixed``, ``free`` (variables), ``active_bounds``,
+        What the draw contains, counted: ``fixed``, ``free`` (variables with no finite bound),
+        ``active_bounds``,
         ``active_rows`` (inequality rows active at ``point``, equality rows l = u included),
         ``equality_rows`` (l = u), ``free_rows`` (l = −inf, u = inf), ``duplicate_rows``,
         ``dependent_rows`` (of A), ``duplicate_ineq``, ``dependent_ineq`` (of C), ``degenerate``
@@ -457,7 +458,7 @@ def planted_general_qp(n: int, m: int = 2, k: int = 4, *, seed: Seed, cond: floa
     active_rows = int(np.sum(row_status != _INNER))
     zero_mult = int(np.sum((z == 0) & (status != _INNER) & (status != _FREE))) + int(np.sum((y == 0) & (row_status != _INNER)))
     features = {
-        "fixed": int(np.sum(status == _FIXED)), "free": int(np.sum(status == _FREE)),
+        "fixed": int(np.sum(status == _FIXED)), "free": int(np.sum(np.isinf(lbs) & np.isinf(ubs))),
         "active_bounds": active_bounds, "active_rows": active_rows,
         "equality_rows": int(np.sum(row_status == _FIXED)),
         "free_rows": int(np.sum(np.isinf(l) & np.isinf(u))),

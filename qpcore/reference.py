@@ -635,6 +635,8 @@ class ReferenceSolution:
     status: str
     primal_residual: float
     dual_residual: float
+    tol: float = 1e-10
+    """The tolerance Clarabel was run at (the requested one, or the fallback)."""
 
 
 def _problem_arrays(problem: QP | GeneralQP) -> tuple[FloatArray, ...]:
@@ -647,7 +649,7 @@ def _problem_arrays(problem: QP | GeneralQP) -> tuple[FloatArray, ...]:
 
 
 def clarabel_reference(problem: QP | GeneralQP, *, tol: float = 1e-10, max_iter: int = 500,
-                       check: bool = True) -> ReferenceSolution:
+                       check: bool = True, fallback_tol: float | None = 1e-8) -> ReferenceSolution:
     """Solve a QP with Clarabel to a tight tolerance: x, the objective and the multipliers.
 
     A cross-check from outside qpcore for the general problems (several equality rows, inequality
@@ -670,6 +672,10 @@ def clarabel_reference(problem: QP | GeneralQP, *, tol: float = 1e-10, max_iter:
         Iteration limit.
     check : bool
         Raise unless Clarabel reports "Solved" or "AlmostSolved".
+    fallback_tol : float, optional
+        Where Clarabel ends otherwise at ``tol`` (an iteration limit, a numerical error or
+        insufficient progress: a few in a thousand generated problems, badly scaled ones), it is
+        run again at this tolerance; :attr:`ReferenceSolution.tol` says which. None: no second run.
 
     Returns
     -------
@@ -683,10 +689,21 @@ def clarabel_reference(problem: QP | GeneralQP, *, tol: float = 1e-10, max_iter:
     ImportError
         When Clarabel is not installed.
     """
+    out = _clarabel(_problem_arrays(problem), tol, max_iter)
+    if out.status not in ("Solved", "AlmostSolved") and fallback_tol is not None and fallback_tol > tol \
+            and out.status not in ("PrimalInfeasible", "DualInfeasible"):
+        out = _clarabel(_problem_arrays(problem), fallback_tol, max_iter)
+    if check and out.status not in ("Solved", "AlmostSolved"):
+        raise RuntimeError(f"clarabel_reference: Clarabel ended with status {out.status!r} (tol {out.tol:g})")
+    return out
+
+
+def _clarabel(arrays: tuple[FloatArray, ...], tol: float, max_iter: int) -> ReferenceSolution:
+    """One Clarabel run of :func:`clarabel_reference`."""
     import clarabel  # type: ignore[import-untyped, unused-ignore]
     import scipy.sparse as sp
 
-    Q, c, lb, ub, A, b, C, l, u = _problem_arrays(problem)
+    Q, c, lb, ub, A, b, C, l, u = arrays
     n, m, k = c.size, A.shape[0], C.shape[0]
     fixed = lb == ub
     row_eq = l == u
@@ -713,8 +730,6 @@ def clarabel_reference(problem: QP | GeneralQP, *, tol: float = 1e-10, max_iter:
     sol = clarabel.DefaultSolver(P, np.asarray(c, dtype=np.float64), M, np.concatenate([e, h]), cones,
                                  settings).solve()
     status = str(sol.status)
-    if check and status not in ("Solved", "AlmostSolved"):
-        raise RuntimeError(f"clarabel_reference: Clarabel ended with status {status!r}")
     x = np.asarray(sol.x, dtype=np.float64)
     dual = np.asarray(sol.z, dtype=np.float64)
     # Clarabel: P x + q + Mᵀ w = 0 with w ≥ 0 on G x ≤ h; ours: g − Aᵀλ − Cᵀy − z = 0
@@ -730,13 +745,15 @@ def clarabel_reference(problem: QP | GeneralQP, *, tol: float = 1e-10, max_iter:
     y[rl] += w_in[parts[1]:parts[2]]
     z[has_u] -= w_in[parts[2]:parts[3]]
     z[has_l] += w_in[parts[3]:parts[4]]
-    Qx = Q @ x
-    primal = float(np.maximum(np.maximum(lb - x, x - ub), 0.0).max(initial=0.0))
-    if m:
-        primal = max(primal, float(np.abs(A @ x - b).max()))
-    if k:
-        Cx = C @ x
-        primal = max(primal, float(np.maximum(np.maximum(l - Cx, Cx - u), 0.0).max()))
-    stat = Qx + c - A.T @ lam - C.T @ y - z
-    return ReferenceSolution(x=x, objective=float(0.5 * x @ Qx + c @ x), multipliers=lam, y=y, z=z, status=status,
-                             primal_residual=primal, dual_residual=float(np.abs(stat).max(initial=0.0)))
+    with np.errstate(over="ignore", invalid="ignore"):   # a failed run's point may be huge or NaN
+        Qx = Q @ x
+        primal = float(np.maximum(np.maximum(lb - x, x - ub), 0.0).max(initial=0.0))
+        if m:
+            primal = max(primal, float(np.abs(A @ x - b).max()))
+        if k:
+            Cx = C @ x
+            primal = max(primal, float(np.maximum(np.maximum(l - Cx, Cx - u), 0.0).max()))
+        stat = Qx + c - A.T @ lam - C.T @ y - z
+        f = float(0.5 * x @ Qx + c @ x)
+    return ReferenceSolution(x=x, objective=f, multipliers=lam, y=y, z=z, status=status, primal_residual=primal,
+                             dual_residual=float(np.abs(stat).max(initial=0.0)), tol=tol)

@@ -673,7 +673,8 @@ def warm_starts(draw: st.DrawFn, qp: QP, feasible: bool | None = None, *,
     """
     can_bounds, can_equality = _violations(qp)
     possible = {"bounds": can_bounds, "equality": can_equality, "both": can_bounds and can_equality}
-    if inequality_rows(qp)[0].shape[0]:
+    if inequality_rows(qp)[0].shape[0] and (violate == "inequality" or (violate is None and feasible is not True)):
+        # LPs: only when an infeasible start may be of this kind
         possible["inequality"] = _rows_violable(qp, feasible_point(qp, seed=0, p_bound=1.0))
     if violate is not None:
         if violate not in ("bounds", "equality", "inequality", "both"):
