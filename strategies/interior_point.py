@@ -133,7 +133,7 @@ class IPMSettings:
     ruiz_iter: int = 15
     reg: float = 1e-9
     step_fraction: float = 0.99
-    refine: int = 6
+    refine: int = 20
     stall_window: int = 12
 
 
@@ -338,8 +338,11 @@ class _DenseKKT:
         self.lwork = int(lapack.dsytrf_lwork(self.N, lower=1)[0]) if self.N else 1
         self.ldu: FloatArray = np.zeros((0, 0))
         self.ipiv: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self.sc: FloatArray = np.ones(self.N)
 
     def factor(self, dx: FloatArray, wc: FloatArray, delta: float) -> bool:
+        if self.N == 0:
+            return True
         K = self.base.copy(order="F")
         n = self.n
         if self.C.shape[0]:
@@ -347,16 +350,28 @@ class _DenseKKT:
         flat = K.reshape(-1, order="F")
         flat[self.diag[:n]] += dx
         flat[self.diag[n:]] = -delta
+        # symmetric diagonal scaling to unit diagonal where it is large: the barrier terms span
+        # many decades, and Bunch–Kaufman's pivot choices are not scale invariant
+        d = np.abs(flat[self.diag])
+        sc = 1.0 / np.sqrt(np.maximum(d, 1.0))
+        K *= sc[:, None]
+        K *= sc[None, :]
         ldu, ipiv, info = lapack.dsytrf(K, lower=1, lwork=self.lwork, overwrite_a=1)
         if info != 0:
             return False
-        self.ldu, self.ipiv = ldu, ipiv
+        self.ldu, self.ipiv, self.sc = ldu, ipiv, sc
         return True
 
     def solve(self, r: FloatArray) -> FloatArray:
-        x, info = lapack.dsytrs(self.ldu, self.ipiv, r, lower=1)
-        return np.asarray(x, dtype=np.float64)
+        if self.N == 0:
+            return r.copy()
+        x, info = lapack.dsytrs(self.ldu, self.ipiv, r * self.sc, lower=1)
+        return np.asarray(x * self.sc, dtype=np.float64)
 
+
+#: The relative residual of a refined Newton solve above which the regularization grows (×10),
+#: and its ceiling.
+_SOLVE_TOL, _MAX_REG = 1e-10, 1e-6
 
 #: SuperLU's threshold for taking the diagonal pivot. A quasi-definite matrix factors with
 #: diagonal pivots in any order in exact arithmetic, but with Σ spanning 1e-12..1e12 and small
@@ -416,6 +431,7 @@ class _SparseKKT:
         self.indices: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self.indptr: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self.lu: Any = None
+        self.sc: FloatArray = np.ones(N)
 
     def _values(self, dx: FloatArray, wc: FloatArray, delta: float) -> FloatArray:
         vals = self.base.copy()
@@ -439,6 +455,10 @@ class _SparseKKT:
 
     def factor(self, dx: FloatArray, wc: FloatArray, delta: float) -> bool:
         vals = self._values(dx, wc, delta)
+        # the same symmetric scaling to a unit diagonal as the dense factor's
+        sc = 1.0 / np.sqrt(np.maximum(np.abs(vals[self.diag_entry]), 1.0))
+        vals *= sc[self.ent_r] * sc[self.ent_c]
+        self.sc = sc
         try:
             if self.order is None:
                 K = sp.csc_matrix((vals, (self.ent_r, self.ent_c)), shape=(self.N, self.N))
@@ -453,8 +473,8 @@ class _SparseKKT:
     def solve(self, r: FloatArray) -> FloatArray:
         assert self.order is not None
         out = np.empty_like(r)
-        out[self.order] = self.lu.solve(r[self.order])
-        return out
+        out[self.order] = self.lu.solve((r * self.sc)[self.order])
+        return out * self.sc
 
 
 def _pattern(M: Any) -> Any:
@@ -623,9 +643,11 @@ class IPMCore:
         self.info["kkt_size"] = self.kkt.N
         self.rho = s.reg
         self.delta = s.reg
+        self.solve_err = 0.0
         self.alpha = 0.0
         self.small_steps = 0
         self.history: list[float] = []
+        self.stat_history: list[float] = []
         self.diagnosed_at = -10 ** 9
         self.diagnoses = 0
         self.x_prev = np.zeros(nx)
@@ -658,22 +680,38 @@ class IPMCore:
 
     def _newton(self, f1: FloatArray, f2: FloatArray, f3: FloatArray, f4: FloatArray, sx: FloatArray,
                 ss: FloatArray, Ds: FloatArray, W: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-        """The regularized solve refined on the unregularized system."""
-        a, bs, cy, dw = self._solve_reg(f1, f2, f3, f4, Ds, W)
-        fnorm = max(np.abs(f1).max(initial=0), np.abs(f2).max(initial=0), np.abs(f3).max(initial=0),
-                    np.abs(f4).max(initial=0))
-        last = np.inf
-        for _ in range(self.settings.refine):
-            r1, r2, r3, r4 = self._apply_true(sx, ss, a, bs, cy, dw)
-            e1, e2, e3, e4 = f1 - r1, f2 - r2, f3 - r3, f4 - r4
-            err = max(np.abs(e1).max(initial=0), np.abs(e2).max(initial=0), np.abs(e3).max(initial=0),
-                      np.abs(e4).max(initial=0))
-            if err <= 1e-13 * (1 + fnorm) or err > 0.5 * last:
+        """The regularized solve refined on the unregularized system; the relative residual it
+        reached is kept in ``solve_err``."""
+        sol = self._solve_reg(f1, f2, f3, f4, Ds, W)
+        fnorm = 1.0 + max(np.abs(f1).max(initial=0), np.abs(f2).max(initial=0), np.abs(f3).max(initial=0),
+                          np.abs(f4).max(initial=0))
+        best, best_err, prev = sol, np.inf, np.inf
+        for i in range(self.settings.refine + 1):
+            r = self._apply_true(sx, ss, *sol)
+            e = (f1 - r[0], f2 - r[1], f3 - r[2], f4 - r[3])
+            err = max(float(np.abs(v).max(initial=0)) for v in e) / fnorm
+            if err < best_err:
+                best, best_err = sol, err
+            # stop when accurate, at the limit, or when a correction no longer halves the error
+            if err <= 1e-14 or i == self.settings.refine or (i > 0 and err > 0.7 * prev):
                 break
-            last = err
-            da, db, dc, dd = self._solve_reg(e1, e2, e3, e4, Ds, W)
-            a, bs, cy, dw = a + da, bs + db, cy + dc, dw + dd
-        return a, bs, cy, dw
+            prev = err
+            d = self._solve_reg(*e, Ds, W)
+            sol = (sol[0] + d[0], sol[1] + d[1], sol[2] + d[2], sol[3] + d[3])
+        self.solve_err = best_err
+        return best
+
+    def _factor(self, sx: FloatArray, ss: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+        """Factor the regularized matrix at barrier terms (Σ_x, Σ_s); (D_s, W) of the reduction,
+        or None when even a large regularization leaves a zero pivot."""
+        while True:
+            Ds = ss + self.rho
+            W = 1.0 / (1.0 / Ds + self.delta)
+            if self.kkt.factor(sx + self.rho, W, self.delta):
+                return Ds, W
+            if self.rho >= _MAX_REG:
+                return None
+            self.rho = self.delta = min(_MAX_REG, 10 * self.rho)
 
     # ---------------------------------------------------------------- start
 
@@ -687,13 +725,10 @@ class IPMCore:
         has_lo, has_hi = self.has_lo, self.has_hi
         sig = has_lo.astype(float) + has_hi.astype(float)
         sx, ss = sig[:nx], sig[nx:]
-        Ds = ss + self.rho
-        W = 1.0 / (1.0 / Ds + self.delta)
-        if not self.kkt.factor(sx + self.rho, W, self.delta):
-            self.rho = self.delta = max(self.rho, 1e-7)
-            Ds = ss + self.rho
-            W = 1.0 / (1.0 / Ds + self.delta)
-            self.kkt.factor(sx + self.rho, W, self.delta)
+        factored = self._factor(sx, ss)
+        if factored is None:
+            raise np.linalg.LinAlgError("the KKT matrix of the starting point could not be factored")
+        Ds, W = factored
         pull = self.lo_f + self.hi_f          # Σ·target: the sum of the finite bounds
         a, bs, cy, dw = self._newton(-self.c + pull[:nx], pull[nx:], self.b.copy(), np.zeros(k), sx, ss, Ds, W)
         p = np.concatenate([a, bs])
@@ -782,22 +817,25 @@ class IPMCore:
         mu = float((tl * zl + tu * zu).sum() / self.n_comp) if self.n_comp else 0.0
         sig = zl / tl + zu / tu
         sx, ss = sig[:nx], sig[nx:]
-        rho, delta = self.rho, self.delta
-        Ds = ss + rho
-        W = 1.0 / (1.0 / Ds + delta)
-        if not self.kkt.factor(sx + rho, W, delta):
-            # a zero pivot: more regularization (the refinement keeps the steps exact)
-            self.rho = self.delta = max(10 * rho, 1e-8)
-            rho, delta = self.rho, self.delta
-            Ds = ss + rho
-            W = 1.0 / (1.0 / Ds + delta)
-            if not self.kkt.factor(sx + rho, W, delta):
-                self._end("stalled", "the KKT matrix could not be factored")
-                return
+        factored = self._factor(sx, ss)
+        if factored is None:
+            self._restore_best()
+            self._end("stalled", "the KKT matrix could not be factored, even regularized")
+            return
+        Ds, W = factored
         # predictor (affine scaling): complementarity target 0
         rcl = np.where(has_lo, -tl * zl, 0.0)
         rcu = np.where(has_hi, -tu * zu, 0.0)
         dp, dtl, dtu, dzl, dzu, cy, dw = self._direction(rdual, rA, rC, rl, ru, rcl, rcu, sx, ss, Ds, W)
+        # an inaccurate solve (the refinement could not repair the regularized factor): more
+        # regularization makes a better preconditioner for the refinement; it decays again after
+        while self.solve_err > _SOLVE_TOL and self.rho < _MAX_REG:
+            self.rho = self.delta = min(_MAX_REG, 10 * self.rho)
+            factored = self._factor(sx, ss)
+            if factored is None:
+                break
+            Ds, W = factored
+            dp, dtl, dtu, dzl, dzu, cy, dw = self._direction(rdual, rA, rC, rl, ru, rcl, rcu, sx, ss, Ds, W)
         alpha = self._max_step(dtl, dtu, dzl, dzu)
         if self.n_comp:
             mu_aff = float(((tl + alpha * dtl) * (zl + alpha * dzl) + (tu + alpha * dtu) * (zu + alpha * dzu)).sum()
@@ -820,6 +858,8 @@ class IPMCore:
         self.w = self.w - alpha * dw
         self.alpha = alpha
         self.iterations += 1
+        if self.solve_err < 1e-3 * _SOLVE_TOL:
+            self.rho = self.delta = max(self.settings.reg, 0.1 * self.rho)
         if not (np.isfinite(self.p).all() and np.isfinite(self.zl).all() and np.isfinite(self.zu).all()
                 and np.isfinite(self.yA).all() and np.isfinite(self.w).all()):
             self._restore_best()
@@ -895,6 +935,7 @@ class IPMCore:
         if self.best is None or err < self.best[0]:
             self.best = (err, x.copy(), g.copy(), lam.copy(), y.copy())
         self.history.append(err)
+        self.stat_history.append(max(stat, pres / scale))
         if ok_p and stat <= s.tol and rel_gap <= self.gap_tol:
             self._end("converged", "optimal to tol")
 
@@ -906,8 +947,9 @@ class IPMCore:
         rl, ru = self._slack_residuals(p)
         rp = np.concatenate([_mv(self.A, p[:nx]) - self.b, _mv(self.C, p[:nx]) - p[nx:], rl, ru])
         mu = float((self.tl * self.zl + self.tu * self.zu).sum() / self.n_comp) if self.n_comp else 0.0
+        # floored at rounding: going below it is no progress (a stall is then seen as one)
         return max(float(np.abs(rd).max(initial=0.0)) / self.norm_c, float(np.abs(rp).max(initial=0.0)) / self.norm_b,
-                   mu)
+                   mu, 1e-14)
 
     def _gap(self) -> float:
         """f − d in the user's units: d = −½xᵀQx + bᵀy + Σ lo·zl − Σ hi·zu (scaled, then / cs)."""
@@ -977,7 +1019,9 @@ class IPMCore:
         h = self.history
         window = s.stall_window
         stalled = len(h) > window and min(h[-window:]) > 0.5 * min(h[:-window])
-        if it >= 5 and self._at_precision_floor():
+        stats = self.stat_history
+        stuck = len(stats) > 3 and min(stats[-3:]) > 0.5 * min(stats[:-3])
+        if it >= 5 and stuck and self._at_precision_floor():
             self._restore_best()
             self._end("stalled", "the residuals are at the rounding level of their terms: the point cannot be "
                                  "improved in double precision (the best found)")
