@@ -37,7 +37,7 @@ from qpcore.problem import QP
 from qpcore.projection import bound_steps
 from qpcore.state import State, Status, Work, bound_status
 from qpcore.strategy import Strategy
-from strategies.active_set_rows import RowsWork, rows_init, rows_step
+from strategies.active_set_rows import RowsWork, rows_init, rows_multipliers, rows_step
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -164,6 +164,29 @@ class DenseActiveSet(Strategy):
         state.nonconvex = nonconvex
         state.counters.update(face_solves=0, releases=0, blocks=0, null_moves=0, pair_steps=0, negative_curvature=0)
         return state
+
+    def multipliers(self, qp: QP, state: State) -> tuple[FloatArray, FloatArray] | None:
+        """With several rows, the exact multipliers of the face the run ended on (λ = −μ of the
+        face system, unique: the engine keeps A_F of full row rank); the certificate verifies them.
+        None otherwise (the certificate finds its own).
+
+        Parameters
+        ----------
+        qp : QP
+            The problem the strategy ran on.
+        state : State
+            The run's final state.
+
+        Returns
+        -------
+        (ndarray, ndarray) or None
+            λ, and an empty y: the problem it ran on has no inequality rows.
+        """
+        rows = state.work_or_none(RowsWork)
+        if rows is None:
+            return None
+        lam = rows_multipliers(qp, state, rows)
+        return None if lam is None else (lam, np.zeros(0))
 
     def step(self, qp: QP, state: State) -> None:
         """Solve on the current face; move to its minimizer, to a blocking bound, or release a bound.
