@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.kkt import KKT
+from qpcore.kkt import KKT, at_bounds
 from qpcore.problem import QP
 from qpcore.solve import solve
 from qpcore.state import Result, Status
@@ -39,6 +39,9 @@ class QPSolution:
 
     The multipliers satisfy ``P x + q + Gᵀz + Aᵀy + z_box = 0`` at an optimum, with z ≥ 0,
     z_box ≤ 0 where x is at its lower bound and ≥ 0 at its upper one (qpsolvers' ``Solution``).
+    They are the certificate's, reported as 0 for a row off its side and a variable off its bounds
+    (:func:`qpcore.kkt.at_bounds`), so complementarity holds exactly and what is left of
+    stationarity is the dual residual ``P x + q + Gᵀz + Aᵀy + z_box``.
 
     Attributes
     ----------
@@ -208,5 +211,16 @@ def solve_qp(P: Any, q: ArrayLike, G: Any = None, h: ArrayLike | None = None, A:
     x0 = None if initvals is None else np.asarray(initvals, dtype=np.float64)
     result = solve(qp, chosen, x0, tol=tol, time_limit=time_limit, max_iter=max_iter, threads=threads, **options)
     cert = result.kkt
-    return QPSolution(x=result.x, y=-cert.multipliers, z=-cert.y if qp.k else np.zeros(0), z_box=-cert.z,
-                      status=result.status, objective=result.objective, kkt=cert, result=result)
+    # a multiplier belongs to a constraint that holds with equality: the certificate's reduced
+    # gradient of a variable off its bounds (a stationarity residual) or the multiplier of a row
+    # off its side is reported as 0, so it shows in the dual residual and not, times a bound, in
+    # the duality gap
+    x = result.x
+    at_lo, at_hi = at_bounds(x, qp.lb, qp.ub)
+    z_box = np.where(at_lo | at_hi, -cert.z, 0.0)
+    z = np.zeros(0)
+    if qp.k:
+        _, row_at_hi = at_bounds(qp.C @ x, qp.l, qp.u)
+        z = np.where(row_at_hi, -cert.y, 0.0)
+    return QPSolution(x=x, y=-cert.multipliers, z=z, z_box=z_box, status=result.status, objective=result.objective,
+                      kkt=cert, result=result)
