@@ -369,9 +369,8 @@ class _DenseKKT:
         return np.asarray(x * self.sc, dtype=np.float64)
 
 
-#: The relative residual of a refined Newton solve above which the regularization grows (×10),
-#: and its ceiling.
-_SOLVE_TOL, _MAX_REG = 1e-10, 1e-6
+#: The ceiling of the regularization, raised (×10) from the setting only after a zero pivot.
+_MAX_REG = 1e-6
 
 #: SuperLU's threshold for taking the diagonal pivot. A quasi-definite matrix factors with
 #: diagonal pivots in any order in exact arithmetic, but with Σ spanning 1e-12..1e12 and small
@@ -670,12 +669,15 @@ class IPMCore:
         """Solve the regularized system [[H+ρ, 0, Aᵀ, Cᵀ], [0, Σ_s+ρ, 0, −I], [A, 0, −δ, 0],
         [C, −I, 0, −δ]] (a, b, c, d) = f through the reduced quasi-definite factor."""
         nx = self.nx
-        t = W * (f4 + f2 / Ds)
-        rhs = np.concatenate([f1 + _mv(self.CT, t), f3])
+        # W/D_s = 1/(1 + δD_s) written out: an inactive row has D_s ≈ ρ, and f₂/D_s then
+        # b = (f₂ + d)/D_s would cancel huge terms
+        g2 = f2 / (1.0 + self.delta * Ds)
+        rhs = np.concatenate([f1 + _mv(self.CT, W * f4 + g2), f3])
         sol = self.kkt.solve(rhs)
         a, cy = sol[:nx], sol[nx:]
-        dw = W * (_mv(self.C, a) - f4 - f2 / Ds)
-        bs = (f2 + dw) / Ds
+        ca = _mv(self.C, a)
+        dw = W * (ca - f4) - g2
+        bs = (ca - f4 + self.delta * f2) / (1.0 + self.delta * Ds)
         return a, bs, cy, dw
 
     def _newton(self, f1: FloatArray, f2: FloatArray, f3: FloatArray, f4: FloatArray, sx: FloatArray,
@@ -827,15 +829,6 @@ class IPMCore:
         rcl = np.where(has_lo, -tl * zl, 0.0)
         rcu = np.where(has_hi, -tu * zu, 0.0)
         dp, dtl, dtu, dzl, dzu, cy, dw = self._direction(rdual, rA, rC, rl, ru, rcl, rcu, sx, ss, Ds, W)
-        # an inaccurate solve (the refinement could not repair the regularized factor): more
-        # regularization makes a better preconditioner for the refinement; it decays again after
-        while self.solve_err > _SOLVE_TOL and self.rho < _MAX_REG:
-            self.rho = self.delta = min(_MAX_REG, 10 * self.rho)
-            factored = self._factor(sx, ss)
-            if factored is None:
-                break
-            Ds, W = factored
-            dp, dtl, dtu, dzl, dzu, cy, dw = self._direction(rdual, rA, rC, rl, ru, rcl, rcu, sx, ss, Ds, W)
         alpha = self._max_step(dtl, dtu, dzl, dzu)
         if self.n_comp:
             mu_aff = float(((tl + alpha * dtl) * (zl + alpha * dzl) + (tu + alpha * dtu) * (zu + alpha * dzu)).sum()
@@ -858,7 +851,8 @@ class IPMCore:
         self.w = self.w - alpha * dw
         self.alpha = alpha
         self.iterations += 1
-        if self.solve_err < 1e-3 * _SOLVE_TOL:
+        if self.rho > self.settings.reg and self.solve_err < 1e-13:
+            # raised after a zero pivot: back toward the setting once solves are accurate again
             self.rho = self.delta = max(self.settings.reg, 0.1 * self.rho)
         if not (np.isfinite(self.p).all() and np.isfinite(self.zl).all() and np.isfinite(self.zu).all()
                 and np.isfinite(self.yA).all() and np.isfinite(self.w).all()):
@@ -1020,7 +1014,7 @@ class IPMCore:
         window = s.stall_window
         stalled = len(h) > window and min(h[-window:]) > 0.5 * min(h[:-window])
         stats = self.stat_history
-        stuck = len(stats) > 3 and min(stats[-3:]) > 0.5 * min(stats[:-3])
+        stuck = len(stats) > 3 and min(stats[-3:]) > 0.5 * stats[-4]
         if it >= 5 and stuck and self._at_precision_floor():
             self._restore_best()
             self._end("stalled", "the residuals are at the rounding level of their terms: the point cannot be "
