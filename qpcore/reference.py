@@ -38,9 +38,10 @@ __all__ = ["ReferenceSolution", "assert_kkt", "check_against_reference", "clarab
 # the KKT assertion
 
 
-def _worst(qp: QP, x: FloatArray, g: FloatArray, lam: FloatArray) -> str:
+def _worst(qp: QP, x: FloatArray, g: FloatArray, lam: FloatArray, y: FloatArray) -> str:
     """Name the variables behind the KKT measure, for the failure message (qpcore.optimality's terms)."""
-    if qp.equality.kind == "groups":
+    C, _, _ = inequality_rows(qp)
+    if qp.equality.kind == "groups" and not C.shape[0]:
         sc = scores_of(qp, x, g)
         pair = maximal_violating_pair(sc)
         parts = []
@@ -54,6 +55,8 @@ def _worst(qp: QP, x: FloatArray, g: FloatArray, lam: FloatArray) -> str:
             parts.append(f"variable outside the equality i={k}: projected gradient {pg[k]:.3e}")
         return "; ".join(parts) if parts else "no violating pair"
     r = g - qp.A.T @ lam if qp.m else g
+    if C.shape[0]:
+        r = r - C.T @ y
     pg = projected_gradient(x, r, qp.lb, qp.ub)
     if pg.size == 0:
         return "no variables"
@@ -99,14 +102,23 @@ def assert_kkt(qp: QP, result: Result, tol: float, *, primal_tol: float = 1e-9) 
     cert = kkt(qp, x, g)
     what = "maximal-violating-pair gap" if cert.paired else "projected-gradient norm"
     if not cert.measure <= tol * (1 + 1e-6):
+        worst = _worst(qp, x, g, cert.multipliers, getattr(cert, "y", np.zeros(0)))
         problems.append(f"KKT measure ({what}) {cert.measure:.3e} > tol {tol:.3e} "
-                        f"(×{cert.measure / tol:.3g}); {_worst(qp, x, g, cert.multipliers)}")
+                        f"(×{cert.measure / tol:.3g}); {worst}")
     scale = cert.primal_scale          # the certificate's own scale, as solve() judges feasibility
     if not cert.feasible(primal_tol):
         viol = np.maximum(np.maximum(qp.lb - x, x - qp.ub), 0.0)
         i = int(np.argmax(viol)) if viol.size else -1
-        where = (f"bound at i={i}: x={x[i]:.6g} outside [{qp.lb[i]:.6g}, {qp.ub[i]:.6g}]"
-                 if i >= 0 and viol[i] >= cert.primal else "A x = b")
+        C, l, u = inequality_rows(qp)
+        Cx = C @ x
+        row_viol = np.maximum(np.maximum(l - Cx, Cx - u), 0.0)
+        j = int(np.argmax(row_viol)) if row_viol.size else -1
+        if i >= 0 and viol[i] >= cert.primal:
+            where = f"bound at i={i}: x={x[i]:.6g} outside [{qp.lb[i]:.6g}, {qp.ub[i]:.6g}]"
+        elif j >= 0 and row_viol[j] >= cert.primal:
+            where = f"row j={j} of C x: {Cx[j]:.6g} outside [{l[j]:.6g}, {u[j]:.6g}]"
+        else:
+            where = "A x = b"
         problems.append(f"primal infeasibility {cert.primal:.3e} > {primal_tol:.1e}·{scale:.3g} (worst: {where})")
     if problems:
         if result.kkt.measure != cert.measure:
@@ -510,14 +522,21 @@ def dense_reference(qp: QP, *, eps: float = 1e-13, max_iter: int = 200) -> tuple
     OSQP reports "solved" with recomputed residuals below 1e-9 (about 99 % of the draws; the rest
     are ill-conditioned or hit OSQP's iteration limit) the two agree to 1e-8·s (seen: 1e-10·s,
     OSQP's own accuracy). Being feasible, it is never below the optimum either. It matches
-    planted optima to 1e-9 relative. Untested outside that domain: n in the hundreds (dense,
-    O(n³) per iteration), condition numbers beyond 1e8, several equality rows (supported, not
-    cross-checked), badly scaled data.
+    planted optima to 1e-9 relative. Several equality rows and inequality rows l ≤ C x ≤ u
+    (solved in slack form, over [x; s] with rows [[A, 0], [C, −I]]) are cross-checked by
+    ``tests/qpcore/test_generators_general.py`` on the problems of
+    :func:`qpcore.testing.general_problems` (overlapping, duplicated and dependent rows, crowded
+    and degenerate optima; n ≤ 12, condition number ≤ 1e6, rows and columns scaled over ≤ 2
+    decades): there its objective matches the planted optimum to 1e-10·s (seen over 3,000 draws:
+    2e-12·s) and Clarabel's to 1e-8·s. Untested outside these domains: n in the hundreds (dense,
+    O(n³) per iteration), condition numbers beyond 1e8, data scaled over more decades (with Q's
+    condition number 1e13 after scaling, its objective was seen 1e-9·s above the optimum).
 
     Parameters
     ----------
     qp : QP
-        A small problem (Q is materialized densely: O(n²) memory, O(n³) per iteration).
+        A small problem (Q is materialized densely: O(n²) memory, O(n³) per iteration), with
+        inequality rows or without.
     eps : float
         Target for the scaled primal, dual and gap residuals.
     max_iter : int

@@ -305,3 +305,30 @@ def test_docs_general_qp_example_runs() -> None:
     ns: dict[str, Any] = {"__name__": "docs_testing_general"}
     for block in blocks:
         exec(compile(block, "docs/testing.md (General QPs)", "exec"), ns)  # noqa: S102
+
+
+# --- assert_kkt with inequality rows --------------------------------------------------------------
+
+def _claimed(qp: QP, x: FloatArray) -> qpcore.Result:
+    """A converged Result at x whose own certificate claims perfection (assert_kkt ignores it)."""
+    cert = qpcore.kkt(qp, x, g=np.zeros(qp.n))
+    state = qpcore.State(x=x, g=np.zeros(qp.n), status=qpcore.bound_status(x, qp.lb, qp.ub))
+    return qpcore.Result(x=x, multipliers=cert.multipliers, z=cert.z, status=qpcore.Status.CONVERGED, objective=0.0,
+                         kkt=cert, iterations=0, stats={}, state=state)
+
+
+def test_assert_kkt_with_inequality_rows() -> None:
+    from qpcore.reference import assert_kkt
+
+    p = planted_general_qp(6, 1, 3, seed=1, p_active=1.0)
+    qp = p.qp()
+    assert p.optimum is not None
+    assert_kkt(qp, _claimed(qp, p.optimum.x), 1e-9)
+    if inequality_rows(qp)[0].shape[0] == 0:
+        pytest.skip("qpcore.QP takes no inequality rows")
+    # off an active row by 1e-7: the row is named, and the measure with the rows' multipliers
+    x = p.optimum.x + 1e-7
+    with pytest.raises(AssertionError, match=r"worst: row j=\d+ of C x: .* outside \["):
+        assert_kkt(qp, _claimed(qp, x), 1e-8)
+    with pytest.raises(AssertionError, match=r"projected-gradient norm\) .*worst variable i="):
+        assert_kkt(qp, _claimed(qp, x), 1e-8)
