@@ -51,7 +51,7 @@ FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 Form = Literal["auto", "rows", "slack"]
 
-__all__ = ["GeneralQP", "Optimum", "ROWS_NATIVE", "inequality_rows", "lp_point", "planted_general_qp", "rows_feasible_point"]
+__all__ = ["Form", "GeneralQP", "Optimum", "ROWS_NATIVE", "inequality_rows", "lp_point", "planted_general_qp", "rows_feasible_point"]
 
 #: Whether :class:`qpcore.QP` takes inequality rows (``C``, ``l``, ``u``) itself; where it does
 #: not, :meth:`GeneralQP.qp` builds the slack form.

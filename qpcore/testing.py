@@ -387,7 +387,8 @@ def qps(*, min_n: int = 2, max_n: int = 40, max_cond: float = 1e8, fixed: float 
 # general QPs: several equality rows, inequality rows l ≤ C x ≤ u
 
 @st.composite
-def general_problems(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 16, max_m: int = 4, max_k: int = 8,
+def general_problems(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 16, min_m: int = 0, max_m: int = 4,
+                     min_k: int = 0, max_k: int = 8,
                      max_cond: float = 1e8, rank_deficient: bool = True, degenerate: bool = True,
                      duplicates: bool = True, crowded: bool = True, fixed: bool = True, free: bool = True,
                      max_decades: int = 6, planted: bool | None = None) -> GeneralQP:
@@ -403,8 +404,10 @@ def general_problems(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 16, max_m:
     ----------
     min_n, max_n : int
         Range of the number of variables (≥ 1).
-    max_m, max_k : int
-        Most equality and inequality rows (``crowded`` adds inequality rows beyond ``max_k``).
+    min_m, max_m : int
+        Range of the number of equality rows (at most n: more would pin the point).
+    min_k, max_k : int
+        Range of the number of inequality rows (``crowded`` adds rows beyond ``max_k``).
     max_cond : float
         Largest condition number of Q (before scaling).
     rank_deficient : bool
@@ -427,9 +430,12 @@ def general_problems(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 16, max_m:
     hypothesis.strategies.SearchStrategy of GeneralQP
     """
     _check_range(1.0, max_cond, "cond", 1.0)
-    n = draw(_sizes(min_n, max_n, 1))
-    m = draw(st.integers(0, max(0, max_m)))
-    k = draw(st.integers(0, max(0, max_k)))
+    if not (0 <= min_m <= max_m and 0 <= min_k <= max_k):
+        raise ValueError(f"rows: need 0 ≤ min_m ≤ max_m and 0 ≤ min_k ≤ max_k, got m in [{min_m}, {max_m}], "
+                         f"k in [{min_k}, {max_k}]")
+    n = draw(_sizes(max(min_n, min_m), max_n, 1))
+    m = draw(st.integers(min_m, min(max_m, n)))
+    k = draw(st.integers(min_k, max_k))
     seed = draw(_SEEDS)
     cond = draw(_log_uniform(1.0, max_cond))
     rank = _rank(draw, n, rank_deficient)
@@ -462,7 +468,8 @@ def general_problems(draw: st.DrawFn, *, min_n: int = 2, max_n: int = 16, max_m:
                               col_decades=float(col_dec), planted=plant)
 
 
-def general_qps(*, form: Form = "auto", min_n: int = 2, max_n: int = 16, max_m: int = 4, max_k: int = 8,
+def general_qps(*, form: Form = "auto", min_n: int = 2, max_n: int = 16, min_m: int = 0, max_m: int = 4,
+                min_k: int = 0, max_k: int = 8,
                 max_cond: float = 1e8, rank_deficient: bool = True, degenerate: bool = True, duplicates: bool = True,
                 crowded: bool = True, fixed: bool = True, free: bool = True,
                 max_decades: int = 6) -> st.SearchStrategy[QP]:
@@ -477,7 +484,8 @@ def general_qps(*, form: Form = "auto", min_n: int = 2, max_n: int = 16, max_m: 
     -------
     hypothesis.strategies.SearchStrategy of QP
     """
-    return general_problems(min_n=min_n, max_n=max_n, max_m=max_m, max_k=max_k, max_cond=max_cond,
+    return general_problems(min_n=min_n, max_n=max_n, min_m=min_m, max_m=max_m, min_k=min_k, max_k=max_k,
+                            max_cond=max_cond,
                             rank_deficient=rank_deficient, degenerate=degenerate, duplicates=duplicates,
                             crowded=crowded, fixed=fixed, free=free, max_decades=max_decades).map(
         lambda p: p.qp(form))

@@ -14,7 +14,7 @@ from hypothesis import event, given
 
 import qpcore
 from qpcore.generators import feasible_point
-from qpcore.generators_general import ROWS_NATIVE, GeneralQP, Optimum, inequality_rows, planted_general_qp
+from qpcore.generators_general import ROWS_NATIVE, Form, GeneralQP, Optimum, inequality_rows, planted_general_qp
 from qpcore.reference import clarabel_reference, dense_reference
 from qpcore.testing import general_problems
 
@@ -80,9 +80,10 @@ def test_generated_problems_are_feasible_psd_and_valid(p: GeneralQP) -> None:
         check_planted_kkt(p)
         np.testing.assert_array_equal(p.optimum.x, p.point)
     # both forms are valid qpcore.QPs holding the point
-    for form in ("auto", "slack"):
-        qp = p.qp(form)  # type: ignore[arg-type]
-        cert = qpcore.kkt(qp, p.in_form(x, form))  # type: ignore[arg-type]
+    forms: tuple[Form, ...] = ("auto", "slack")
+    for form in forms:
+        qp = p.qp(form)
+        cert = qpcore.kkt(qp, p.in_form(x, form))
         assert cert.feasible(1e-12)
 
 
