@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import attrs
@@ -74,7 +75,7 @@ from scipy.linalg import lapack
 from scipy.sparse.linalg import splu
 
 from qpcore.capabilities import principal_block
-from qpcore.kkt import BOUND_BAND
+from qpcore.kkt import BOUND_BAND, kkt
 from qpcore.operators import DenseQ
 from qpcore.optimality import DEFAULT_FEAS_TOL
 from qpcore.problem import QP
@@ -168,23 +169,41 @@ def _abs_max_cols(M: Any) -> FloatArray:
     if M.shape[0] == 0:
         return np.zeros(M.shape[1])
     if _is_sparse(M):
-        return np.asarray(abs(M).max(axis=0).toarray()).ravel()
+        out = np.zeros(M.shape[1])
+        np.maximum.at(out, M.indices, np.abs(M.data))
+        return out
     return np.asarray(np.abs(M).max(axis=0), dtype=np.float64)
 
 
 def _abs_max_rows(M: Any) -> FloatArray:
-    if M.shape[1] == 0:
+    if M.shape[1] == 0 or M.shape[0] == 0:
         return np.zeros(M.shape[0])
     if _is_sparse(M):
-        return np.asarray(abs(M).max(axis=1).toarray()).ravel()
+        out = np.zeros(M.shape[0])
+        np.maximum.at(out, _row_index(M), np.abs(M.data))
+        return out
     return np.asarray(np.abs(M).max(axis=1), dtype=np.float64)
 
 
+def _row_index(M: Any) -> IntArray:
+    """The row of each stored entry of a csr matrix."""
+    return np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
+
+
 def _scale(M: Any, r: FloatArray, c: FloatArray) -> Any:
-    """diag(r) M diag(c)."""
+    """diag(r) M diag(c) (a csr matrix stays csr, scaled entry by entry)."""
     if _is_sparse(M):
-        return sp.csr_matrix(sp.diags(r) @ M @ sp.diags(c))
+        out = sp.csr_matrix(M, copy=True)
+        out.data *= r[_row_index(out)] * c[out.indices]
+        return out
     return np.asarray(M * r[:, None] * c[None, :])
+
+
+def _sparse_if_sparse(M: Any) -> Any:
+    """A dense matrix with at most a fifth of its entries nonzero (and a thousand of them) as csr."""
+    if _is_sparse(M) or M.size < 1000 or np.count_nonzero(M) > 0.2 * M.size:
+        return M
+    return sp.csr_matrix(M)
 
 
 def _cols(M: Any, idx: IntArray) -> Any:
@@ -575,6 +594,9 @@ class IPMCore:
     C, l, u : array_like or sparse, optional
         Inequality rows l ≤ C x ≤ u (l = u: an equality; ±inf allowed).
     settings : IPMSettings, optional
+    accept : callable, optional
+        ``accept(x, g, λ, y)``, asked once the engine's own measures are met: False (an outside
+        certificate that measures otherwise) keeps the run going.
 
     Notes
     -----
@@ -583,8 +605,11 @@ class IPMCore:
     """
 
     def __init__(self, Q: Any, c: Any, lb: Any = None, ub: Any = None, A: Any = None, b: Any = None, C: Any = None,
-                 l: Any = None, u: Any = None, settings: IPMSettings | None = None) -> None:
+                 l: Any = None, u: Any = None, settings: IPMSettings | None = None,
+                 accept: Callable[[FloatArray, FloatArray, FloatArray, FloatArray], bool] | None = None) -> None:
         self.settings = settings or IPMSettings()
+        self.accept = accept
+        self.refused = 0
         self.gap_tol = self.settings.tol if self.settings.gap_tol is None else self.settings.gap_tol
         c = np.asarray(c, dtype=np.float64).reshape(-1)
         n = c.size
@@ -594,7 +619,11 @@ class IPMCore:
         bm = _vec(b, Am.shape[0], 0.0, "b")
         Cm = _as_2d(C, None, n, "C")
         lm, um = _vec(l, Cm.shape[0], -np.inf, "l"), _vec(u, Cm.shape[0], np.inf, "u")
+        # mostly-zero dense data (qpcore.QP keeps A and C dense) is worked on sparse
+        Qm, Am, Cm = _sparse_if_sparse(Qm), _sparse_if_sparse(Am), _sparse_if_sparse(Cm)
         self.user = (Qm, c, lb, ub, Am, bm, Cm, lm, um)
+        self.abs_A = abs(Am) if _is_sparse(Am) else np.abs(Am)
+        self.abs_C = abs(Cm) if _is_sparse(Cm) else np.abs(Cm)
         self.n, self.m, self.k = n, Am.shape[0], Cm.shape[0]
         self.iterations = 0
         self.outcome: Outcome = "running"
@@ -901,6 +930,17 @@ class IPMCore:
             pres = max(pres, float(np.maximum(np.maximum(l - cx, cx - u), 0.0).max()))
         return pres, ax, cx
 
+    def _feas_scale(self, x: FloatArray, ax: FloatArray, cx: FloatArray) -> float:
+        """The primal violation's scale, :func:`qpcore.optimality.feasibility_scale`'s."""
+        _, _, _, _, A, b, C, l, u = self.user
+        scale = max(1.0, float(np.abs(x).max(initial=0.0)))
+        if self.m:
+            scale = max(scale, float(np.abs(b).max()), float(_mv(self.abs_A, np.abs(x)).max()))
+        if self.k:
+            ends = np.concatenate([l[np.isfinite(l)], u[np.isfinite(u)]])
+            scale = max(scale, float(np.abs(ends).max(initial=0.0)), float(_mv(self.abs_C, np.abs(x)).max()))
+        return scale
+
     def _measure(self) -> None:
         """The user's point, its gradient, and the three measures the run stops on."""
         Qm, c, lb, ub, A, b, C, l, u = self.user
@@ -914,7 +954,7 @@ class IPMCore:
             xs = np.where(np.isfinite(ub) & (ub - xs <= _SNAP * np.maximum(1.0, np.abs(ub))), ub, xs)
         if not np.array_equal(xs, x):
             pres_s, ax_s, cx_s = self._primal(xs)
-            if pres_s <= max(pres, 0.1 * self.settings.feas_tol * max(1.0, float(np.abs(xs).max(initial=0.0)))):
+            if pres_s <= max(pres, 0.5 * self.settings.feas_tol * self._feas_scale(xs, ax_s, cx_s)):
                 x, pres, ax, cx = xs, pres_s, ax_s, cx_s
         g = _mv(Qm, x) + c
         self.x, self.g, self.lam, self.y = x, g, lam, y
@@ -929,13 +969,7 @@ class IPMCore:
         pg = np.where(at_lo, np.minimum(rv, 0.0), rv)
         pg = np.where(at_hi, np.where(at_lo, 0.0, np.maximum(rv, 0.0)), pg)
         stat = float(np.abs(pg).max(initial=0.0))
-        # the primal violation's scale (qpcore.optimality.feasibility_scale)
-        scale = max(1.0, float(np.abs(x).max(initial=0.0)))
-        if self.m:
-            scale = max(scale, float(np.abs(b).max()), float(_abs_mv(A, np.abs(x)).max()))
-        if self.k:
-            ends = np.concatenate([l[np.isfinite(l)], u[np.isfinite(u)]])
-            scale = max(scale, float(np.abs(ends).max(initial=0.0)), float(_abs_mv(C, np.abs(x)).max()))
+        scale = self._feas_scale(x, ax, cx)
         # the duality gap of the IPM's own multipliers (complementarity and the rows' residuals)
         f = float(0.5 * x @ (g + c))
         gap = self._gap()
@@ -952,7 +986,11 @@ class IPMCore:
         self.history.append(self._merit())
         self.stat_history.append(max(stat, pres / scale))
         if ok_p and stat <= s.tol and rel_gap <= self.gap_tol:
-            self._end("converged", "optimal to tol")
+            if self.accept is None or self.accept(x, g, lam, y):
+                self._end("converged", "optimal to tol")
+            else:
+                # an outside certificate measures otherwise (a one-row problem's pair gap): go on
+                self.refused += 1
 
     def _merit(self) -> float:
         """The engine's own progress measure (scaled units): the largest of the relative dual and
@@ -1345,9 +1383,17 @@ class InteriorPoint(Strategy):
         self.check(qp)
         settings = IPMSettings(tol=tol, gap_tol=self.gap_tol, linear_solver=self.linear_solver, reg=self.reg,
                                ruiz_iter=self.ruiz_iter, step_fraction=self.step_fraction, max_iter=2 ** 62)
-        k = int(getattr(qp, "k", 0))
+        k = qp.k
+
+        def certified(x: FloatArray, g: FloatArray, lam: FloatArray, y: FloatArray) -> bool:
+            # the loop's own certificate (for one equality row it is LIBSVM's pair gap, not the
+            # stationarity the engine measures): done only where it agrees
+            cert = kkt(qp, x, g, (lam, y if k else None))
+            return bool(cert.measure <= tol and cert.feasible())
+
         core = IPMCore(_q_matrix(qp.Q, qp.n), qp.c, qp.lb, qp.ub, qp.A if qp.m else None, qp.b if qp.m else None,
-                       qp.C if k else None, qp.l if k else None, qp.u if k else None, settings=settings)
+                       qp.C if k else None, qp.l if k else None, qp.u if k else None, settings=settings,
+                       accept=certified)
         state = State(x=core.x.copy(), g=core.g.copy(), status=bound_status(core.x, qp.lb, qp.ub),
                       work=IPMWork(core=core, tol=tol))
         if getattr(qp.Q, "psd", None) is False:
