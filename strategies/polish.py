@@ -45,8 +45,11 @@ The finish takes that guess and does linear algebra:
    feasible point, Murty's single principal pivot on the violator of largest index.
    ``max_rounds`` caps the rounds of each guess, each one factorization.
 4. **Accept** the best face point met (by the residuals below) only when its residuals are
-   smaller than the input's; otherwise the input comes back unchanged, flagged
-   ``accepted=False``. The finish never makes a point worse.
+   smaller than the input's, or when it is the optimum's active set (no violators left) and its
+   residuals are at the input's rounding level (``ROUNDING_LEVEL``, relative, or within 10× of
+   the input's): an exact face has exact complementarity, which an interior point's relative
+   measure does not show but its absolute duality gap does. Otherwise the input comes back
+   unchanged, flagged ``accepted=False``. The finish never makes a point worse beyond rounding.
 
 **The guarantee relied on.** Murty's single-pivot rule (Murty 1974), and with it the safeguarded
 block method (Júdice and Pires 1994), terminates finitely on a linear complementarity problem
@@ -99,8 +102,13 @@ from qpcore.state import State, Status, Work, bound_status
 from qpcore.strategy import Strategy
 from qpcore.threads import blas_threads
 
-__all__ = ["BPPOutcome", "Face", "FaceSolution", "Polish", "PolishFinish", "PolishResult", "Residuals",
+__all__ = ["ROUNDING_LEVEL", "BPPOutcome", "Face", "FaceSolution", "Polish", "PolishFinish", "PolishResult", "Residuals",
            "block_principal_pivoting", "guess_active", "polish", "polish_arrays", "residuals"]
+
+#: Relative residuals at or below which an exact face of the optimum's active set is accepted even
+#: when the input's are smaller still (both are rounding there; the face's complementarity is exact).
+ROUNDING_LEVEL = 1e-12
+
 
 FloatArray = NDArray[np.float64]
 Int8Array = NDArray[np.int8]
@@ -925,7 +933,7 @@ def _polish(Q: Matrix, c: ArrayLike, lb: ArrayLike | None, ub: ArrayLike | None,
     xp, res = final(best.solution)
     common = dict(rounds=rounds, converged=best.converged, violators=counts, single_pivots=singles,
                   ratio_steps=ratios, refinements=refinements, seconds=seconds)
-    if res.measure < start.measure:
+    if res.measure < start.measure or (best.converged and res.measure <= max(10.0 * start.measure, ROUNDING_LEVEL)):
         p = best.solution
         zp, zn = _cone(p.z, d.lb, d.ub)
         yp, yn = _cone(p.y, d.l, d.u)
