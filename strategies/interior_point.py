@@ -348,7 +348,8 @@ class _DenseKKT:
         self.n, self.N = n, n + m
         Qd = Q.toarray() if _is_sparse(Q) else np.asarray(Q)
         Ad = A.toarray() if _is_sparse(A) else np.asarray(A)
-        self.C = C.toarray() if _is_sparse(C) else np.asarray(C)
+        # a sparse C stays sparse: CᵀWC then costs Σ_k nnz(C_k)², not k·n²
+        self.C = sp.csr_matrix(C) if _is_sparse(C) else np.asarray(C)
         base = np.zeros((self.N, self.N), order="F")
         base[:n, :n] = Qd
         base[n:, :n] = Ad
@@ -365,7 +366,10 @@ class _DenseKKT:
         K = self.base.copy(order="F")
         n = self.n
         if self.C.shape[0]:
-            K[:n, :n] += (self.C.T * wc) @ self.C
+            if _is_sparse(self.C):
+                K[:n, :n] += (self.C.T @ sp.diags(wc) @ self.C).toarray()
+            else:
+                K[:n, :n] += (self.C.T * wc) @ self.C
         flat = K.reshape(-1, order="F")
         flat[self.diag[:n]] += dx
         flat[self.diag[n:]] = -delta
@@ -491,6 +495,10 @@ class _SparseKKT:
             return False
         return True
 
+    def fill(self) -> int:
+        """Entries of the last factor's L and U."""
+        return int(self.lu.nnz) if self.lu is not None else 0
+
     def solve(self, r: FloatArray) -> FloatArray:
         assert self.order is not None
         out = np.empty_like(r)
@@ -517,16 +525,30 @@ def _kkt_nnz(Q: Any, A: Any, C: Any) -> int:
 
 
 #: The dense factorization below this size (SuperLU's per-call overhead dominates there) and
-#: above this density of the KKT matrix (dense BLAS then beats sparse elimination).
-_DENSE_N, _DENSE_DENSITY = 300, 0.05
+#: above this density of the KKT matrix (dense BLAS then beats sparse elimination), never above
+#: ``_DENSE_MAX_N`` (memory); a sparse factor that fills beyond ``_DENSE_FILL`` of the dense
+#: matrix's entries (random sparsity does) is replaced by the dense one after its first use.
+_DENSE_N, _DENSE_DENSITY, _DENSE_MAX_N, _DENSE_FILL = 300, 0.05, 8000, 0.3
+
+
+def _row_pairs(C: Any) -> float:
+    """Σ_k nnz(C_k)²: the entries CᵀC's rows contribute, an upper bound on its nonzeros."""
+    if C.shape[0] == 0:
+        return 0.0
+    counts = np.diff(sp.csr_matrix(C).indptr) if _is_sparse(C) else np.count_nonzero(C, axis=1)
+    return float(np.sum(np.asarray(counts, dtype=np.float64) ** 2))
 
 
 def _choose_kkt(Q: Any, A: Any, C: Any, how: str) -> _DenseKKT | _SparseKKT:
     N = Q.shape[0] + A.shape[0]
     if how == "dense":
         return _DenseKKT(Q, A, C)
-    if how == "auto":
-        if N <= _DENSE_N or _kkt_nnz(Q, A, C) > _DENSE_DENSITY * N * N:
+    if how == "auto" and N <= _DENSE_MAX_N:
+        budget = _DENSE_DENSITY * N * N
+        if N <= _DENSE_N or _nnz(Q) + 2 * _nnz(A) > budget:
+            return _DenseKKT(Q, A, C)
+        # CᵀC's pattern is formed only where its row pairs are few; many pairs (dense rows) fill
+        if _row_pairs(C) > 20 * budget or _kkt_nnz(Q, A, C) > budget:
             return _DenseKKT(Q, A, C)
     return _SparseKKT(sp.csr_matrix(Q), sp.csr_matrix(A), sp.csr_matrix(C))
 
@@ -675,6 +697,7 @@ class IPMCore:
         self.rho = s.reg
         self.delta = s.reg
         self.solve_err = 0.0
+        self.fill_checked = False
         self.alpha = 0.0
         self.small_steps = 0
         self.history: list[float] = []
@@ -742,6 +765,14 @@ class IPMCore:
             Ds = ss + self.rho
             W = 1.0 / (1.0 / Ds + self.delta)
             if self.kkt.factor(sx + self.rho, W, self.delta):
+                kkt = self.kkt
+                if (isinstance(kkt, _SparseKKT) and self.settings.linear_solver == "auto" and not self.fill_checked
+                        and kkt.N <= _DENSE_MAX_N and kkt.fill() > _DENSE_FILL * kkt.N * kkt.N):
+                    self.kkt = _DenseKKT(self.Q, self.A, self.C)
+                    self.info["linear_solver"] = "dense"
+                    self.info["sparse_fill"] = kkt.fill() / (kkt.N * kkt.N)
+                    continue
+                self.fill_checked = True
                 return Ds, W
             if self.rho >= _MAX_REG:
                 return None
