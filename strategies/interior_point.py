@@ -972,25 +972,16 @@ class IPMCore:
             scale = max(scale, float(np.abs(ends).max(initial=0.0)), float(_mv(self.abs_C, np.abs(x)).max()))
         return scale
 
-    def _measure(self) -> None:
-        """The user's point, its gradient, and the three measures the run stops on."""
+    def _evaluate(self, x: FloatArray, lam: FloatArray, y: FloatArray) -> tuple[float, float, float, FloatArray]:
+        """(primal violation, its scale, stationarity, gradient) of the user's point x with the
+        multipliers (λ, y), measured the way :func:`qpcore.kkt` measures them: the projected
+        reduced gradient of [x; Cx] with reduced gradients [g − Aᵀλ − Cᵀy; y], a variable or row
+        within ``BOUND_BAND`` of a bound counting at it."""
         Qm, c, lb, ub, A, b, C, l, u = self.user
-        x, lam, y, _ = self._user_point()
         pres, ax, cx = self._primal(x)
-        # onto a bound what lies within the certificate's band of it, unless that costs
-        # feasibility: the point then reads as at its bounds in every measure (the pair gap of
-        # one-row problems, which has no band, included)
-        with np.errstate(invalid="ignore"):
-            xs = np.where(np.isfinite(lb) & (x - lb <= _SNAP * np.maximum(1.0, np.abs(lb))), lb, x)
-            xs = np.where(np.isfinite(ub) & (ub - xs <= _SNAP * np.maximum(1.0, np.abs(ub))), ub, xs)
-        if not np.array_equal(xs, x):
-            pres_s, ax_s, cx_s = self._primal(xs)
-            if pres_s <= max(pres, 0.5 * self.settings.feas_tol * self._feas_scale(xs, ax_s, cx_s)):
-                x, pres, ax, cx = xs, pres_s, ax_s, cx_s
+        scale = self._feas_scale(x, ax, cx)
         g = _mv(Qm, x) + c
-        self.x, self.g, self.lam, self.y = x, g, lam, y
         r = g - (_mv(A.T, lam) if self.m else 0.0) - (_mv(C.T, y) if self.k else 0.0)
-        # stationarity as qpcore.kkt measures it, on [x; Cx] with reduced gradients [r; y]
         v = np.concatenate([x, cx])
         rv = np.concatenate([r, y])
         vlo, vhi = np.concatenate([lb, l]), np.concatenate([ub, u])
@@ -999,24 +990,43 @@ class IPMCore:
             at_hi = np.isfinite(vhi) & (vhi - v <= BOUND_BAND * np.maximum(1.0, np.abs(vhi)))
         pg = np.where(at_lo, np.minimum(rv, 0.0), rv)
         pg = np.where(at_hi, np.where(at_lo, 0.0, np.maximum(rv, 0.0)), pg)
-        stat = float(np.abs(pg).max(initial=0.0))
-        scale = self._feas_scale(x, ax, cx)
-        # the duality gap of the IPM's own multipliers (complementarity and the rows' residuals)
+        return pres, scale, float(np.abs(pg).max(initial=0.0)), g
+
+    def _measure(self) -> None:
+        """The user's point, its gradient, and the three measures the run stops on."""
+        _, c, lb, ub, *_ = self.user
+        s = self.settings
+        x, lam, y, _ = self._user_point()
+        rel_gap = abs(self._gap()) / max(1.0, abs(self.info.get("objective", 0.0)))
+        pres, scale, stat, g = self._evaluate(x, lam, y)
+
+        def error(pres: float, scale: float, stat: float) -> float:
+            return float(max(pres / (s.feas_tol * scale), stat / s.tol, rel_gap / self.gap_tol))
+
+        # onto a bound what lies within the certificate's band of it, where that measures no
+        # worse: the point then reads as at its bounds in every measure (the pair gap of one-row
+        # problems, which has no band, included)
+        with np.errstate(invalid="ignore"):
+            xs = np.where(np.isfinite(lb) & (x - lb <= _SNAP * np.maximum(1.0, np.abs(lb))), lb, x)
+            xs = np.where(np.isfinite(ub) & (ub - xs <= _SNAP * np.maximum(1.0, np.abs(ub))), ub, xs)
+        if not np.array_equal(xs, x):
+            snapped = self._evaluate(xs, lam, y)
+            if error(*snapped[:3]) <= max(1.0, error(pres, scale, stat)):
+                x, (pres, scale, stat, g) = xs, snapped
+        self.x, self.g, self.lam, self.y = x, g, lam, y
         f = float(0.5 * x @ (g + c))
         gap = self._gap()
         rel_gap = abs(gap) / max(1.0, abs(f))
         self.info.update(primal=pres, primal_scale=scale, stationarity=stat, gap=gap, relative_gap=rel_gap,
                          objective=f)
-        s = self.settings
-        ok_p = pres <= s.feas_tol * scale
         # the best point is judged as the certificate will judge it; stalls by the engine's merit
-        err = max(pres / (s.feas_tol * scale), stat / s.tol, rel_gap / self.gap_tol)
+        err = error(pres, scale, stat)
         if self.best is None or err < self.best[0]:
             self.best = (err, x.copy(), g.copy(), lam.copy(), y.copy())
             self.info.update(best_primal=pres, best_stationarity=stat, best_relative_gap=rel_gap)
         self.history.append(self._merit())
         self.stat_history.append(max(stat, pres / scale))
-        if ok_p and stat <= s.tol and rel_gap <= self.gap_tol:
+        if pres <= s.feas_tol * scale and stat <= s.tol and rel_gap <= self.gap_tol:
             if self.accept is None or self.accept(x, g, lam, y):
                 self._end("converged", "optimal to tol")
             else:
