@@ -6,7 +6,8 @@ The problem, in the user's own form (the strategy declares ``takes_inequalities`
 
 with any mix of finite and infinite bounds. The engine is a function of arrays
 (:func:`ipm_solve`, :class:`IPMCore`); :class:`InteriorPoint` is a thin strategy around it, one
-IPM iteration per ``step``.
+IPM iteration per ``step``; its ``x0`` is not used (an interior point method starts from the
+centre of the feasible region, not from a vertex or a previous optimum).
 
 **Why an interior point method.** The issue asks for a general strategy for the problems the
 dense active set cannot finish (degenerate vertices, hundreds of active constraints). The two
@@ -27,27 +28,37 @@ Clarabel; PIQP's inner iteration). We take the IPM:
 - infeasibility and unboundedness show as diverging iterates, which we turn into a proof (a
   Farkas ray or a recession direction, verified, else the verdict of an LP) before saying so.
 
-**Formulation.** Inequality rows get slacks s = C x, bounded by [l, u]; the bound constraints of
-x and s are kept strictly satisfied (x and s interior, their distances to finite bounds t
-tracked as variables), the rows ``A x = b`` and ``C x − s = 0`` may be violated on the way
-(infeasible start). Fixed variables (lb = ub) are eliminated, rows with l = u join A x = b,
-rows with no finite end are dropped. The data are equilibrated (Ruiz: the KKT matrix
-[[Q, Aᵀ, Cᵀ], [A, 0, 0], [C, 0, 0]] scaled to unit row norms, then the cost scaled), and every
-output is mapped back to the user's units.
+**Formulation.** Inequality rows get slacks s = C x, bounded by [l, u]. Every finite bound of x
+and s has a slack t > 0 and a multiplier z > 0 (t_l = x − lb, t_u = ub − x, ...), and the
+iteration keeps only t and z positive: the rows ``A x = b``, ``C x − s = 0`` and the slacks'
+definitions may be violated on the way (an infeasible start, Mehrotra's, whose residuals vanish
+with the steps). Fixed variables (lb = ub) are eliminated, rows with l = u join A x = b, rows with
+no finite end are dropped, and an empty row that no point satisfies is reported infeasible at
+once. The data are equilibrated (Ruiz: the KKT matrix [[Q, Aᵀ, Cᵀ], [A, 0, 0], [C, 0, 0]] scaled to
+unit row norms, then the cost scaled), and every output is mapped back to the user's units.
 
 **Linear algebra.** The slacks and the bound multipliers are eliminated analytically: the
 barrier terms of s enter as CᵀWC with W = 1/(Σ_s⁻¹ + δ), so each iteration factors the
 quasi-definite matrix [[Q + Σ_x + CᵀWC + ρI, Aᵀ], [A, −δI]] (ρ, δ small primal and dual
-regularizations: it is then factorizable in any symmetric order, even for rank-deficient A or
-free variables in a singular Q). Dense: LAPACK's Bunch–Kaufman ``dsytrf``. Sparse: SuperLU with
-diagonal pivots and a fill-reducing order computed once, the matrix's values written into a fixed
-pattern each iteration (no sparse products per iteration). Each solve is refined iteratively on
-the *unregularized* Newton system, so the regularization does not perturb the steps.
+regularizations: it is then factorizable even for rank-deficient A or free variables in a
+singular Q). The matrix is scaled to a unit diagonal where its diagonal is large (the barrier
+terms span twenty decades near the end) before it is factored. Dense: LAPACK's Bunch–Kaufman
+``dsytrf``. Sparse: the pattern is built once, with a fill-reducing order (SuperLU's COLAMD at the
+first factorization) applied to it once, and each iteration writes the values into it (one
+``bincount``) and has SuperLU factor in that order, with threshold pivoting that keeps the diagonal
+nearly always. ``auto`` picks dense for small or dense KKT matrices (from nonzero counts of the
+patterns, CᵀC's estimated from its row pairs before it is formed) and falls back to dense when the
+first sparse factor fills beyond 30% of the matrix's entries. Each solve is refined iteratively on the
+*unregularized* Newton system, so the regularization does not perturb the steps.
 
 **Stopping.** In the user's units, the way :func:`qpcore.kkt` measures: the rows' and bounds'
 violation relative to :func:`qpcore.optimality.feasibility_scale`; the projected reduced gradient
-of [x; Cx] with the IPM's multipliers, a variable within ``BOUND_BAND`` of a bound counting at it;
-and the relative duality gap.
+of [x; Cx] with the IPM's multipliers, a variable within ``BOUND_BAND`` of a bound counting at it
+(the user's point puts such variables on their bounds where that measures no worse); and the
+relative duality gap of the IPM's own multipliers. The strategy asks :func:`qpcore.kkt` as well
+before it reports convergence (for one equality row the loop's measure is LIBSVM's pair gap). A
+run whose residuals reach the rounding level of their own terms (huge multipliers) or that stops
+progressing ends as ``stalled`` with the best point met, judged as the certificate judges.
 
 **Infeasibility and unboundedness** are never concluded from a failed step. When the duals
 diverge, the primal iterate diverges, or progress stalls, the engine tries to prove what the
