@@ -14,22 +14,21 @@ CVXPY reduces a problem it recognises as a QP to
   the multiplier of ``lhs − rhs = 0``; the bounds of a variable have no dual value in CVXPY;
 - the status, honestly: ``optimal`` only when qpcore's certificate confirms the tolerance.
 
-========================================  ====================================================
-qpcore                                    CVXPY
-========================================  ====================================================
-``converged``                             ``optimal``
-``stalled``, certificate ≤ inaccurate_tol ``optimal_inaccurate`` (CVXPY warns)
-``max_iter``, ``time_limit``, ``stopped``, ``user_limit`` (the best point, CVXPY warns)
-``target``
-``infeasible`` after one of those limits  ``user_limit`` (the point violates the constraints)
-``primal_infeasible``; a ``ProblemError`` ``infeasible`` (no point, value +inf)
-saying the rows are infeasible (the
-feasibility LP's verdict)
-``unbounded``                             ``unbounded`` (value −inf)
-a P that is not PSD, ``nonconvex``,        ``SolverError`` raised with qpcore's message
-``nonfinite``, a stall far from optimal,
-an infeasible point without a limit
-========================================  ====================================================
+How qpcore's statuses read in CVXPY:
+
+- ``converged``: ``optimal``.
+- ``max_iter``, ``time_limit``, ``stopped`` (the callback), ``target``: ``user_limit``, with the
+  best point found (CVXPY warns that it may be inaccurate); also when the point is still off
+  the constraints (qpcore's ``infeasible``) after one of those limits.
+- ``stalled``: ``optimal_inaccurate`` when the certificate meets the looser ``inaccurate_tol``
+  (CVXPY warns), else an error.
+- ``primal_infeasible``, or a :class:`qpcore.ProblemError` that says the constraints leave no
+  point (the bounds' or the rows' range check, the feasibility LP's verdict): ``infeasible``
+  (value +inf, no point).
+- ``unbounded``: ``unbounded`` (value −inf).
+- A P that is not positive semidefinite (the refusal says how far from PSD it is), any other
+  refusal of the data, ``nonconvex``, ``nonfinite``, a stall far from optimal, or a point off the
+  constraints without a limit: ``cvxpy.error.SolverError`` with qpcore's message.
 """
 
 from __future__ import annotations
@@ -122,24 +121,27 @@ class QPCORE(QpSolver):
     An instance is passed as CVXPY's ``solver`` (a custom solver); the keyword arguments of
     ``problem.solve`` that CVXPY does not use itself arrive as the solver options.
 
-    Solver options
-    --------------
-    strategy : str or qpcore.Strategy
+    Notes
+    -----
+    The solver options (keyword arguments of ``problem.solve``):
+
+    ``strategy`` : str or qpcore.Strategy
         ``"auto"`` (default: :func:`qpcore.solve_qp` chooses among the general strategies and
         records why in ``solution.result.stats["strategy_choice"]``), any name of the strategy
         registry with its options (``"active-set"``, ``"interior-point"``, ``"gpcg"`` ...), or a
         strategy object.
-    tol : float
+    ``tol`` : float
         Tolerance on the certificate's KKT measure (default 1e-9, :func:`qpcore.solve_qp`'s).
-    inaccurate_tol : float
+    ``inaccurate_tol`` : float
         A stalled run whose certificate meets this looser tolerance is reported
         ``optimal_inaccurate`` (default ``1e3 * tol``); a stall above it is an error.
-    time_limit, max_iter, threads, feas_tol, callback, callback_every, reporter, x0_policy
+    ``time_limit``, ``max_iter``, ``threads``, ``feas_tol``, ``callback``, ``callback_every``, ``reporter``, ``x0_policy``
         As in :func:`qpcore.solve`. With ``verbose=True`` and no reporter, progress lines are
         printed to stdout.
 
-    With ``warm_start=True`` a problem of the same size starts from the previous solution.
-    ``problem.solver_stats.extra_stats`` is the :class:`QPCoreRun`.
+    With ``warm_start=True`` a problem of the same size starts from the previous solution (any
+    two ``QPCORE()`` instances are equal, so CVXPY keeps the problem's solver cache between
+    them). ``problem.solver_stats.extra_stats`` is the :class:`QPCoreRun`.
 
     Examples
     --------
@@ -148,13 +150,21 @@ class QPCORE(QpSolver):
     >>> x = cp.Variable(2)
     >>> problem = cp.Problem(cp.Minimize(cp.sum_squares(x - np.array([1.0, 2.0]))), [cp.sum(x) == 1, x >= 0])
     >>> value = problem.solve(solver=QPCORE(), strategy="active-set")
-    >>> problem.status, np.round(x.value, 6).tolist()
-    ('optimal', [0.0, 1.0])
+    >>> problem.status, bool(np.allclose(x.value, [0.0, 1.0], atol=1e-8))
+    ('optimal', True)
     """
 
     MIP_CAPABLE = False
     # the variables' bounds go to qpcore's lb/ub, not into F as rows
     BOUNDED_VARIABLES = True
+
+    def __eq__(self, other: object) -> bool:
+        # CVXPY keeps a problem's compiled chain and its solver cache (warm starts) while the
+        # ``solver`` argument compares equal; instances hold no state, so any two are the same
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
 
     def name(self) -> str:
         """The solver's name in CVXPY (``solver_stats.solver_name``)."""

@@ -5,7 +5,7 @@ warnings as errors, is a step of ``.ci/run``):
 
 - every ``.. automodule::`` / ``.. autoclass::`` / ``.. autofunction::`` target in docs/api
   imports (an attribute target resolves);
-- every public module of qpcore, strategies, problems, qpcore_sklearn and qpcore_cli (each ``*.py`` not
+- every public module of qpcore, strategies, problems, qpcore_sklearn, qpcore_cvxpy and qpcore_cli (each ``*.py`` not
   starting with ``_``) has an ``.. automodule::`` in docs/api, so a new module cannot be forgotten;
 - every page under docs/ is in a toctree, and every tutorial executes at least one Python block;
 - the Sphinx extensions of docs/conf.py import.
@@ -26,7 +26,7 @@ pytest.importorskip("sphinx")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 API = DOCS / "api"
-PACKAGES = ("qpcore", "strategies", "problems", "qpcore_sklearn", "qpcore_cli")
+PACKAGES = ("qpcore", "strategies", "problems", "qpcore_sklearn", "qpcore_cvxpy", "qpcore_cli")
 DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(module|class|function|data|exception)::\s*(\S+)", re.M)
 
 

@@ -1,7 +1,8 @@
 """The layering rule: ``qpcore`` ← ``strategies`` ← ``problems`` ← ``qpcore_cli``.
 
 ``qpcore`` imports nothing from ``strategies``, ``problems`` or ``qpcore_cli``; ``strategies``
-nothing from ``problems`` or ``qpcore_cli``; ``problems`` nothing from ``qpcore_cli``.  Checked two
+nothing from ``problems`` or ``qpcore_cli``; ``problems`` nothing from ``qpcore_cli``. None of the
+three imports the adapters on top, ``qpcore_sklearn`` and ``qpcore_cvxpy``, or their libraries.  Checked two
 ways for every module: importing it in a fresh interpreter leaves no module of a higher layer in
 ``sys.modules``, and no ``import`` statement in its source (also inside functions, where a lazy
 import hides from the first check) names a higher layer.
@@ -22,9 +23,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: package → the packages it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "qpcore": ("strategies", "problems", "qpcore_cli", "qpcore_sklearn", "sklearn"),
-    "strategies": ("problems", "qpcore_cli", "qpcore_sklearn", "sklearn"),
-    "problems": ("qpcore_cli", "qpcore_sklearn", "sklearn"),
+    "qpcore": ("strategies", "problems", "qpcore_cli", "qpcore_sklearn", "sklearn", "qpcore_cvxpy", "cvxpy"),
+    "strategies": ("problems", "qpcore_cli", "qpcore_sklearn", "sklearn", "qpcore_cvxpy", "cvxpy"),
+    "problems": ("qpcore_cli", "qpcore_sklearn", "sklearn", "qpcore_cvxpy", "cvxpy"),
 }
 
 #: optional extras no module may import at import time
@@ -91,6 +92,21 @@ def test_source_names_no_higher_layer(package: str, module: str, path: Path) -> 
     """No import statement in the module, also none inside a function, names a higher layer."""
     bad = [f"{path.name}:{line}: {name}" for line, name in _imported_names(path) if _is_within(name, FORBIDDEN[package])]
     assert bad == [], f"{module} imports from a higher layer: {bad}"
+
+
+#: the adapters on top: package → the packages beside it that it must never import (source check)
+ADAPTERS: dict[str, tuple[str, ...]] = {
+    "qpcore_cli": ("qpcore_cvxpy", "cvxpy"),
+    "qpcore_sklearn": ("qpcore_cvxpy", "cvxpy"),
+    "qpcore_cvxpy": ("qpcore_cli", "qpcore_sklearn", "sklearn"),
+}
+
+
+def test_adapters_import_no_other_adapter() -> None:
+    """qpcore_cvxpy may import qpcore, strategies and problems; nothing imports it."""
+    bad = [f"{path.name}:{line}: {name}" for pkg, banned in ADAPTERS.items() for _, path in _modules(pkg)
+           for line, name in _imported_names(path) if _is_within(name, banned)]
+    assert bad == [], f"an adapter imports another: {bad}"
 
 
 def test_old_command_line_is_gone() -> None:
