@@ -16,6 +16,7 @@ import pytest
 
 cp = pytest.importorskip("cvxpy")
 
+from qpcore import QP, State, Status, Strategy, bound_status  # noqa: E402
 from qpcore_cvxpy import QPCORE  # noqa: E402
 
 pytestmark = pytest.mark.anchor
@@ -134,6 +135,31 @@ def test_limit_is_never_optimal(limit: dict[str, Any], strategy: str) -> None:
         problem.solve(solver=QPCORE(), strategy=strategy, **limit)
     assert problem.status == cp.USER_LIMIT
     assert problem.solver_stats.extra_stats.solution.result.stats["stopped_by"] in ("time_limit", "max_iter")
+
+
+class _StallAtOnce(Strategy):
+    """Stops at its start with status stalled (a box-only test strategy)."""
+
+    def init(self, qp: QP, x0: np.ndarray | None, tol: float) -> State:
+        x = np.clip(np.zeros(qp.n) if x0 is None else np.array(x0, dtype=float), qp.lb, qp.ub)
+        return State(x=x, g=qp.gradient(x), status=bound_status(x, qp.lb, qp.ub))
+
+    def step(self, qp: QP, state: State) -> None:
+        state.stop = Status.STALLED
+
+
+def test_stall_is_inaccurate_near_the_optimum_else_an_error() -> None:
+    x = cp.Variable(3, bounds=[0.0, 2.0])
+    problem = cp.Problem(cp.Minimize(cp.sum_squares(x - np.array([1.0, 3.0, -1.0]))))
+    with pytest.raises(cp.error.SolverError, match="stalled"):
+        problem.solve(solver=QPCORE(), strategy=_StallAtOnce())      # from 0: far from optimal
+    problem.solve(solver=QPCORE(), strategy="active-set")
+    assert problem.status == cp.OPTIMAL
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # CVXPY warns on an optimal_inaccurate status
+        problem.solve(solver=QPCORE(), strategy=_StallAtOnce(), warm_start=True)   # from the optimum
+    assert problem.status == cp.OPTIMAL_INACCURATE
+    np.testing.assert_allclose(x.value, [1.0, 2.0, 0.0], atol=1e-12)
 
 
 def test_warm_start_and_options() -> None:
