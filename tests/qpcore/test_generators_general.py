@@ -239,11 +239,11 @@ def test_feasible_point_meets_inequality_rows() -> None:
 # --- clarabel_reference ------------------------------------------------------------------------
 
 @given(general_problems(planted=True, degenerate=False, duplicates=False, crowded=False, max_decades=0,
-                        max_cond=1e4, max_m=3, max_k=5))
+                        max_cond=1e4, rank_deficient=False, max_m=3, max_k=5))
 def test_clarabel_multipliers_in_our_sign_convention(p: GeneralQP) -> None:
-    # planted multipliers with every active constraint's nonzero; where the active constraints'
-    # gradients are independent (LICQ) the multipliers are unique, and Clarabel's, mapped to our
-    # convention, must be the planted ones
+    # planted multipliers with every active constraint's nonzero, Q definite (a unique optimum);
+    # where the active constraints' gradients are independent (LICQ) the multipliers are unique,
+    # and Clarabel's, mapped to our convention, must be the planted ones
     o = p.optimum
     assert o is not None
     x = o.x
