@@ -17,13 +17,13 @@ from qpcore.general import QPSolution, solve_qp
 from qpcore.kkt import KKT, kkt
 from qpcore.operators import DenseQ, Kernel, KernelQ
 from qpcore.optimality import DEFAULT_FEAS_TOL, Scores
-from qpcore.problem import QP, ProblemError
+from qpcore.problem import QP, InfeasibleProblem, ProblemError
 from qpcore.rules import PairRule, RuleView, SetRule, WorkingSetRule
 from qpcore.solve import PrintReporter, Progress, Reporter, solve
 from qpcore.state import Result, State, Status, Work, bound_status
 from qpcore.strategy import Strategy, check_operator
 
-__all__ = ["DEFAULT_FEAS_TOL", "KKT", "QP", "Capability", "DenseQ", "DoubledKernelQ", "Kernel", "KernelQ",
+__all__ = ["DEFAULT_FEAS_TOL", "InfeasibleProblem", "KKT", "QP", "Capability", "DenseQ", "DoubledKernelQ", "Kernel", "KernelQ",
            "OperatorStats", "PairRule", "PrintReporter",
            "ProblemError", "Progress", "QOperator", "Reporter", "Result", "RuleView", "Scores", "SetRule", "State",
            "Status", "Strategy", "QPSolution", "Work", "WorkingSetRule", "bound_status", "check_operator", "kkt", "solve",

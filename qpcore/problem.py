@@ -14,11 +14,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from qpcore.capabilities import Products, QOperator
 from qpcore.operators import DenseQ
-from qpcore.validate import ProblemError, as_float_vector
+from qpcore.validate import InfeasibleProblem, ProblemError, as_float_vector
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["QP", "Equality", "ProblemError", "SlackForm", "as_float_vector"]
+__all__ = ["QP", "Equality", "InfeasibleProblem", "ProblemError", "SlackForm", "as_float_vector"]
 
 IndexArray = NDArray[np.intp]
 EqualityKind = Literal["none", "groups", "general"]
@@ -256,11 +256,11 @@ class QP:
         set_(self, "lb", as_float_vector(self.lb, "lb", n, allow_inf=True))
         set_(self, "ub", as_float_vector(self.ub, "ub", n, allow_inf=True))
         if np.any(self.lb == np.inf) or np.any(self.ub == -np.inf):
-            raise ProblemError("lb/ub: lb = +inf or ub = -inf leaves no feasible point; use finite or open bounds")
+            raise InfeasibleProblem("lb/ub: lb = +inf or ub = -inf leaves no feasible point; use finite or open bounds")
         bad = np.flatnonzero(self.lb > self.ub)
         if bad.size:
             i = int(bad[0])
-            raise ProblemError(f"lb > ub at index {i} ({self.lb[i]} > {self.ub[i]}); swap or fix the bounds")
+            raise InfeasibleProblem(f"lb > ub at index {i} ({self.lb[i]} > {self.ub[i]}); swap or fix the bounds")
         if self.A.size == 0:
             A = np.zeros((0, n))
         else:
@@ -296,17 +296,17 @@ class QP:
         bad = np.flatnonzero(self.l > self.u)
         if bad.size:
             i = int(bad[0])
-            raise ProblemError(f"l > u at row {i} of C ({self.l[i]} > {self.u[i]}); swap or fix the row's bounds")
+            raise InfeasibleProblem(f"l > u at row {i} of C ({self.l[i]} > {self.u[i]}); swap or fix the row's bounds")
         if np.any(self.l == np.inf) or np.any(self.u == -np.inf):
             i = int(np.flatnonzero((self.l == np.inf) | (self.u == -np.inf))[0])
-            raise ProblemError(f"l/u at row {i} of C: l = +inf or u = -inf leaves no feasible point")
+            raise InfeasibleProblem(f"l/u at row {i} of C: l = +inf or u = -inf leaves no feasible point")
         lo, hi = _row_ranges(self.C, self.lb, self.ub)
         scale = 1e-12 * np.maximum(1.0, np.maximum(np.where(np.isfinite(lo), np.abs(lo), 0.0),
                                                    np.where(np.isfinite(hi), np.abs(hi), 0.0)))
         out = np.flatnonzero((hi < self.l - scale) | (lo > self.u + scale))
         if out.size:
             i = int(out[0])
-            raise ProblemError(f"l ≤ C x ≤ u is infeasible for the bounds: row {i} of C x ranges over "
+            raise InfeasibleProblem(f"l ≤ C x ≤ u is infeasible for the bounds: row {i} of C x ranges over "
                                f"[{lo[i]}, {hi[i]}] but must lie in [{self.l[i]}, {self.u[i]}]; "
                                "change the row's bounds or widen the variables'")
 
@@ -322,7 +322,7 @@ class QP:
                                     abs(hi) if np.isfinite(hi) else 0.0)
                 if not (lo - slack <= self.b[k] <= hi + slack):
                     row = "aᵀx" if m == 1 else f"row {k} of A x"
-                    raise ProblemError(f"A x = b is infeasible for the bounds: {row} ranges over [{lo}, {hi}] "
+                    raise InfeasibleProblem(f"A x = b is infeasible for the bounds: {row} ranges over [{lo}, {hi}] "
                                        f"but b = {self.b[k]}; change b or widen the bounds")
             return
         self._check_lp()
@@ -341,7 +341,7 @@ class QP:
                       b_eq=self.b if self.m else None, bounds=bounds_list, method="highs")
         if res.status == 2:
             rows = " and l ≤ C x ≤ u" if self.k else ""
-            raise ProblemError(f"A x = b{rows} is infeasible for the bounds (the feasibility LP, solved by HiGHS, "
+            raise InfeasibleProblem(f"A x = b{rows} is infeasible for the bounds (the feasibility LP, solved by HiGHS, "
                                f"has no solution: {res.message.strip()}); change the rows or the bounds")
 
     @classmethod

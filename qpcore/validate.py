@@ -11,11 +11,17 @@ from numpy.typing import ArrayLike, NDArray
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["ProblemError", "as_float_vector"]
+__all__ = ["InfeasibleProblem", "ProblemError", "as_float_vector"]
 
 
 class ProblemError(ValueError):
     """Raised when a problem's data is invalid, before any work starts."""
+
+
+class InfeasibleProblem(ProblemError):
+    """Raised when the constraints are proved to have no common point, before any work starts: a
+    bound or a row whose two sides cross, a row whose range over the box misses its sides, or the
+    verdict of the feasibility LP (HiGHS). The message says which proof."""
 
 
 def as_float_vector(value: ArrayLike, name: str, n: int | None = None, *, allow_inf: bool = False) -> FloatArray:

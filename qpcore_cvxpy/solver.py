@@ -22,8 +22,8 @@ How qpcore's statuses read in CVXPY:
   the constraints (qpcore's ``infeasible``) after one of those limits.
 - ``stalled``: ``optimal_inaccurate`` when the certificate meets the looser ``inaccurate_tol``
   (CVXPY warns), else an error.
-- ``primal_infeasible``, or a :class:`qpcore.ProblemError` that says the constraints leave no
-  point (the bounds' or the rows' range check, the feasibility LP's verdict): ``infeasible``
+- ``primal_infeasible``, or a :class:`qpcore.InfeasibleProblem` (the constraints proved to leave no
+  point: the bounds' or the rows' range check, the feasibility LP's verdict): ``infeasible``
   (value +inf, no point).
 - ``unbounded``: ``unbounded`` (value −inf).
 - A P that is not positive semidefinite (the refusal says how far from PSD it is), any other
@@ -33,7 +33,6 @@ How qpcore's statuses read in CVXPY:
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from typing import Any
@@ -50,7 +49,7 @@ from cvxpy.reductions.solvers.qp_solvers.qp_solver import QpSolver
 from qpcore.general import QPSolution, make_strategy, solve_qp
 from qpcore.solve import PrintReporter
 from qpcore.state import Status
-from qpcore.validate import ProblemError
+from qpcore.validate import InfeasibleProblem, ProblemError
 
 __all__ = ["QPCORE", "QPCoreRun"]
 
@@ -59,10 +58,6 @@ FloatArray = NDArray[np.float64]
 #: Solver options passed through to :func:`qpcore.solve` under their own names.
 PASSED_OPTIONS = frozenset({"time_limit", "max_iter", "threads", "feas_tol", "callback", "callback_every",
                             "reporter", "x0_policy"})
-
-#: A ``ProblemError`` whose message matches this claims that no point meets the constraints
-#: (the bounds' or the rows' range check, or the feasibility LP's verdict): CVXPY's "infeasible".
-_INFEASIBLE_CLAIM = re.compile(r"is infeasible for the bounds|leaves no feasible point|^lb > ub at index|^l > u at row")
 
 #: qpcore statuses that mean a limit ended the run (a point is there, not certified).
 _LIMITS = frozenset({Status.MAX_ITER, Status.TIME_LIMIT, Status.STOPPED, Status.TARGET})
@@ -93,7 +88,9 @@ class QPCoreRun:
 
 
 def _claims_infeasible(error: ProblemError) -> bool:
-    return _INFEASIBLE_CLAIM.search(str(error)) is not None
+    # qpcore proved that no point meets the constraints (a bound's or a row's sides crossing, a
+    # row's range over the box, the feasibility LP's verdict): CVXPY's "infeasible"
+    return isinstance(error, InfeasibleProblem)
 
 
 def _cvxpy_status(sol: QPSolution, tol: float, inaccurate_tol: float) -> str | None:
