@@ -211,10 +211,24 @@ def _scale(M: Any, r: FloatArray, c: FloatArray) -> Any:
 
 
 def _sparse_if_sparse(M: Any) -> Any:
-    """A dense matrix with at most a fifth of its entries nonzero (and a thousand of them) as csr."""
-    if _is_sparse(M) or M.size < 1000 or np.count_nonzero(M) > 0.2 * M.size:
+    """A dense matrix beyond ``_TINY`` entries with at most a tenth of them nonzero as csr."""
+    if _is_sparse(M) or M.size <= _TINY or np.count_nonzero(M) >= 0.1 * M.size:
         return M
     return sp.csr_matrix(M)
+
+
+def _dense_if_small(M: Any) -> Any:
+    """A sparse matrix as an ndarray where a dense product is the cheaper: at most ``_TINY``
+    entries, or at most ``_SMALL`` with a tenth of them nonzero."""
+    size = M.shape[0] * M.shape[1]
+    if not _is_sparse(M) or size > _SMALL or (size > _TINY and M.nnz < 0.1 * size):
+        return M
+    return np.asarray(M.toarray())
+
+
+#: Sizes (entries) below which products are cheaper dense: numpy's dense product costs
+#: microseconds, scipy.sparse's call overhead tens of them.
+_TINY, _SMALL = 20_000, 250_000
 
 
 def _cols(M: Any, idx: IntArray) -> Any:
@@ -360,7 +374,7 @@ class _DenseKKT:
         Qd = Q.toarray() if _is_sparse(Q) else np.asarray(Q)
         Ad = A.toarray() if _is_sparse(A) else np.asarray(A)
         # a sparse C stays sparse: CᵀWC then costs Σ_k nnz(C_k)², not k·n²
-        self.C = sp.csr_matrix(C) if _is_sparse(C) else np.asarray(C)
+        self.C = _dense_if_small(sp.csr_matrix(C)) if _is_sparse(C) else np.asarray(C)
         base = np.zeros((self.N, self.N), order="F")
         base[:n, :n] = Qd
         base[n:, :n] = Ad
@@ -402,6 +416,10 @@ class _DenseKKT:
         x, info = lapack.dsytrs(self.ldu, self.ipiv, r * self.sc, lower=1)
         return np.asarray(x * self.sc, dtype=np.float64)
 
+
+#: The relative residual at which iterative refinement stops, and the merit above which the
+#: regularized solve is taken unrefined.
+_REFINE_TOL, _INEXACT = 1e-12, 1e-2
 
 #: Variables this close to a bound (relative) are put on it in the user's point.
 _SNAP = BOUND_BAND
@@ -652,8 +670,9 @@ class IPMCore:
         bm = _vec(b, Am.shape[0], 0.0, "b")
         Cm = _as_2d(C, None, n, "C")
         lm, um = _vec(l, Cm.shape[0], -np.inf, "l"), _vec(u, Cm.shape[0], np.inf, "u")
-        # mostly-zero dense data (qpcore.QP keeps A and C dense) is worked on sparse
-        Qm, Am, Cm = _sparse_if_sparse(Qm), _sparse_if_sparse(Am), _sparse_if_sparse(Cm)
+        # mostly-zero dense data (qpcore.QP keeps A and C dense) is worked on sparse, small sparse
+        # data dense (see _dense_if_small)
+        Qm, Am, Cm = (_dense_if_small(_sparse_if_sparse(M)) for M in (Qm, Am, Cm))
         self.user = (Qm, c, lb, ub, Am, bm, Cm, lm, um)
         self.abs_A = abs(Am) if _is_sparse(Am) else np.abs(Am)
         self.abs_C = abs(Cm) if _is_sparse(Cm) else np.abs(Cm)
@@ -697,18 +716,19 @@ class IPMCore:
         self.lo_f = np.where(self.has_lo, self.lo, 0.0)
         self.hi_f = np.where(self.has_hi, self.hi, 0.0)
         self.n_comp = int(self.has_lo.sum() + self.has_hi.sum())
-        if _is_sparse(self.A):
-            self.AT = sp.csr_matrix(self.A.T)
-        else:
-            self.AT = np.ascontiguousarray(self.A.T)
-        self.CT = sp.csr_matrix(self.C.T) if _is_sparse(self.C) else np.ascontiguousarray(self.C.T)
         self.kkt = _choose_kkt(self.Q, self.A, self.C, s.linear_solver)
+        # the products of every iteration: dense where that is the cheaper (_dense_if_small)
+        self.Q, self.A, self.C = (_dense_if_small(_sparse_if_sparse(M)) for M in (self.Q, self.A, self.C))
+        self.AT = sp.csr_matrix(self.A.T) if _is_sparse(self.A) else np.ascontiguousarray(self.A.T)
+        self.CT = sp.csr_matrix(self.C.T) if _is_sparse(self.C) else np.ascontiguousarray(self.C.T)
         self.info["linear_solver"] = self.kkt.kind
         self.info["kkt_size"] = self.kkt.N
         self.rho = s.reg
         self.delta = s.reg
         self.solve_err = 0.0
         self.fill_checked = False
+        self.resid_at = -1
+        self.resid: tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray] = ()  # type: ignore[assignment]
         self.alpha = 0.0
         self.small_steps = 0
         self.history: list[float] = []
@@ -751,6 +771,13 @@ class IPMCore:
         """The regularized solve refined on the unregularized system; the relative residual it
         reached is kept in ``solve_err``."""
         sol = self._solve_reg(f1, f2, f3, f4, Ds, W)
+        # an inexact Newton step suffices far from the solution: the accuracy asked of a solve
+        # follows the residuals (Dembo–Eisenstat–Steihaug), and early on it is not even checked
+        merit = self.history[-1] if self.history else 1.0
+        if merit > _INEXACT:
+            self.solve_err = float("nan")
+            return sol
+        tol = max(_REFINE_TOL, 1e-4 * merit)
         fnorm = 1.0 + max(np.abs(f1).max(initial=0), np.abs(f2).max(initial=0), np.abs(f3).max(initial=0),
                           np.abs(f4).max(initial=0))
         best, best_err, prev = sol, np.inf, np.inf
@@ -761,7 +788,7 @@ class IPMCore:
             if err < best_err:
                 best, best_err = sol, err
             # stop when accurate, at the limit, or when a correction no longer halves the error
-            if err <= 1e-14 or i == self.settings.refine or (i > 0 and err > 0.7 * prev):
+            if err <= tol or i == self.settings.refine or (i > 0 and err > 0.7 * prev):
                 break
             prev = err
             d = self._solve_reg(*e, Ds, W)
@@ -885,11 +912,8 @@ class IPMCore:
         nx = self.nx
         has_lo, has_hi = self.has_lo, self.has_hi
         p, tl, tu, zl, zu = self.p, self.tl, self.tu, self.zl, self.zu
-        x, s = p[:nx], p[nx:]
-        rdual = self._dual_residual_core(p, self.yA, self.w) - zl + zu
-        rA = _mv(self.A, x) - self.b
-        rC = _mv(self.C, x) - s
-        rl, ru = self._slack_residuals(p)
+        x = p[:nx]
+        rdual, rA, rC, rl, ru = self._residuals()
         mu = float((tl * zl + tu * zu).sum() / self.n_comp) if self.n_comp else 0.0
         sig = zl / tl + zu / tu
         sx, ss = sig[:nx], sig[nx:]
@@ -925,7 +949,7 @@ class IPMCore:
         self.w = self.w - alpha * dw
         self.alpha = alpha
         self.iterations += 1
-        if self.rho > self.settings.reg and self.solve_err < 1e-13:
+        if self.rho > self.settings.reg and self.solve_err < 1e-12:
             # raised after a zero pivot: back toward the setting once solves are accurate again
             self.rho = self.delta = max(self.settings.reg, 0.1 * self.rho)
         if not (np.isfinite(self.p).all() and np.isfinite(self.zl).all() and np.isfinite(self.zu).all()
@@ -1020,7 +1044,7 @@ class IPMCore:
         with np.errstate(invalid="ignore"):
             xs = np.where(np.isfinite(lb) & (x - lb <= _SNAP * np.maximum(1.0, np.abs(lb))), lb, x)
             xs = np.where(np.isfinite(ub) & (ub - xs <= _SNAP * np.maximum(1.0, np.abs(ub))), ub, xs)
-        if not np.array_equal(xs, x):
+        if error(pres, scale, stat) <= 1e3 and not np.array_equal(xs, x):
             snapped = self._evaluate(xs, lam, y)
             if error(*snapped[:3]) <= max(1.0, error(pres, scale, stat)):
                 x, (pres, scale, stat, g) = xs, snapped
@@ -1044,13 +1068,23 @@ class IPMCore:
                 # an outside certificate measures otherwise (a one-row problem's pair gap): go on
                 self.refused += 1
 
+    def _residuals(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+        """(dual residual, A x − b, C x − s, and the bound slacks' residuals) of the current
+        iterate, computed once per iterate."""
+        if self.resid_at != self.iterations:
+            p, nx = self.p, self.nx
+            rdual = self._dual_residual_core(p, self.yA, self.w) - self.zl + self.zu
+            rA = _mv(self.A, p[:nx]) - self.b
+            rC = _mv(self.C, p[:nx]) - p[nx:]
+            self.resid = (rdual, rA, rC, *self._slack_residuals(p))
+            self.resid_at = self.iterations
+        return self.resid
+
     def _merit(self) -> float:
         """The engine's own progress measure (scaled units): the largest of the relative dual and
         primal residuals and the mean complementarity; a stall is this not halving."""
-        p, nx = self.p, self.nx
-        rd = self._dual_residual_core(p, self.yA, self.w) - self.zl + self.zu
-        rl, ru = self._slack_residuals(p)
-        rp = np.concatenate([_mv(self.A, p[:nx]) - self.b, _mv(self.C, p[:nx]) - p[nx:], rl, ru])
+        rd, rA, rC, rl, ru = self._residuals()
+        rp = np.concatenate([rA, rC, rl, ru])
         mu = float((self.tl * self.zl + self.tu * self.zu).sum() / self.n_comp) if self.n_comp else 0.0
         # floored at rounding: going below it is no progress (a stall is then seen as one)
         return max(float(np.abs(rd).max(initial=0.0)) / self.norm_c, float(np.abs(rp).max(initial=0.0)) / self.norm_b,
@@ -1123,8 +1157,10 @@ class IPMCore:
         primal_norm = float(np.abs(self.p).max(initial=0))
         h = self.history
         window = s.stall_window
-        stalled = len(h) > window and min(h[-window:]) > 0.5 * min(h[:-window])
         stats = self.stat_history
+        # no progress: neither the engine's merit nor the certificate's measure halved in a window
+        stalled = (len(h) > window and min(h[-window:]) > 0.5 * min(h[:-window])
+                   and min(stats[-window:]) > 0.5 * min(stats[:-window]))
         stuck = len(stats) > 3 and min(stats[-3:]) > 0.5 * stats[-4]
         if it >= 5 and stuck and self._at_precision_floor():
             self._restore_best()
@@ -1143,7 +1179,8 @@ class IPMCore:
         self.diagnoses += 1
         if stalled or self.small_steps >= 3:
             # the problem has a minimizer (feasible, no descent ray) and the iterations stall
-            if self.diagnoses >= 2 or min(h[-window:]) >= min(h[:-window]):
+            if self.diagnoses >= 2 or (min(h[-window:]) >= min(h[:-window])
+                                       and min(stats[-window:]) >= min(stats[:-window])):
                 self._restore_best()
                 self._end("stalled", "no progress: the problem is feasible and bounded (checked), "
                                      "but the iterations stall; the point is the best found")
