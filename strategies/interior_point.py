@@ -1029,9 +1029,16 @@ class IPMCore:
 
     def _measure(self) -> None:
         """The user's point, its gradient, and the three measures the run stops on."""
-        _, c, lb, ub, *_ = self.user
+        Qm, c, lb, ub, *_ = self.user
         s = self.settings
         x, lam, y, _ = self._user_point()
+        merit = self._merit()
+        if merit > _INEXACT and self.iterations > 0:
+            # far from a solution (1% residuals): the point and its gradient only, no certificate
+            self.x, self.g, self.lam, self.y = x, _mv(Qm, x) + c, lam, y
+            self.history.append(merit)
+            self.stat_history.append(np.inf)
+            return
         rel_gap = abs(self._gap()) / max(1.0, abs(self.info.get("objective", 0.0)))
         pres, scale, stat, g = self._evaluate(x, lam, y)
 
@@ -1059,7 +1066,7 @@ class IPMCore:
         if self.best is None or err < self.best[0]:
             self.best = (err, x.copy(), g.copy(), lam.copy(), y.copy())
             self.info.update(best_primal=pres, best_stationarity=stat, best_relative_gap=rel_gap)
-        self.history.append(self._merit())
+        self.history.append(merit)
         self.stat_history.append(max(stat, pres / scale))
         if pres <= s.feas_tol * scale and stat <= s.tol and rel_gap <= self.gap_tol:
             if self.accept is None or self.accept(x, g, lam, y):
@@ -1159,8 +1166,9 @@ class IPMCore:
         window = s.stall_window
         stats = self.stat_history
         # no progress: neither the engine's merit nor the certificate's measure halved in a window
+        recent = min(stats[-window:]) if len(stats) > window else np.inf
         stalled = (len(h) > window and min(h[-window:]) > 0.5 * min(h[:-window])
-                   and min(stats[-window:]) > 0.5 * min(stats[:-window]))
+                   and (not np.isfinite(recent) or recent > 0.5 * min(stats[:-window])))
         stuck = len(stats) > 3 and min(stats[-3:]) > 0.5 * stats[-4]
         if it >= 5 and stuck and self._at_precision_floor():
             self._restore_best()
@@ -1180,7 +1188,7 @@ class IPMCore:
         if stalled or self.small_steps >= 3:
             # the problem has a minimizer (feasible, no descent ray) and the iterations stall
             if self.diagnoses >= 2 or (min(h[-window:]) >= min(h[:-window])
-                                       and min(stats[-window:]) >= min(stats[:-window])):
+                                       and (not np.isfinite(recent) or recent >= min(stats[:-window]))):
                 self._restore_best()
                 self._end("stalled", "no progress: the problem is feasible and bounded (checked), "
                                      "but the iterations stall; the point is the best found")
