@@ -728,6 +728,7 @@ class IPMCore:
         self.solve_err = 0.0
         self.fill_checked = False
         self.resid_at = -1
+        self.floor_seen = False
         self.resid: tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray] = ()  # type: ignore[assignment]
         self.alpha = 0.0
         self.small_steps = 0
@@ -1169,8 +1170,11 @@ class IPMCore:
         recent = min(stats[-window:]) if len(stats) > window else np.inf
         stalled = (len(h) > window and min(h[-window:]) > 0.5 * min(h[:-window])
                    and (not np.isfinite(recent) or recent > 0.5 * min(stats[:-window])))
-        stuck = len(stats) > 3 and min(stats[-3:]) > 0.5 * stats[-4]
-        if it >= 5 and stuck and self._at_precision_floor():
+        # at the rounding level of the residuals, an iteration that no longer halves the
+        # certificate's measure ends the run (more would only wander: μ below rounding)
+        if it >= 5 and h[-1] < 1e-6 and self._at_precision_floor():
+            self.floor_seen = True
+        if self.floor_seen and len(stats) > 1 and (stats[-1] > 0.5 * stats[-2] or h[-1] > 100 * min(h)):
             self._restore_best()
             self._end("stalled", "the residuals are at the rounding level of their terms: the point cannot be "
                                  "improved in double precision (the best found)")
