@@ -774,7 +774,7 @@ class IPMCore:
         sol = self._solve_reg(f1, f2, f3, f4, Ds, W)
         # an inexact Newton step suffices far from the solution: the accuracy asked of a solve
         # follows the residuals (Dembo–Eisenstat–Steihaug), and early on it is not even checked
-        merit = self.history[-1] if self.history else 1.0
+        merit = self.history[-1] if self.history else 0.0     # the start: refined (it may be the solution)
         if merit > _INEXACT:
             self.solve_err = float("nan")
             return sol
