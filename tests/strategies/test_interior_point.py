@@ -96,7 +96,7 @@ def test_through_solve_the_certificate_accepts_the_point_and_multipliers() -> No
 
 
 def test_multipliers_follow_the_sign_convention() -> None:
-    # min ½‖x‖² − 3x₁ s.t. x₁ + x₂ ≤ 1 (active: y ≤ 0), x₂ ≥ 0.5 (active, z ≥ 0), x₁ − x₂ = b free
+    # min ½‖x‖² − 3x₁ s.t. x₁ + x₂ ≤ 1 (active: y ≤ 0) and x₂ ≥ 0.5 (active: z ≥ 0)
     Q = np.eye(2)
     c = np.array([-3.0, 0.0])
     out = ipm_solve(Q, c, lb=np.array([-np.inf, 0.5]), C=np.array([[1.0, 1.0]]), l=np.array([-np.inf]),
