@@ -483,6 +483,7 @@ class _Point:
     value: FloatArray
     mult: FloatArray
     refine_residual: float
+    state: Int8Array | None = None
 
 
 def _rows(M: Matrix, idx: IndexArray) -> Matrix:
@@ -524,8 +525,9 @@ class _QPFace:
         self.sparse_factors = 0
 
     def _kkt(self, F: IndexArray, N: IndexArray, W: IndexArray, xN: FloatArray,
-             tW: FloatArray) -> tuple[Matrix, FloatArray]:
-        """The unregularized KKT matrix of the face and its right-hand side."""
+             tW: FloatArray) -> tuple[Matrix, FloatArray, FloatArray]:
+        """The unregularized KKT matrix of the face, its right-hand side, and the size of the
+        right-hand side's terms (|c_F| + |Q_FN||x_N|, |b| + |E_N||x_N|: the rounding it carries)."""
         d = self.data
         sparse = d.sparse
         QF = _rows(d.Q, F)
@@ -542,8 +544,12 @@ class _QPFace:
             nE = EF.shape[0]
             K = np.block([[QFF, EF.T], [EF, np.zeros((nE, nE))]])
         r1 = -d.c[F] - np.asarray(QFN @ xN, dtype=np.float64)
-        r2 = np.concatenate([d.b, tW]) - np.asarray(EN @ xN, dtype=np.float64)
-        return K, np.concatenate([r1, r2])
+        bE = np.concatenate([d.b, tW])
+        r2 = bE - np.asarray(EN @ xN, dtype=np.float64)
+        axN = np.abs(xN)
+        t1 = np.abs(d.c[F]) + np.asarray(abs(QFN) @ axN, dtype=np.float64)
+        t2 = np.abs(bE) + np.asarray(abs(EN) @ axN, dtype=np.float64)
+        return K, np.concatenate([r1, r2]), np.concatenate([t1, t2])
 
     def solve(self, state: Int8Array) -> _Point:
         d = self.data
@@ -554,13 +560,13 @@ class _QPFace:
         W = np.flatnonzero(rs != 0)
         xN = np.where(vs[N] < 0, d.lb[N], d.ub[N])
         tW = np.where(rs[W] < 0, d.l[W], d.u[W])
-        K, rhs = self._kkt(F, N, W, xN, tW)
+        K, rhs, rhs_terms = self._kkt(F, N, W, xN, tW)
         nF = F.size
         N_all = K.shape[0]
         # warm start: the current point and multipliers (the unknowns are x_F and w = −(λ, y_W))
         sol = np.concatenate([self.x[F], -self.lam, -self.y[W]])
         if N_all:
-            sol, res = self._solve_kkt(K, rhs, sol, nF)
+            sol, res = self._solve_kkt(K, rhs, sol, nF, rhs_terms)
         else:
             res = 0.0
         x = np.empty(n)
@@ -575,13 +581,30 @@ class _QPFace:
         self.x, self.lam, self.y = x, lam, y
         Cx = np.asarray(d.C @ x, dtype=np.float64)
         return _Point(x=x, lam=lam, y=y, z=z, value=np.concatenate([x, Cx]), mult=np.concatenate([z, y]),
-                      refine_residual=res)
+                      refine_residual=res, state=np.array(state, dtype=np.int8, copy=True))
 
-    def _solve_kkt(self, K: Matrix, rhs: FloatArray, sol: FloatArray, nF: int) -> tuple[FloatArray, float]:
+    def _solve_kkt(self, K: Matrix, rhs: FloatArray, sol: FloatArray, nF: int,
+                   rhs_terms: FloatArray | None = None) -> tuple[FloatArray, float]:
         """Solve K sol = rhs by a regularized factor of D K D and iterative refinement from ``sol``.
 
-        Returns the solution and the final scaled residual ‖D(rhs − K sol)‖∞ relative to
-        ‖D rhs‖∞ + ‖D⁻¹ sol‖∞ (the start's and the solution's).
+        Two phases of refinement against the unregularized matrix. The first is the proximal
+        iteration of the module (any progress of the normwise residual continues it): it carries a
+        singular face to its solution nearest the start and an unbounded one far along its ray.
+        Its measure mixes the face's rows with its multipliers, whose entries can be 1e7 times
+        larger, so it calls a warm start solved whose constraint rows are still off by 1e-10 (the
+        interior point's own residual). The second phase refines until the residual stops
+        decreasing in absolute terms, block by block (the active constraints' rows, in their
+        units, and stationarity on the free variables, in the gradient's): a step is taken while
+        it halves one block's ∞-norm without raising the other's beyond its rounding level
+        (ε times the size of its terms, |K||sol| + the terms of ``rhs``), LAPACK's ``xGERFS``
+        rule per block.
+
+        ``rhs_terms`` (default |rhs|) is the size of the terms ``rhs`` was computed from
+        (|c_F| + |Q_FN||x_N|, |b_E| + |E_N||x_N|): a right-hand side that cancelled to a rounding
+        error carries that error.
+
+        Returns the solution and its residual relative to the rounding level: the larger of the
+        two blocks' ∞-norms, each divided by ε times the ∞-norm of its terms (≲ 1 at rounding).
         """
         N_all = K.shape[0]
         use_sparse = self.method == "sparse" or (
@@ -610,18 +633,49 @@ class _QPFace:
             return r, _norm(r) / max(bscale + _norm(v), np.finfo(float).tiny)
 
         r, rel = resid(us)
-        for _ in range(self.max_refine):
-            if rel <= 4 * _EPS:
-                break
+        steps = 0
+        while steps < self.max_refine and rel > 4 * _EPS:
             trial = us + solve_reg(r)
-            self.refinements += 1
+            steps += 1
             r_new, rel_new = resid(trial)
             if not rel_new < rel:
                 # no progress at all: rounding's level, or an inconsistent face (an unbounded or
                 # infeasible one), whose further steps would only drift along its null space
                 break
             us, r, rel = trial, r_new, rel_new
-        return us * dscale, rel
+
+        # the second phase, in the unscaled system's absolute terms
+        absK = abs(K) if use_sparse else np.abs(K)
+        abs_rhs = np.abs(rhs) if rhs_terms is None else np.maximum(rhs_terms, np.abs(rhs))
+
+        def blocks(r_s: FloatArray, v: FloatArray) -> tuple[float, float, float, float, float]:
+            ra = np.abs(r_s / dscale)
+            terms = np.asarray(absK @ np.abs(v * dscale), dtype=np.float64) + abs_rhs
+            # every row at the rounding of its own terms: nothing left to refine (a row whose
+            # terms are all 0 has r = 0 exactly)
+            omega = _norm(ra / np.maximum(terms, np.finfo(float).tiny))
+            return (_norm(ra[nF:]), _norm(ra[:nF]), _EPS * _norm(terms[nF:]), _EPS * _norm(terms[:nF]), omega)
+
+        a_p, a_d, f_p, f_d, omega = blocks(r, us)
+        # residuals below ε² times the system's size count as zero (a component converging
+        # geometrically to 0 would otherwise halve its residual until the cap)
+        negligible = _EPS * max(1.0, f_p, f_d)
+        while steps < self.max_refine and omega > 2 * _EPS and max(a_p, a_d) > negligible:
+            trial = us + solve_reg(r)
+            steps += 1
+            r_new, rel_new = resid(trial)
+            b_p, b_d, g_p, g_d, omega_new = blocks(r_new, trial)
+            # against the smallest residuals so far: noise at the rounding level does not halve
+            # them round after round
+            if not (b_p <= max(a_p, g_p) and b_d <= max(a_d, g_d)
+                    and (negligible < b_p <= 0.5 * a_p or negligible < b_d <= 0.5 * a_d
+                         or max(b_p, b_d) <= negligible < max(a_p, a_d))):
+                break
+            us, r, rel, f_p, f_d, omega = trial, r_new, rel_new, g_p, g_d, omega_new
+            a_p, a_d = min(a_p, b_p), min(a_d, b_d)
+        self.refinements += steps
+        tiny = np.finfo(float).tiny
+        return us * dscale, max(a_p / max(f_p, tiny), a_d / max(f_d, tiny))
 
     def _factor(self, Ks: Matrix, signs: FloatArray, use_sparse: bool) -> Callable[[FloatArray], FloatArray]:
         """The solve with the regularized matrix Ks + reg·diag(signs); a zero pivot (a Q_FF that
@@ -712,6 +766,96 @@ def _estimate(d: _Data, x: FloatArray, state: Int8Array) -> tuple[FloatArray, Fl
     z = d.reduced(g, lam, y)
     z[F] = 0.0
     return lam, y, z
+
+
+#: the most entries of the dense LP that settles the face's free multipliers
+_SETTLE_MAX = 1 << 20
+
+
+def _settle_free_multipliers(d: _Data, x: FloatArray, p: _Point, state: Int8Array, floor: float) -> _Point | None:
+    """The multipliers the face leaves free, chosen to take the least part in the duality gap.
+
+    An active row whose variables are all fixed at bounds (none free in the face) does not enter
+    the face's stationarity: its multiplier is any value that keeps the bound multipliers of its
+    variables of the right sign, and the face solve keeps the warm start's. Its residual, though,
+    is the data's rounding (a right-hand side of 1e-15 where the bounds give 0: QBORE3D), and
+    times the multiplier (1e6 on a degenerate vertex) it is the duality gap of an otherwise exact
+    point: with exact stationarity, moving those multipliers by δ moves the gap by exactly rᵀδ.
+    A small LP (HiGHS) minimizes |Σ rᵢ μᵢ| over them with the bound multipliers' signs kept; the
+    step toward its solution stops short of the first sign change (the LP's tolerances are not
+    the signs'). Tried only when that sum exceeds ``floor``; None when there is no gain.
+    """
+    n, m = d.n, d.m
+    vs, rs = state[:n], state[n:]
+    free = vs == 0
+    W = np.flatnonzero(rs != 0)
+    if d.sparse:
+        M: Matrix = sp.vstack([sp.csr_matrix(d.A), sp.csr_matrix(_rows(d.C, W))], format="csr")
+    else:
+        M = np.vstack([d.A, _rows(d.C, W)])
+    if M.shape[0] == 0:
+        return None
+    side = np.concatenate([d.b, np.where(rs[W] < 0, d.l[W], d.u[W])])
+    mu0 = np.concatenate([p.lam, p.y[W]])
+    absM = abs(M) if d.sparse else np.abs(M)
+    R = np.flatnonzero(np.asarray(absM @ free.astype(np.float64), dtype=np.float64).ravel() == 0)
+    if R.size == 0:
+        return None
+    rR = np.asarray(_rows(M, R) @ x, dtype=np.float64) - side[R]
+    if not abs(float(rR @ mu0[R])) > floor:
+        return None
+    used = np.asarray(_rows(absM, R).sum(axis=0), dtype=np.float64).ravel() > 0
+    J = np.flatnonzero(used & (d.lb != d.ub))       # their variables (all fixed by the face), not pinned
+    if R.size * (J.size + 1) > _SETTLE_MAX:
+        return None
+    MRJ = _cols(_rows(M, R), J)
+    MRJ = np.asarray(MRJ.toarray() if sp.issparse(MRJ) else MRJ, dtype=np.float64)
+    sj = np.where(vs[J] < 0, 1.0, -1.0)             # z ≥ 0 at a lower bound, ≤ 0 at an upper one
+    zJ = p.z[J]
+    iy = np.flatnonzero(R >= m)                      # inequality rows among R, their own sign
+    wy = W[R[iy] - m]
+    sy = np.where(rs[wy] < 0, 1.0, -1.0)
+    signed_y = d.l[wy] != d.u[wy]
+    iy, sy = iy[signed_y], sy[signed_y]
+    if (sj * zJ < 0).any() or (sy * mu0[R[iy]] < 0).any():
+        return None                                  # not a sign-feasible start: leave it
+    # unknowns (δ/S, t), each scaled to 1: min t with |rᵀ(μ₀ + δ)| ≤ t, s_j (z_j − (M_RJᵀδ)_j) ≥ 0,
+    # s_i (y_i + δ_i) ≥ 0
+    nR = R.size
+    scale_r, S = _norm(rR), max(1.0, _norm(mu0[R]), _norm(zJ))
+    rr = rR / scale_r
+    c0 = float(rr @ mu0[R]) / S
+    Y = np.zeros((iy.size, nR))
+    Y[np.arange(iy.size), iy] = -sy
+    A_ub = np.vstack([np.concatenate([rr, [-1.0]]), np.concatenate([-rr, [-1.0]]),
+                      np.hstack([sj[:, None] * MRJ.T, np.zeros((J.size, 1))]),
+                      np.hstack([Y, np.zeros((iy.size, 1))])])
+    b_ub = np.concatenate([[-c0, c0], sj * zJ / S, sy * mu0[R[iy]] / S])
+    cost = np.zeros(nR + 1)
+    cost[-1] = 1.0
+    from scipy.optimize import linprog
+    try:
+        lp = linprog(cost, A_ub=A_ub, b_ub=b_ub, bounds=[(None, None)] * nR + [(0, None)], method="highs")
+    except (ValueError, MemoryError):
+        return None
+    if lp.status != 0 or lp.x is None:
+        return None
+    delta = np.asarray(lp.x[:nR], dtype=np.float64) * S
+    dz = -(MRJ.T @ delta)
+    dy = delta[iy]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        limits = np.concatenate([np.where(sj * dz < 0, -zJ / dz, np.inf), np.where(sy * dy < 0, -mu0[R[iy]] / dy, np.inf)])
+    alpha = 0.99 * min(1.0, float(limits.min(initial=np.inf)))
+    if not (alpha > 0 and abs(rR @ (mu0[R] + alpha * delta)) < abs(rR @ mu0[R])):
+        return None
+    mu = mu0.copy()
+    mu[R] += alpha * delta
+    lam = mu[:m]
+    y = p.y.copy()
+    y[W] = mu[m:]
+    z = d.reduced(d.gradient(x), lam, y)
+    z[free] = 0.0
+    return attrs.evolve(p, lam=lam, y=y, z=z, mult=np.concatenate([z, y]))
 
 
 @attrs.frozen(eq=False)
@@ -890,9 +1034,22 @@ def _polish(Q: Matrix, c: ArrayLike, lb: ArrayLike | None, ub: ArrayLike | None,
         if (second != state0).any():
             guesses.append(second)
 
+    def signed(p: _Point) -> tuple[FloatArray, FloatArray]:
+        """(z, y) kept only on the side the face holds: a multiplier of the wrong sign (within the
+        tolerance of a violator) is 0, showing in the dual residual; the sign cone alone would
+        read it as the other side's and add that bound times it to the duality gap."""
+        if p.state is None:
+            return p.z, p.y
+        st = p.state
+        keep = np.where(pinned, 1.0, np.where(st < 0, 1.0, np.where(st > 0, -1.0, 0.0)))
+        v = np.concatenate([p.z, p.y])
+        v = np.where(pinned, v, np.where(keep * v > 0, v, 0.0))
+        return v[:n], v[n:]
+
     def final(p: _Point) -> tuple[FloatArray, Residuals]:
         xc = np.clip(p.x, d.lb, d.ub)
-        return xc, d.residuals(xc, p.lam, p.y, p.z)
+        zs, ys = signed(p)
+        return xc, d.residuals(xc, p.lam, ys, zs)
 
     def score(p: _Point) -> float:
         return final(p)[1].measure
@@ -935,8 +1092,14 @@ def _polish(Q: Matrix, c: ArrayLike, lb: ArrayLike | None, ub: ArrayLike | None,
                   ratio_steps=ratios, refinements=refinements, seconds=seconds)
     if res.measure < start.measure or (best.converged and res.measure <= max(10.0 * start.measure, ROUNDING_LEVEL)):
         p = best.solution
-        zp, zn = _cone(p.z, d.lb, d.ub)
-        yp, yn = _cone(p.y, d.l, d.u)
+        settled = _settle_free_multipliers(d, xp, p, best.state, 4 * _EPS * res.gap_scale)
+        if settled is not None:
+            res_s = final(settled)[1]
+            if res_s.gap < res.gap and res_s.dual <= max(res.dual, _EPS * res.dual_scale):
+                p, res = settled, res_s
+        zs, ys = signed(p)
+        zp, zn = _cone(zs, d.lb, d.ub)
+        yp, yn = _cone(ys, d.l, d.u)
         how = "the optimum's active set" if best.converged else "the best face met, with violators left"
         return PolishResult(x=xp, lam=p.lam, y=yp + yn, z=zp + zn, accepted=True, residuals=res, start=start,
                             message=f"polished in {rounds} round(s): {how}", **common)  # type: ignore[arg-type]
