@@ -3,7 +3,9 @@
 The feasible sets are the box ``lb ≤ x ≤ ub``, the box with one equality row ``aᵀx = b`` (the
 SVM-dual shape), with disjoint groups of rows (each variable in at most one row: the projection
 separates into one-row projections, :func:`project_groups`) and with general rows
-(:func:`project_rows`, an exact dual Newton method whose line search is the one-row projection).
+(:func:`project_rows`, an exact dual Newton method whose line search is the one-row projection,
+made robust by a proximal term where the rows cannot be met on the current face, with the LP
+(HiGHS) as the fallback and the only judge of infeasibility).
 Everything is vectorized over n: Python loops run over rows or groups only.
 """
 
@@ -266,22 +268,146 @@ def project_groups(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, group: NDArray[np
     return x, lam
 
 
+def _direction(H: FloatArray, r: FloatArray) -> FloatArray:
+    """H d = r for a symmetric positive semidefinite H: Cholesky when H is positive definite, else
+    least squares by a complete orthogonal factorization (LAPACK's gelsy: QR with column
+    pivoting, which has no iteration to fail, unlike the SVD of gelsd on a graded matrix)."""
+    import scipy.linalg
+
+    try:
+        cf = scipy.linalg.cho_factor(H, lower=True, check_finite=False)
+        d: FloatArray = scipy.linalg.cho_solve(cf, r, check_finite=False)
+        if np.isfinite(d).all():
+            return d
+    except (np.linalg.LinAlgError, ValueError):
+        pass
+    try:
+        out: FloatArray = scipy.linalg.lstsq(H, r, cond=1e-13, lapack_driver="gelsy", check_finite=False)[0]
+        return out
+    except (np.linalg.LinAlgError, ValueError):
+        return r.copy()             # the gradient: an ascent direction whatever H is
+
+
+class _DualNewton:
+    """The dual Newton method of :func:`project_rows` on rows of unit norm (its state: λ, w = v + Aᵀλ,
+    the best x so far and the Newton iterations spent)."""
+
+    def __init__(self, v: FloatArray, lo: FloatArray, hi: FloatArray, A: FloatArray, b: FloatArray) -> None:
+        self.v, self.lo, self.hi, self.A, self.b = v, lo, hi, A, b
+        self.absA = np.abs(A)
+        self.lam = np.zeros(A.shape[0])
+        self.w = v.copy()
+        self.x = np.clip(v, lo, hi)
+        self.iters = 0
+
+    def residual(self, x: FloatArray) -> float:
+        return float(np.abs(self.b - self.A @ x).max(initial=0.0))
+
+    def size(self, x: FloatArray) -> float:
+        """The size of A x's terms, the scale of the rounding in A x − b."""
+        return max(1.0, float(np.abs(self.b).max(initial=0.0)), float((self.absA @ np.abs(x)).max(initial=0.0)))
+
+    def exact(self) -> bool:
+        return self.residual(self.x) <= 1e-14 * self.size(self.x)
+
+    def _gram(self) -> FloatArray:
+        # the generalized Hessian −A_F A_Fᵀ of the dual, F the coordinates strictly inside the box
+        F = (self.w > self.lo) & (self.w < self.hi)
+        AF = self.A[:, F]
+        out: FloatArray = AF @ AF.T
+        return out
+
+    def _move(self, t: float, d: FloatArray, ad: FloatArray) -> None:
+        self.w = self.w + t * ad
+        self.lam = self.lam + t * d
+        self.x = np.clip(self.w, self.lo, self.hi)
+
+    def newton(self, budget: int) -> bool:
+        """Plain semismooth Newton steps with the exact line search (at most ``budget``); True once exact."""
+        A, b = self.A, self.b
+        for _ in range(budget):
+            if self.exact():
+                return True
+            r = b - A @ self.x
+            d = _direction(self._gram(), r)
+            self.iters += 1
+            if not float(r @ d) > 1e-12 * float(np.linalg.norm(r)) * float(np.linalg.norm(d)):
+                d = r.copy()                        # no Newton ascent: the gradient ascends
+            ad = A.T @ d
+            try:
+                xt, t = project_box_equality(self.w, self.lo, self.hi, ad, float(d @ b))
+            except ProblemError:
+                return False                        # the line's root lies within rounding of its end
+            if not np.isfinite(t) or t == 0.0:
+                if t == 0.0 and not np.array_equal(xt, self.x) and self.residual(xt) < self.residual(self.x):
+                    self.x = xt
+                    continue
+                return False
+            self._move(t, d, ad)
+            if self.residual(xt) < self.residual(self.x):
+                self.x = xt                         # the line search's exact piece solve
+        return self.exact()
+
+    def proximal(self, sigma: float, budget: int) -> None:
+        """One step of the proximal point method on the dual: λ ← argmax D(λ) − ‖λ − λ_k‖²/(2σ),
+        by Newton steps on that strongly concave function (at most ``budget``)."""
+        A, b, lo, hi = self.A, self.b, self.lo, self.hi
+        center = self.lam.copy()
+        r0 = float(np.linalg.norm(b - A @ self.x))
+        lo1, hi1 = np.append(lo, -np.inf), np.append(hi, np.inf)
+        root_s = float(np.sqrt(sigma))
+        for _ in range(budget):
+            grad = b - A @ self.x - (self.lam - center) / sigma
+            if float(np.linalg.norm(grad)) <= max(1e-2 * r0, 1e-15 * self.size(self.x)):
+                return
+            H = self._gram()
+            H.flat[:: H.shape[0] + 1] += 1.0 / sigma
+            d = _direction(H, grad)
+            self.iters += 1
+            nd = float(np.linalg.norm(d))
+            if not nd > 0.0:
+                return
+            ad = A.T @ d
+            # the exact line search along d: the root of (Aᵀd)ᵀ clip(w + t Aᵀd) + (dᵀ(λ − λ_k) + t‖d‖²)/σ
+            # = dᵀb, a one-row projection with one more, unbounded, coordinate for the proximal term
+            a1 = np.append(ad, nd / root_s)
+            w1 = np.append(self.w, float(d @ (self.lam - center)) / (nd * root_s))
+            _, t = project_box_equality(w1, lo1, hi1, a1, float(d @ b))
+            if not (np.isfinite(t) and t > 0.0):
+                return
+            self._move(t, d, ad)
+
+
 def project_rows(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, A: ArrayLike, b: ArrayLike, *,
-                 max_iter: int = 500) -> tuple[FloatArray, FloatArray]:
+                 max_iter: int = 2000) -> tuple[FloatArray, FloatArray]:
     """Euclidean projection of ``v`` onto ``{x : lb ≤ x ≤ ub, A x = b}`` for general rows.
 
     The method is an exact **dual Newton method** on λ ∈ R^m. The projection is
     ``x(λ) = clip(v + Aᵀλ, lb, ub)`` at a maximizer of the concave, piecewise-quadratic dual
     D(λ) = min over the box of ½‖x − v‖² − λᵀ(A x − b), whose gradient is ``b − A x(λ)`` and
-    whose generalized Hessian is −A_F A_Fᵀ, F the coordinates strictly inside their bounds. Each iteration takes
-    the (semismooth) Newton direction d from ``A_F A_Fᵀ d = b − A x`` (least squares, so
-    dependent rows and rows that vanish on F are no obstacle; the gradient itself when that
-    is no ascent direction), then an **exact** line search along d: maximizing D(λ + t d) over
-    t is the one-row projection of ``v + Aᵀλ`` onto ``{(Aᵀd)ᵀx = dᵀb}``
-    (:func:`project_box_equality`, exact and O(n)). The iterates ascend D monotonically and,
-    once F settles, the Newton step is exact, so the method ends after finitely many
-    iterations in exact arithmetic; it stops when ‖A x − b‖∞ reaches rounding level
-    (1e-14 of the size of A x's terms) or stops improving.
+    whose generalized Hessian is −A_F A_Fᵀ, F the coordinates strictly inside their bounds.
+
+    1. **Newton.** Each iteration solves ``A_F A_Fᵀ d = b − A x`` (Cholesky, or least squares
+       when the rows are dependent on F) and takes an **exact** line search along d: maximizing
+       D(λ + t d) over t is the one-row projection of ``v + Aᵀλ`` onto ``{(Aᵀd)ᵀx = dᵀb}``
+       (:func:`project_box_equality`, exact and O(n)). Once F settles the step is exact. The rows
+       are scaled to unit norm first: the least-squares step and the gradient step depend on
+       the rows' scaling, and rows of the slack form ``[C, −I]`` differ by orders of magnitude.
+    2. **Proximal Newton**, when a few Newton steps have not finished. Where the rows cannot be
+       met on the current F (``b − A x`` not in the range of A_F A_Fᵀ: an LP-like polytope far
+       from v) the dual grows linearly along directions the Newton step ignores, and plain
+       Newton crawls from kink to kink. The proximal point method on the dual (the augmented
+       Lagrangian method on the projection) maximizes ``D(λ) − ‖λ − λ_k‖²/(2σ)`` instead: a
+       strongly concave function whose Newton system ``(A_F A_Fᵀ + I/σ) d = ∇`` always has a
+       solution, with the same exact line search (one more, unbounded, coordinate carries the
+       proximal term). σ grows tenfold per outer step; once the rows are met to 1e-9, plain
+       Newton steps finish the projection exactly.
+    3. **LP fallback.** If the iterations still end off the rows (beyond 1e-9 of the size of
+       A x's terms), the feasibility LP decides (scipy's HiGHS): when HiGHS finds no point, a
+       ``ProblemError`` says so; otherwise the point of the set nearest v in the 1-norm (an LP)
+       is returned, made exact on the rows where it can be. That point is feasible but not the
+       Euclidean projection (λ is then zero). A feasible set is never called empty on the
+       iterations' word alone.
 
     Parameters
     ----------
@@ -295,20 +421,20 @@ def project_rows(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, A: ArrayLike, b: Ar
     b : array_like
         Right-hand side, length m.
     max_iter : int
-        Cap on the Newton iterations.
+        Cap on the Newton iterations (both kinds together).
 
     Returns
     -------
     x : ndarray
         The projection: in the box exactly, A x = b to rounding (when the set is not empty).
     lam : ndarray
-        The dual point λ with ``x = clip(v + Aᵀλ, lb, ub)``.
+        The dual point λ with ``x = clip(v + Aᵀλ, lb, ub)`` (zeros after the LP fallback).
 
     Raises
     ------
     ProblemError
-        On invalid data, or when the iterations end with ‖A x − b‖∞ above 1e-9 of the size of
-        A x's terms (an empty feasible set, as a rule).
+        On invalid data, for a zero row with a nonzero right-hand side, or when HiGHS finds the
+        set empty.
     """
     vv = as_float_vector(v, "v")
     n = vv.shape[0]
@@ -319,54 +445,86 @@ def project_rows(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, A: ArrayLike, b: Ar
     bb = np.atleast_1d(np.asarray(b, dtype=np.float64))
     if bb.shape != (Am.shape[0],) or not np.isfinite(bb).all():
         raise ProblemError(f"b: expected {Am.shape[0]} finite values")
-    m = Am.shape[0]
-    lam = np.zeros(m)
-    w = vv.copy()                                   # v + Aᵀλ
-    x = np.clip(w, lo, hi)
-    absA = np.abs(Am)
-
-    def size(y: FloatArray) -> float:
-        return max(1.0, float(np.abs(bb).max(initial=0.0)), float((absA @ np.abs(y)).max(initial=0.0)))
-
-    best = np.inf
-    stale = 0
-    for _ in range(max_iter):
-        r = bb - Am @ x
-        res = float(np.abs(r).max(initial=0.0))
-        if res <= 1e-14 * size(x):
+    norms = np.sqrt(np.einsum("ij,ij->i", Am, Am))
+    zero = norms == 0.0
+    if np.any(zero & (bb != 0.0)):
+        k = int(np.flatnonzero(zero & (bb != 0.0))[0])
+        raise ProblemError(f"A x = b: row {k} of A is zero but b[{k}] = {bb[k]:.6g}; no point meets it")
+    keep = ~zero
+    scale = norms[keep]
+    solver = _DualNewton(vv, lo, hi, Am[keep] / scale[:, None], bb[keep] / scale)
+    done = solver.newton(min(20, max_iter))
+    sigma, best, flat = 1.0, np.inf, 0
+    while not done and solver.iters < max_iter:
+        solver.proximal(sigma, min(50, max_iter - solver.iters))
+        res = solver.residual(solver.x)
+        if res <= 1e-9 * solver.size(solver.x):
+            done = solver.newton(min(20, max(0, max_iter - solver.iters)))
+        # σ at its cap and the residual no longer halving: the rows cannot be met (or rounding rules)
+        flat = flat + 1 if sigma >= 1e12 and not res < 0.5 * best else 0
+        best = min(best, res)
+        if flat >= 10:
             break
-        # the dual ascends monotonically, the residual's norm need not: stop only when it has not
-        # halved in many iterations (rounding level)
-        if res < 0.5 * best:
-            best, stale = res, 0
-        else:
-            stale += 1
-            if stale > 50:
-                break
-        F = (w > lo) & (w < hi)
-        AF = Am[:, F]
-        d = np.linalg.lstsq(AF @ AF.T, r, rcond=1e-13)[0] if F.any() else r.copy()
-        if not float(r @ d) > 1e-12 * float(np.linalg.norm(r)) * float(np.linalg.norm(d)):
-            d = r.copy()                            # no Newton ascent: the gradient ascends
-        ad = Am.T @ d
+        sigma = min(10.0 * sigma, 1e12)
+    x = solver.x
+    lam = np.zeros(Am.shape[0])
+    lam[keep] = solver.lam / scale
+    size = max(1.0, float(np.abs(bb).max(initial=0.0)), float((np.abs(Am) @ np.abs(x)).max(initial=0.0)))
+    if float(np.abs(bb - Am @ x).max(initial=0.0)) <= 1e-9 * size:
+        return x, lam
+    return _nearest_feasible(vv, lo, hi, Am, bb), np.zeros(Am.shape[0])
+
+
+def _nearest_feasible(v: FloatArray, lo: FloatArray, hi: FloatArray, A: FloatArray, b: FloatArray) -> FloatArray:
+    """The point of {lo ≤ x ≤ hi, A x = b} nearest v in the 1-norm (an LP, scipy's HiGHS), made exact
+    on the rows where its free variables allow; raises a ``ProblemError`` with HiGHS's verdict
+    when the set is empty."""
+    from scipy.optimize import linprog
+
+    n, m = v.size, A.shape[0]
+    # variables [x; t] with |x − v| ≤ t: minimize Σt
+    eye = np.eye(n)
+    G = np.block([[eye, -eye], [-eye, -eye]])
+    h = np.concatenate([v, -v])
+    bounds = np.vstack([np.column_stack([lo, hi]), np.column_stack([np.zeros(n), np.full(n, np.inf)])])
+    res = linprog(np.concatenate([np.zeros(n), np.ones(n)]), A_ub=G, b_ub=h,
+                  A_eq=np.hstack([A, np.zeros((m, n))]), b_eq=b, bounds=bounds, method="highs")
+    if res.status == 2:
+        raise ProblemError("A x = b: no point of the box meets the rows (HiGHS finds the feasibility LP "
+                           f"infeasible: {res.message})")
+    if res.x is None:
+        # HiGHS could not settle the 1-norm LP: the feasibility LP alone
+        res = linprog(np.zeros(n), A_eq=A, b_eq=b, bounds=np.column_stack([lo, hi]), method="highs")
+        if res.status == 2:
+            raise ProblemError("A x = b: no point of the box meets the rows (HiGHS finds the feasibility LP "
+                               f"infeasible: {res.message})")
+        if res.x is None:
+            raise ProblemError(f"A x = b: the projection failed and HiGHS could not decide feasibility ({res.message}); "
+                               "the rows may be badly scaled")
+    return _exact_on_rows(np.asarray(res.x[:n], dtype=np.float64), lo, hi, A, b)
+
+
+def _exact_on_rows(x: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray, b: FloatArray) -> FloatArray:
+    """An LP point (rows met to the simplex's tolerance) in the box exactly, its variables off their
+    bounds re-solved so that A x = b to rounding (the smallest such correction); the clipped point
+    itself when the correction would leave the box."""
+    x = np.clip(x, lb, ub)
+    scale = np.maximum(1.0, np.abs(x))
+    at_lb = np.abs(x - lb) <= 1e-9 * scale
+    at_ub = np.abs(x - ub) <= 1e-9 * scale
+    x = np.where(at_lb, lb, np.where(at_ub, ub, x))
+    basic = np.flatnonzero(~(at_lb | at_ub))
+    if basic.size:
+        import scipy.linalg
+
+        x_try = x.copy()
         try:
-            xt, t = project_box_equality(w, lo, hi, ad, float(d @ bb))
-        except ProblemError:
-            break                                   # the line's root lies within rounding of its end
-        if not np.isfinite(t) or t == 0.0:
-            if t == 0.0 and not np.array_equal(xt, x):
-                x = xt
-                continue
-            break
-        w = w + t * ad
-        lam += t * d
-        x = np.clip(w, lo, hi)
-        if float(np.abs(bb - Am @ xt).max(initial=0.0)) < float(np.abs(bb - Am @ x).max(initial=0.0)):
-            x = xt                                  # the line search's exact piece solve
-    if float(np.abs(bb - Am @ x).max(initial=0.0)) > 1e-9 * size(x):
-        raise ProblemError("A x = b: no point of the box meets the rows (the dual Newton projection "
-                           f"ended at a residual of {float(np.abs(bb - Am @ x).max()):.3g})")
-    return x, lam
+            x_try[basic] += scipy.linalg.lstsq(A[:, basic], b - A @ x, lapack_driver="gelsy", check_finite=False)[0]
+        except (np.linalg.LinAlgError, ValueError):
+            return x
+        if np.all(x_try >= lb) and np.all(x_try <= ub):
+            return x_try
+    return x
 
 
 def project(qp: QP, v: ArrayLike) -> FloatArray:
@@ -541,21 +699,14 @@ def _vertex_start(qp: QP) -> FloatArray:
     lb, ub, A, b = qp.lb, qp.ub, qp.A, qp.b
     # linprog takes ±inf bounds as they are: one (n, 2) array, no per-variable tuples
     res = linprog(np.zeros(qp.n), A_eq=A, b_eq=b, bounds=np.column_stack([lb, ub]), method="highs-ds")
+    if res.status == 2:
+        raise ProblemError(f"A x = b is infeasible for the bounds (HiGHS finds the feasibility LP infeasible: {res.message})")
     if res.x is None:
-        raise ProblemError("A x = b is infeasible for the bounds (no feasible point found by the LP)")
-    x = np.clip(np.asarray(res.x, dtype=np.float64), lb, ub)
-    scale = np.maximum(1.0, np.abs(x))
-    at = (np.abs(x - lb) <= 1e-9 * scale) | (np.abs(x - ub) <= 1e-9 * scale)
-    x = np.where(np.abs(x - lb) <= 1e-9 * scale, lb, np.where(np.abs(x - ub) <= 1e-9 * scale, ub, x))
-    basic = np.flatnonzero(~at)
-    if basic.size:
-        # the smallest correction of the basic variables that meets the rows exactly
-        x_try = x.copy()
-        x_try[basic] += np.linalg.lstsq(A[:, basic], b - A @ x, rcond=None)[0]
-        size = max(1.0, float(np.abs(b).max(initial=0.0)), float((np.abs(A) @ np.abs(x_try)).max(initial=0.0)))
-        if (np.all(x_try >= lb) and np.all(x_try <= ub)
-                and float(np.abs(A @ x_try - b).max(initial=0.0)) <= 1e-13 * size):
-            return x_try
+        raise ProblemError(f"A x = b: HiGHS found no feasible point ({res.message}); the rows may be badly scaled")
+    x = _exact_on_rows(np.asarray(res.x, dtype=np.float64), lb, ub, A, b)
+    size = max(1.0, float(np.abs(b).max(initial=0.0)), float((np.abs(A) @ np.abs(x)).max(initial=0.0)))
+    if float(np.abs(A @ x - b).max(initial=0.0)) <= 1e-13 * size:
+        return x
     return project_rows(x, lb, ub, A, b)[0]
 
 
