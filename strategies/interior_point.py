@@ -729,6 +729,7 @@ class IPMCore:
         self.fill_checked = False
         self.resid_at = -1
         self.floor_seen = False
+        self.restarts = 0
         self.resid: tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray] = ()  # type: ignore[assignment]
         self.alpha = 0.0
         self.small_steps = 0
@@ -1193,9 +1194,28 @@ class IPMCore:
             # the problem has a minimizer (feasible, no descent ray) and the iterations stall
             if self.diagnoses >= 2 or (min(h[-window:]) >= min(h[:-window])
                                        and (not np.isfinite(recent) or recent >= min(stats[:-window]))):
+                if self.restarts == 0 and (self.best is None or self.best[0] > 1e3):
+                    # far from any solution: once more from the start, with a stronger
+                    # regularization and shorter steps (the best point so far is kept)
+                    self._restart()
+                    return
                 self._restore_best()
                 self._end("stalled", "no progress: the problem is feasible and bounded (checked), "
                                      "but the iterations stall; the point is the best found")
+
+    def _restart(self) -> None:
+        self.restarts += 1
+        self.info["restarts"] = self.restarts
+        self.rho = self.delta = max(self.rho, 1e-7)
+        self.settings = attrs.evolve(self.settings, reg=self.rho, step_fraction=min(self.settings.step_fraction, 0.95))
+        self._start()
+        self.history.clear()
+        self.stat_history.clear()
+        self.diagnosed_at = self.iterations
+        self.diagnoses = 0
+        self.small_steps = 0
+        self.floor_seen = False
+        self.resid_at = -1
 
     def _diagnose(self) -> tuple[Outcome, str] | None:
         """Try to prove infeasibility or unboundedness: a Farkas certificate from the diverging
