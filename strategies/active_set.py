@@ -106,9 +106,14 @@ class DenseActiveSet(Strategy):
     ----------
     max_n : int
         Largest problem accepted (Q is formed densely).
+    stall_limit : int
+        With several rows: steps in a row that do not move x before Bland's least-index rule
+        takes over, to break a degenerate cycle (:mod:`strategies.active_set_rows`); a negative
+        value switches the rule and its backstop off (to study cycling).
     """
 
     max_n: int = 4000
+    stall_limit: int = 50
 
     def accepts(self, qp: QP) -> str | None:
         """None for any problem of at most ``max_n`` variables (box, one row, disjoint groups,
@@ -147,7 +152,7 @@ class DenseActiveSet(Strategy):
         nonconvex = qp.Q.psd is not True and _negative_eigen(Q)
         if qp.m > 1:
             # several rows (general or disjoint groups): the engine with an updated factor
-            return rows_init(qp, Q, x0, tol, nonconvex)
+            return rows_init(qp, Q, x0, tol, nonconvex, stall_limit=self.stall_limit)
         x = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
         x = np.clip(x, qp.lb, qp.ub)
         a = None

@@ -101,15 +101,21 @@ class RowsFactor:
     tau : float
         The shift τ > 0.
     singular_tol : float
-        A new pivot ρ² ≤ singular_tol · M_jj means the variable depends on F (``add`` refuses it).
+        A new pivot ρ² ≤ singular_tol · M_jj means the variable depends on F (``add`` refuses it);
+        a small pivot is checked further by the Rayleigh quotient of its null direction.
+    Qs : scipy.sparse.csr_matrix, optional
+        Q as CSR, for products when Q is sparse.
     """
 
-    def __init__(self, Q: FloatArray, A: FloatArray, tau: float, singular_tol: float = 1e-11) -> None:
+    def __init__(self, Q: FloatArray, A: FloatArray, tau: float, singular_tol: float = 1e-11,
+                 Qs: sp.csr_matrix | None = None) -> None:
         self.Q, self.A, self.tau, self.singular_tol = Q, A, float(tau), float(singular_tol)
+        self.Qs = Qs
         self.n, self.m = Q.shape[0], A.shape[0]
         cap = 16
         self._R: FloatArray = np.zeros((cap, cap))
         self._AT: FloatArray = np.zeros((cap, self.m))    # A_Fᵀ, rows in factor order
+        self._diag: FloatArray = np.zeros(cap)             # M's diagonal over F, in factor order
         self._idx: IndexArray = np.zeros(cap, dtype=np.intp)
         self._k = 0
         self.Sinv: FloatArray | None = np.zeros((0, 0)) if self.m == 0 else None
@@ -139,6 +145,9 @@ class RowsFactor:
         R[:self._k, :self._k] = self._R[:self._k, :self._k]
         AT = np.zeros((cap, self.m))
         AT[:self._k] = self._AT[:self._k]
+        diag = np.zeros(cap)
+        diag[:self._k] = self._diag[:self._k]
+        self._diag = diag
         idx = np.zeros(cap, dtype=np.intp)
         idx[:self._k] = self._idx[:self._k]
         self._R, self._AT, self._idx = R, AT, idx
@@ -149,11 +158,25 @@ class RowsFactor:
                                                check_finite=False)
         return out
 
+    def _mproduct(self, v: FloatArray) -> FloatArray:
+        """M v over F, from Q and A themselves (not from the factor)."""
+        k = self._k
+        F = self._idx[:k]
+        AT = self._AT[:k]
+        if self.Qs is not None:
+            full = np.zeros(self.n)
+            full[F] = v
+            Qv: FloatArray = (self.Qs @ full)[F]
+        else:
+            Qv = self.Q[np.ix_(F, F)] @ v
+        out: FloatArray = Qv + self.tau * (AT @ (AT.T @ v))
+        return out
+
     def _minv(self, v: FloatArray) -> FloatArray:
         """M⁻¹ v (two triangular solves)."""
         return self._tri(self._tri(v, True), False)
 
-    def add(self, j: int, schur: bool = True) -> FloatArray | None:
+    def add(self, j: int, schur: bool = True, strict: bool = True) -> FloatArray | None:
         """Append variable j: one triangular solve for R, a rank-one update of S⁻¹; O(|F|² + |F|m + m²).
 
         Parameters
@@ -162,6 +185,9 @@ class RowsFactor:
             A variable not in F.
         schur : bool
             Whether to update S⁻¹ (:meth:`exchange` does it itself, with the leaving variable).
+        strict : bool
+            Whether a small pivot is also judged by its Rayleigh quotient; :meth:`exchange`
+            knows the new set to be independent (only a pivot at rounding level refuses it).
 
         Returns
         -------
@@ -176,11 +202,25 @@ class RowsFactor:
         h = self.Q[j, F] + self.tau * (AT @ Aj)
         mjj = float(self.Q[j, j] + self.tau * float(Aj @ Aj))
         r = self._tri(h, True) if k else h
+        w = self._tri(r, False) if k else r          # M_F⁻¹ h: v = [−w; 1] is the candidate null direction
         rho2 = mjj - float(r @ r)
-        if not rho2 > self.singular_tol * max(mjj, 0.0) or mjj <= 0.0:
+        tol = self.singular_tol if strict else 1e-14
+        dependent = not rho2 > tol * max(mjj, 0.0) or mjj <= 0.0
+        if strict and not dependent and k and rho2 <= 1e-4 * mjj:
+            # a small pivot: the rounding of R (its conditioning squared by the shift) may hide an
+            # exact dependence, so judge by the Rayleigh quotient of v = [−w; 1] on M over F + j,
+            # with w refined once against M itself (a quotient at rounding level relative to M's
+            # scale means M is singular there)
+            Mw = self._mproduct(w)
+            w = w + self._minv(h - Mw)
+            rho2 = min(rho2, mjj - float(h @ w))
+            # in the metric of M's diagonal (Jacobi scaling), so that the columns' units, which
+            # the Cholesky factor does not mind, do not decide either
+            dependent = rho2 <= 1e-10 * (mjj + float(self._diag[:k] @ (w * w)))
+        if dependent:
             self.counters["dependences"] += 1
             v = np.empty(k + 1)
-            v[:k] = -self._tri(r, False) if k else r
+            v[:k] = -w
             v[k] = 1.0
             return v
         rho = float(np.sqrt(rho2))
@@ -197,6 +237,7 @@ class RowsFactor:
         self._R[k, :k] = 0.0
         self._R[k, k] = rho
         self._AT[k] = Aj
+        self._diag[k] = mjj
         self._idx[k] = j
         self._k = k + 1
         self.inside[j] = True
@@ -221,6 +262,7 @@ class RowsFactor:
         if p < k - 1:
             self._idx[p:k - 1] = self._idx[p + 1:k]
             self._AT[p:k - 1] = self._AT[p + 1:k]
+            self._diag[p:k - 1] = self._diag[p + 1:k]
         self._k = k - 1
         self.inside[j] = False
         self.counters["removes"] += 1
@@ -285,7 +327,7 @@ class RowsFactor:
         """
         p, y, wp = self._removal(i)
         self._delete(i, p)
-        entered = self.add(j, schur=False) is None
+        entered = self.add(j, schur=False, strict=False) is None
         Sinv, u = self.Sinv, self._u
         if Sinv is None or not self.m:
             return entered
@@ -338,6 +380,73 @@ class RowsFactor:
         p = z1 - self._minv(AT @ nu)
         mu = nu if r2 is None else nu + self.tau * r2
         return p, mu
+
+    def product(self, v: FloatArray) -> FloatArray:
+        """Q[:, F] v over all n variables (O(nnz) when Q is sparse)."""
+        F = self._idx[:self._k]
+        if self.Qs is not None:
+            full = np.zeros(self.n)
+            full[F] = v
+            out: FloatArray = self.Qs @ full
+            return out
+        out = v @ self.Q[F]
+        return out
+
+    def refined_solve(self, r1: FloatArray, r2: FloatArray | None = None,
+                      max_steps: int = 5) -> tuple[FloatArray, FloatArray, FloatArray, int, bool]:
+        """:meth:`solve`, refined iteratively with residuals computed from Q and A themselves.
+
+        The factor (its conditioning squared by the shift, S⁻¹ updated by rank-one terms) is a good
+        preconditioner of the face system but not an exact one; each refinement step solves for
+        the residual again, until it reaches rounding or stops halving.
+
+        Parameters
+        ----------
+        r1, r2 : ndarray
+            As in :meth:`solve`.
+        max_steps : int
+            Refinement steps at most.
+
+        Returns
+        -------
+        p, mu : ndarray
+            The solution.
+        Qp : ndarray
+            Q[:, F] p over all n variables.
+        steps : int
+            Refinement steps taken.
+        ok : bool
+            Whether the residual is within 1e-9 of the size of its terms (else the factor no
+            longer solves the face: refactorize).
+        """
+        F = self._idx[:self._k]
+        p, mu = self.solve(r1, r2)
+        if F.size == 0:
+            return p, mu, np.zeros(self.n), 0, True
+        AT = self._AT[:self._k]
+        Qp = self.product(p)
+        scale = float(np.abs(r1).max(initial=0.0)) + (0.0 if r2 is None else float(np.abs(r2).max(initial=0.0)))
+        amax = float(np.abs(AT).max(initial=0.0))
+        best = np.inf
+        ok = False
+        steps = 0
+        while True:
+            ATmu = AT @ mu
+            res1 = r1 - Qp[F] - ATmu
+            Ap = AT.T @ p
+            res2 = -Ap if r2 is None else r2 - Ap
+            # the residual's rounding: the sizes of the terms it is made of
+            size = (scale + float(np.abs(Qp[F]).max(initial=0.0)) + float(np.abs(ATmu).max(initial=0.0))
+                    + amax * float(np.abs(p).max(initial=0.0)))
+            err = max(float(np.abs(res1).max(initial=0.0)), float(np.abs(res2).max(initial=0.0)))
+            ok = err <= 1e-9 * size
+            if err <= 1e-15 * size or not err < 0.5 * best or steps >= max_steps:
+                return p, mu, Qp, steps, ok
+            best = err
+            dp, dmu = self.solve(res1, res2)
+            p, mu = p + dp, mu + dmu
+            Qp = Qp + self.product(dp)
+            steps += 1
 
     def refactor(self) -> IndexArray:
         """A fresh factorization of the current F (R by Cholesky, S⁻¹ from U = R⁻ᵀA_Fᵀ).
@@ -423,8 +532,9 @@ class RowsWork(Work):
 
     @property
     def bland(self) -> bool:
-        """Whether the stall is long enough for Bland's least-index rule."""
-        return self.stall > self.stall_limit
+        """Whether the stall is long enough for Bland's least-index rule (never with a negative
+        ``stall_limit``: the rule switched off, for experiments)."""
+        return 0 <= self.stall_limit < self.stall
 
     def release(self) -> None:
         """No ``resume``: a finished run keeps neither the dense Q nor the factor."""
@@ -491,11 +601,12 @@ def rows_init(qp: QP, Q: FloatArray, x0: FloatArray | None, tol: float, nonconve
     tau = (qscale if qscale > 0 else 1.0) / max(float(colsq.max(initial=0.0)), 1e-300)
     if nonconvex:
         tau *= 1e4                        # M must be positive on A's null space's complement
-    fac = RowsFactor(Q, A, tau)
+    Qs = _sparse_or_none(Q)
+    fac = RowsFactor(Q, A, tau, Qs=Qs)
     g = Q @ x + qp.c
     status = bound_status(x, qp.lb, qp.ub)
     status[~movable] = -1                 # fixed variables are never free
-    work = RowsWork(Q=Q, Qs=_sparse_or_none(Q), A=A, b=b, rows=rows, row_scale=row_scale, tol=tol,
+    work = RowsWork(Q=Q, Qs=Qs, A=A, b=b, rows=rows, row_scale=row_scale, tol=tol,
                     steps_left=50 * qp.n + 1000, fac=fac, movable=movable, nonconvex=nonconvex,
                     held=np.zeros(qp.n, dtype=bool), stall_limit=stall_limit, refactor_every=refactor_every)
     state = State(x=x, g=g, status=status, work=work)
@@ -539,7 +650,12 @@ def _complete_rank(qp: QP, state: State, work: RowsWork) -> bool:
     cand = np.flatnonzero(work.movable & ~fac.inside & ~work.held)
     if cand.size == 0 or W.shape[1] == 0:
         return fac.build_schur()
-    Wc = W.T @ work.A[:, cand]
+    Ac = work.A[:, cand]
+    # directions count, not magnitudes: unit columns; and the singleton columns (a slack's −e_r)
+    # first, the simplex codes' slack basis: a diagonal block is the best-conditioned start
+    norms = np.sqrt((Ac * Ac).sum(axis=0))
+    weight = np.where(np.count_nonzero(Ac, axis=0) == 1, 10.0, 1.0) / np.where(norms > 0, norms, 1.0)
+    Wc = (W.T @ Ac) * weight
     _, Rc, piv = sla.qr(Wc, mode="economic", pivoting=True)
     dc = np.abs(np.diag(Rc))
     need = int(np.count_nonzero(dc > 1e-10 * max(float(dc.max(initial=0.0)), 1e-300)))
@@ -553,40 +669,11 @@ def _complete_rank(qp: QP, state: State, work: RowsWork) -> bool:
 
 def _face_solve(work: RowsWork, r1: FloatArray,
                 r2: FloatArray | None = None) -> tuple[FloatArray, FloatArray, FloatArray, bool]:
-    """The face system solved through the factor, refined iteratively with residuals from Q and A
-    themselves (the factor, its conditioning squared by the shift and its S⁻¹ updated by rank-one
-    terms, is a good preconditioner but not an exact one); also Q[:, F] p, and whether the
-    refinement converged (if not, the caller takes a fresh factor).
-
-    A fresh factorization is requested when the updated one needs more than two refinements.
-    """
-    fac = work.fac
-    F = fac.members
-    p, mu = fac.solve(r1, r2)
-    if F.size == 0:
-        return p, mu, np.zeros(work.Q.shape[0]), True
-    AF = work.A[:, F]
-    Qp = _product(work, F, p)
-    scale = float(np.abs(r1).max(initial=0.0)) + (0.0 if r2 is None else float(np.abs(r2).max(initial=0.0)))
-    best = np.inf
-    ok = False
-    for it in range(6):
-        res1 = r1 - Qp[F] - AF.T @ mu
-        Ap = AF @ p
-        res2 = -Ap if r2 is None else r2 - Ap
-        # the residual's rounding: the sizes of the terms it is made of
-        size = (scale + float(np.abs(Qp[F]).max(initial=0.0)) + float(np.abs(AF.T @ mu).max(initial=0.0))
-                + float(np.abs(AF).max(initial=0.0)) * float(np.abs(p).max(initial=0.0)))
-        err = max(float(np.abs(res1).max(initial=0.0)), float(np.abs(res2).max(initial=0.0)))
-        ok = err <= 1e-9 * size
-        if err <= 1e-15 * size or not err < 0.5 * best:
-            break
-        best = err
-        if it == 2 and fac.updates:
-            fac.updates = work.refactor_every   # the updates have drifted: a fresh factor next step
-        dp, dmu = fac.solve(res1, res2)
-        p, mu = p + dp, mu + dmu
-        Qp = Qp + _product(work, F, dp)
+    """:meth:`RowsFactor.refined_solve`, with a fresh factorization requested for the next step
+    when the updated factor needed more than two refinements."""
+    p, mu, Qp, steps, ok = work.fac.refined_solve(r1, r2)
+    if steps > 2 and work.fac.updates:
+        work.fac.updates = work.refactor_every   # the updates have drifted: a fresh factor next step
     return p, mu, Qp, ok
 
 
@@ -627,8 +714,13 @@ def _ratio(x: FloatArray, d: FloatArray, lb: FloatArray, ub: FloatArray, idx: In
     if bland:
         k = int(cand[np.argmin(idx[cand])])
     else:
-        k = int(cand[np.argmax(ad[cand])])
+        k = _largest_pivot(cand, ad, idx)
     return float(t[k]), k
+
+
+def _largest_pivot(cand: IndexArray, ad: FloatArray, idx: IndexArray) -> int:
+    """Among the tied ratios (positions ``cand``), the largest |d_i|: the stablest pivot."""
+    return int(cand[np.argmax(ad[cand])])
 
 
 def _product(work: RowsWork, S: IndexArray, d: FloatArray) -> FloatArray:
@@ -649,6 +741,7 @@ def _move(qp: QP, state: State, work: RowsWork, S: IndexArray, d: FloatArray, ca
     the factor, exchanged for ``entering`` when given). Sets ``unbounded`` when the objective falls
     forever along d. Returns whether x moved."""
     x, g = state.x, state.g
+    d = _significant(d, 1e-12)
     slope = float(g[S] @ d)
     Qd = _product(work, S, d)
     curv = float(Qd[S] @ d)
@@ -746,15 +839,24 @@ def _sync(qp: QP, state: State, work: RowsWork) -> bool:
     return False
 
 
+def _significant(d: FloatArray, rel: float) -> FloatArray:
+    """d with the components below ``rel`` of its largest set to zero: what a solve leaves there is
+    rounding, which must neither block a step nor move a variable along a long ray."""
+    dmax = float(np.abs(d).max(initial=0.0))
+    out: FloatArray = np.where(np.abs(d) > rel * dmax, d, 0.0)
+    return out
+
+
 def _flat_pivot(qp: QP, state: State, work: RowsWork, S: IndexArray, v: FloatArray, j: int) -> bool:
     """Along a flat null direction, move to the nearer bound of either sign at no cost; False when
     neither sign meets a bound."""
     x = state.x
+    v = _significant(v, 1e-9)
     tp, kp = _ratio(x[S], v, qp.lb[S], qp.ub[S], S, work.bland)
     tm, km = _ratio(x[S], -v, qp.lb[S], qp.ub[S], S, work.bland)
-    if not (np.isfinite(tp) or np.isfinite(tm)):
-        return False
     d, t, k = (v, tp, kp) if tp <= tm else (-v, tm, km)
+    if not t * float(np.abs(v).max(initial=0.0)) <= 1e3 * (1.0 + float(np.abs(x[S]).max(initial=0.0))):
+        return False                       # no bound within reach: a far move would only add rounding
     state.counters["flat_moves"] += 1
     moved = t * float(np.abs(d).max(initial=0.0)) > 1e-15 * (1.0 + float(np.abs(x[S]).max(initial=0.0)))
     if t > 0.0:
@@ -860,6 +962,11 @@ def _release_choice(qp: QP, state: State, work: RowsWork, z: FloatArray) -> int:
         return -1
     if work.bland:
         return int(cand[0])
+    return _largest_violation(wrong, cand)
+
+
+def _largest_violation(wrong: FloatArray, cand: IndexArray) -> int:
+    """Dantzig's rule: the candidate whose multiplier is most wrong-signed."""
     return int(cand[np.argmax(wrong[cand])])
 
 
@@ -899,7 +1006,7 @@ def rows_step(qp: QP, state: State, work: RowsWork) -> None:
         return
     if _sync(qp, state, work):
         return
-    if work.stall > work.stall_limit + qp.n:
+    if 0 <= work.stall_limit and work.stall > work.stall_limit + qp.n:
         _direction_step(qp, state, work)   # the backstop: a stall Bland's rule did not end
         return
     x, g, Q = state.x, state.g, work.Q
@@ -912,10 +1019,12 @@ def rows_step(qp: QP, state: State, work: RowsWork) -> None:
             _refactor(qp, state, work)     # the updated factor no longer solves: a fresh one
             return
         slope = float(g[F] @ p)
-        curv = float(QFp[F] @ p)
-        gain = -(slope + 0.5 * curv)
+        # the model's decrease −(gᵀp + ½pᵀQp) is ½pᵀQp at the face's minimizer (gᵀp = −pᵀQp − μᵀA_F p
+        # and A_F p = 0); measured by the curvature alone it is not fooled by the rounding left in
+        # A_F p, which gᵀp would turn into a gain wherever g is large on a pinned variable
+        gain = 0.5 * float(QFp[F] @ p)
         size = float(np.abs(g).max(initial=0.0)) * float(np.abs(x).max(initial=0.0)) + abs(float(x @ (g + qp.c))) + 1.0
-        if p.any() and gain > 1e-15 * size:
+        if p.any() and slope < 0.0 and gain > 1e-15 * size:
             work.polish = 0
             _face_step(qp, state, work, F, p, QFp)
             return

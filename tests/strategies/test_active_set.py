@@ -158,40 +158,4 @@ def test_free_variable_on_its_bound_blocks_a_ray(case: str) -> None:
     assert res.iterations < 10 * qp.n
 
 
-# --- the m-row factor of the face (strategies.active_set_rows.RowsFactor) ----------------------
-
-@given(seed=st.integers(0, 2**31), n=st.integers(3, 25), m=st.integers(1, 5), rank=st.integers(1, 25))
-def test_rows_factor_follows_adds_and_removes(seed: int, n: int, m: int, rank: int) -> None:
-    # a random walk of adds and removes; after each, the face solve matches the KKT system solved
-    # densely, and a refused variable comes with a null direction of Q and A on the face
-    from strategies.active_set_rows import RowsFactor
-
-    rng = np.random.default_rng(seed)
-    H = rng.standard_normal((n, min(rank, n)))
-    Q = H @ H.T
-    A = rng.standard_normal((m, n))
-    if m > 2:
-        A[2] = A[0] + A[1]                          # a dependent row
-    fac = RowsFactor(Q, A, tau=1.0)
-    for _ in range(3 * n):
-        out = np.flatnonzero(~fac.inside)
-        if out.size and (fac.size == 0 or rng.random() < 0.6):
-            j = int(rng.choice(out))
-            v = fac.add(j)
-            if v is not None:
-                S = np.append(fac.members, j)
-                scale = 1.0 + float(np.abs(Q[np.ix_(S, S)]).max())
-                assert v[-1] == 1.0
-                assert float(np.abs(Q[np.ix_(S, S)] @ v).max()) <= 1e-6 * scale * float(np.abs(v).max())
-                assert float(np.abs(A[:, S] @ v).max()) <= 1e-6 * float(np.abs(v).max()) * (1 + np.abs(A).max())
-        else:
-            fac.remove(int(rng.choice(fac.members)))
-        F = fac.members
-        if F.size == 0:
-            continue
-        r = rng.standard_normal(F.size)
-        p, mu, _ = fac.solve(r)
-        # Q_FF p + A_Fᵀμ = r and A_F p = 0: the face's KKT conditions
-        scale = 1.0 + float(np.abs(r).max()) + float(np.abs(Q).max()) * float(np.abs(p).max())
-        assert float(np.abs(A[:, F] @ p).max()) <= 1e-8 * scale
-        assert float(np.abs(Q[np.ix_(F, F)] @ p + A[:, F].T @ mu - r).max()) <= 1e-7 * scale
+# the m-row engine's factor and degeneracy handling: tests/strategies/test_active_set_rows.py
