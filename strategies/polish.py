@@ -668,8 +668,7 @@ class _QPFace:
             # against the smallest residuals so far: noise at the rounding level does not halve
             # them round after round
             if not (b_p <= max(a_p, g_p) and b_d <= max(a_d, g_d)
-                    and (negligible < b_p <= 0.5 * a_p or negligible < b_d <= 0.5 * a_d
-                         or max(b_p, b_d) <= negligible < max(a_p, a_d))):
+                    and ((negligible < a_p and b_p <= 0.5 * a_p) or (negligible < a_d and b_d <= 0.5 * a_d))):
                 break
             us, r, rel, f_p, f_d, omega = trial, r_new, rel_new, g_p, g_d, omega_new
             a_p, a_d = min(a_p, b_p), min(a_d, b_d)
