@@ -22,7 +22,8 @@ from qpcore.threads import blas_threads
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["PSD_CHECK_MAX_N", "DenseQ", "Kernel", "KernelQ", "negative_curvature", "squared_norms"]
+__all__ = ["PSD_CHECK_MAX_N", "PSD_TOL", "DenseQ", "Kernel", "KernelQ", "negative_curvature", "not_psd_message",
+           "psd_tolerance", "squared_norms"]
 IndexArray = NDArray[np.intp]
 
 KernelName = Literal["linear", "rbf", "poly", "sigmoid", "precomputed"]
@@ -32,14 +33,52 @@ KernelName = Literal["linear", "rbf", "poly", "sigmoid", "precomputed"]
 #: factorization, O(n³/3)); larger ones are left to the strategies' curvature tests.
 PSD_CHECK_MAX_N = 4000
 
+#: The default tolerance of the PSD check, relative to the largest eigenvalue: Q is accepted when
+#: its smallest eigenvalue is at least ``−PSD_TOL · λ_max``. Data rounded to d significant digits
+#: move the eigenvalues of an n×n matrix by up to about n·10^−d·max|Q_ij| (Weyl's inequality):
+#: the Maros–Meszaros problem VALUES, a convex problem whose P is given to six decimals, has
+#: eigenvalues down to −1.3e-5 of its largest 10.8 (a ratio of 1.2e-6). 1e-5 accepts such
+#: rounding and refuses a matrix that is clearly indefinite; a caller who knows the data better
+#: passes ``psd_tol`` to :class:`DenseQ` (to :class:`qpcore.QP` through a ``DenseQ``).
+PSD_TOL = 1e-5
 
-def negative_curvature(M: FloatArray) -> tuple[float, float] | None:
-    """None when the symmetric M is positive semidefinite to rounding, else its (smallest, largest)
-    eigenvalues.
 
-    A Cholesky factorization of ``M + δI`` (δ = 1e-9·n·max|M_ij|) succeeds for every PSD matrix;
-    only when it fails are the eigenvalues computed, and M counts as indefinite when the smallest
-    is below −1e-8 times the largest magnitude.
+def _largest_eigen_below(M: FloatArray, steps: int = 8) -> float:
+    """A lower bound on max(λ_max(M), 0): the largest of 0, the diagonal and a few power-iteration
+    Rayleigh quotients (xᵀMx/xᵀx ≤ λ_max for every x), O(n²) per step."""
+    n = M.shape[0]
+    best = float(np.diagonal(M).max(initial=0.0))
+    x: FloatArray = np.random.default_rng(0).standard_normal((n,))
+    for _ in range(steps):
+        y: FloatArray = M @ x
+        best = max(best, float(x @ y) / float(x @ x))
+        ny = float(np.linalg.norm(y))
+        if not ny > 0.0 or not np.isfinite(ny):
+            break
+        x = y / ny
+    return best
+
+
+def negative_curvature(M: FloatArray, tol: float = PSD_TOL) -> tuple[float, float] | None:
+    """None when the symmetric M is positive semidefinite within ``tol``, else its (smallest,
+    largest) eigenvalues.
+
+    M counts as PSD when its smallest eigenvalue is at least ``−tol · λ_max`` (never tighter than
+    the rounding of an eigenvalue computation, n·eps·λ_max). The check is cheap where it
+    succeeds: a Cholesky factorization of ``M + δI`` with δ = tol times a lower bound on λ_max
+    (:func:`_largest_eigen_below`) exists only when λ_min ≥ −δ ≥ −tol·λ_max, so it accepts
+    without an eigenvalue; only when it fails are the eigenvalues computed, and they decide.
+
+    Parameters
+    ----------
+    M : ndarray
+        A symmetric matrix.
+    tol : float
+        The tolerance relative to the largest eigenvalue (default :data:`PSD_TOL`).
+
+    Returns
+    -------
+    tuple of float or None
     """
     n = M.shape[0]
     scale = float(np.abs(M).max(initial=0.0))
@@ -47,17 +86,40 @@ def negative_curvature(M: FloatArray) -> tuple[float, float] | None:
         return None
     from scipy.linalg import lapack
 
-    # LAPACK's potrf on a shifted copy, in place (the transpose of a C-ordered copy is the same
-    # symmetric matrix in Fortran order): about half the time of np.linalg.cholesky, which
-    # adds an n×n identity, copies and cleans the other triangle
-    shifted = np.array(M, dtype=np.float64, order="C")
-    shifted.flat[:: n + 1] += 1e-9 * n * scale
-    _, info = lapack.dpotrf(shifted.T, lower=1, overwrite_a=1, clean=0)
-    if info == 0:
-        return None
+    floor = 4.0 * n * float(np.finfo(np.float64).eps)
+    rel = max(float(tol), floor)
+    top = _largest_eigen_below(M)
+    if top > 0.0:
+        # LAPACK's potrf on a shifted copy, in place (the transpose of a C-ordered copy is the same
+        # symmetric matrix in Fortran order): about half the time of np.linalg.cholesky, which
+        # adds an n×n identity, copies and cleans the other triangle
+        shifted = np.array(M, dtype=np.float64, order="C")
+        shifted.flat[:: n + 1] += rel * top
+        _, info = lapack.dpotrf(shifted.T, lower=1, overwrite_a=1, clean=0)
+        if info == 0:
+            return None
     w = np.linalg.eigvalsh(M)
     lo, hi = float(w[0]), float(w[-1])
-    return (lo, hi) if lo < -1e-8 * max(abs(hi), abs(lo)) else None
+    return (lo, hi) if lo < -rel * max(hi, 0.0) else None
+
+
+def psd_tolerance(Q: object) -> float:
+    """The relative tolerance Q's PSD check used (``psd_tol`` of a :class:`DenseQ`), else
+    :data:`PSD_TOL`: what a strategy's curvature test allows before it calls Q nonconvex."""
+    return float(getattr(Q, "psd_tol", PSD_TOL))
+
+
+def not_psd_message(lo: float, hi: float, tol: float) -> str:
+    """The error for a matrix that is not PSD: how far it is (smallest and largest eigenvalue, their
+    ratio, the tolerance) and, when it is near PSD, how to accept it."""
+    far = f"ratio {lo / hi:.3g}" if hi > 0.0 else "no positive eigenvalue"
+    msg = (f"Q: not positive semidefinite (smallest eigenvalue {lo:.6g}, largest {hi:.6g}, {far}; the "
+           f"tolerance accepts down to −{tol:g} × the largest); the problem is not convex, and a stationary "
+           "point need not be a minimizer")
+    if hi > 0.0 and -lo / hi < 1e-2:
+        msg += (f". If Q is PSD up to the rounding of its data, DenseQ(Q, psd_tol=...) with a tolerance "
+                f"above {-lo / hi:.2g} accepts it")
+    return msg
 
 
 def _asymmetry(M: FloatArray, rows: int = 128) -> float:
@@ -70,17 +132,17 @@ def _asymmetry(M: FloatArray, rows: int = 128) -> float:
     return worst
 
 
-def _check_psd(M: FloatArray) -> bool | None:
-    """True when M is PSD to rounding, None when too large to check; raises when it is not."""
+def _check_psd(M: FloatArray, tol: float = PSD_TOL) -> bool | None:
+    """True when M is PSD within ``tol`` (:func:`negative_curvature`), None when too large to check;
+    raises a ``ProblemError`` saying how far from PSD it is when it is not."""
     from qpcore.validate import ProblemError
 
     if M.shape[0] > PSD_CHECK_MAX_N:
         return None
     with blas_threads():       # a factorization of Q: BLAS threads sized to the free cores, as in solve
-        bad = negative_curvature(M)
+        bad = negative_curvature(M, tol)
     if bad is not None:
-        raise ProblemError(f"Q: not positive semidefinite (smallest eigenvalue {bad[0]:.6g}, largest {bad[1]:.6g}); "
-                           "the problem is not convex, and a stationary point need not be a minimizer")
+        raise ProblemError(not_psd_message(bad[0], bad[1], tol))
     return True
 
 
@@ -91,12 +153,21 @@ class DenseQ:
     ----------
     M : array_like
         Square, finite, symmetric (to 1e-10 relative) real matrix.
+    psd_tol : float
+        The PSD check's tolerance relative to the largest eigenvalue (default :data:`PSD_TOL`,
+        1e-5): M is refused when its smallest eigenvalue is below ``−psd_tol · λ_max``, with an
+        error that says how far it is. Raise it for data given to few digits; lower it to refuse
+        smaller negative eigenvalues (never below rounding). Matrices beyond
+        :data:`PSD_CHECK_MAX_N` are not checked.
     """
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.BLOCK, Capability.CROSS})
 
-    def __init__(self, M: ArrayLike) -> None:
+    def __init__(self, M: ArrayLike, psd_tol: float = PSD_TOL) -> None:
         from qpcore.validate import ProblemError
+
+        if not (np.isfinite(psd_tol) and psd_tol >= 0.0):
+            raise ProblemError(f"psd_tol: must be finite and ≥ 0, got {psd_tol}")
 
         try:
             arr = np.asarray(M)
@@ -112,7 +183,8 @@ class DenseQ:
         scale = max(1.0, float(np.abs(arr).max(initial=0.0)))
         if arr.size and _asymmetry(arr) > 1e-10 * scale:
             raise ProblemError("Q: not symmetric; pass (Q + Q.T) / 2, which defines the same objective")
-        self.psd: bool | None = _check_psd(arr)
+        self.psd_tol = float(psd_tol)
+        self.psd: bool | None = _check_psd(arr, self.psd_tol)
         self.M = arr
         self.M.flags.writeable = False
         self.stats = OperatorStats()
@@ -127,6 +199,7 @@ class DenseQ:
         obj = cls.__new__(cls)
         obj.M = M
         obj.psd = None
+        obj.psd_tol = PSD_TOL
         obj.stats = OperatorStats()
         return obj
 
