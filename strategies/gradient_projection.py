@@ -79,8 +79,8 @@ from qpcore.problem import QP, ProblemError
 from qpcore.state import State, Status, Work, bound_status
 from qpcore.strategy import Strategy
 from strategies.projected_search import (SearchResult, _CGRun, _Deadline, _eq_point, _FaceFactor, _groups,
-                                         _hit_times, _null_project, _product, _row_sums, _snap,
-                                         projected_search)
+                                         _hit_times, _lstsq, _null_project, _product, _row_basis, _row_sums,
+                                         _snap, projected_search)
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -479,7 +479,7 @@ class GPCG(Strategy):
         if qp.m == 0:
             return g
         if qp.equality.kind == "general":
-            lam = np.linalg.lstsq(qp.A[:, free].T, g[free], rcond=None)[0] if free.any() else np.zeros(qp.m)
+            lam = _lstsq(qp.A[:, free].T, g[free]) if free.any() else np.zeros(qp.m)
             res: FloatArray = g - qp.A.T @ lam
             return res
         bins, a, m = _groups(qp)
@@ -500,7 +500,12 @@ class GPCG(Strategy):
 
     @staticmethod
     def _curvature_tol(qp: QP, work: GPCGWork, p: FloatArray, Qp: FloatArray) -> float:
-        """How negative pᵀQp may be by rounding alone: 1e-8 · ‖Q‖ (estimated) · ‖p‖²."""
+        """How negative pᵀQp may be by rounding alone: 1e-8 · ‖Q‖ (estimated) · ‖p‖²; unlimited for a Q
+        that passed the PSD check on construction (``psd`` True, within its relative tolerance
+        :func:`qpcore.operators.psd_tolerance`): curvature below zero there is the rounding of its
+        data (VALUES: −1.2e-6 of λ_max), and the check's verdict stands."""
+        if qp.Q.psd is True:
+            return float("inf")
         if np.isnan(work.qscale):
             work.qscale = float(np.abs(qp.Q.diag()).max(initial=0.0))
         pmax = float(np.abs(p).max(initial=0.0))
@@ -526,14 +531,11 @@ class GPCG(Strategy):
             # the rows (groups) on the free set: disjoint supports, so normalizing each makes
             # them orthonormal
             coef = qp.equality.coef
-            rows = qp.A * free
             if qp.equality.kind == "general":
                 # an orthonormal basis of the rows on the free set (dependent ones dropped)
-                Qr, Rr = np.linalg.qr(rows.T)
-                d = np.abs(np.diag(Rr))
-                keep = d > 1e-12 * max(float(d.max(initial=0.0)), 1e-300)
-                af = Qr[:, keep].T if keep.any() else None
+                af = _row_basis(qp.A, np.flatnonzero(free))
             else:
+                rows = qp.A * free
                 norms = np.sqrt((rows * rows).sum(axis=1))
                 touched = norms > 0
                 af = rows[touched] / norms[touched, None] if touched.any() else None
@@ -666,7 +668,7 @@ class GPCG(Strategy):
         except np.linalg.LinAlgError:
             work.chol = None
             state.counters["face_solves"] += 1
-            out: FloatArray = np.asarray(np.linalg.lstsq(principal_block(qp.Q, F), -gF, rcond=None)[0], dtype=np.float64)
+            out: FloatArray = _lstsq(np.asarray(principal_block(qp.Q, F), dtype=np.float64), -gF)
             return out
         state.counters["factorizations"] += 1
         first = work.chol.solve(F, -gF, fresh=True)
@@ -710,13 +712,13 @@ class GPCG(Strategy):
             AF = qp.A[:, F]
             m = qp.m
             K = np.block([[B, AF.T], [AF, np.zeros((m, m))]])
-            sol = np.linalg.lstsq(K, np.concatenate([rhs, np.zeros(m)]), rcond=None)[0][:-m]
+            sol = _lstsq(K, np.concatenate([rhs, np.zeros(m)]))[:-m]
             # on the null space of the rows on F exactly, not to rounding
             full = np.zeros(x.size)
             full[F] = sol
             sol = _null_project(qp, full)[F]
         else:
-            sol = np.linalg.lstsq(B, rhs, rcond=None)[0]
+            sol = _lstsq(np.asarray(B, dtype=np.float64), rhs)
         state.counters["face_solves"] += 1
         d = np.zeros(x.size)
         d[F] = sol

@@ -277,6 +277,44 @@ def _row_sums(bins: NDArray[np.intp], m: int, w: FloatArray) -> FloatArray:
     return np.asarray(out, dtype=np.float64)
 
 
+def _lstsq(M: FloatArray, r: FloatArray, rcond: float | None = None) -> FloatArray:
+    """The minimum-norm least-squares solution of M y = r by a complete orthogonal factorization
+    (LAPACK's gelsy, QR with column pivoting): unlike the SVD of numpy's gelsd it has no iteration
+    that can fail to converge (it did on a face of QPCBOEI2, rows scaled from 1 to 1e3). gelss's
+    SVD if even that fails; zeros (no correction) as the last resort."""
+    for driver in ("gelsy", "gelss"):
+        try:
+            out: FloatArray = scipy.linalg.lstsq(M, r, cond=rcond, lapack_driver=driver, check_finite=False)[0]
+        except (np.linalg.LinAlgError, ValueError):
+            continue
+        if np.isfinite(out).all():
+            return out
+    return np.zeros((M.shape[1],) + r.shape[1:])
+
+
+def _row_basis(A: FloatArray, idx: NDArray[np.intp]) -> FloatArray | None:
+    """An orthonormal basis (k × n, zero off ``idx``) of the span of A's rows restricted to ``idx``;
+    None when they all vanish there.
+
+    QR with column pivoting of A[:, idx]ᵀ: its |R_jj| do not increase, so the first k columns of
+    its Q span the rows (rank revealing). Without pivoting a dependent row leaves a column of Q
+    in a direction made of rounding, which is not supported on ``idx``, and dropping it loses
+    the span of the rows after it: a projection built on such a basis is no projection (CG on
+    CVXQP1_S's slack form met pᵀP(Qp) < 0 for a PSD Q and called it nonconvex).
+    """
+    rows = A[:, idx]
+    if not rows.any():
+        return None
+    Qr, Rr, _ = scipy.linalg.qr(rows.T, mode="economic", pivoting=True, check_finite=False)
+    d = np.abs(np.diagonal(Rr))
+    k = int(np.count_nonzero(d > 1e-12 * float(d.max(initial=0.0))))
+    if k == 0:
+        return None
+    out = np.zeros((k, A.shape[1]))
+    out[:, idx] = Qr[:, :k].T
+    return out
+
+
 def _null_project(qp: QP, d: FloatArray, free: BoolArray | None = None) -> FloatArray:
     """d (zero off ``free``) projected onto the null space of the rows there. Disjoint groups: each
     group's row removed in closed form (restricted to any set they stay orthogonal: their supports
@@ -287,7 +325,7 @@ def _null_project(qp: QP, d: FloatArray, free: BoolArray | None = None) -> Float
         dS = d[on]
         AS = qp.A[:, on]
         res = AS @ dS
-        out[on] = dS - np.linalg.lstsq(AS, res, rcond=1e-12)[0] if res.any() else dS
+        out[on] = dS - _lstsq(AS, res, 1e-12) if res.any() else dS
         return out
     bins, a, m = _groups(qp)
     w: FloatArray = np.where(free, d, 0.0) if free is not None else d.copy()
