@@ -753,7 +753,7 @@ def _move(qp: QP, state: State, work: RowsWork, S: IndexArray, d: FloatArray, ca
     if not np.isfinite(alpha):
         state.stop = Status.UNBOUNDED     # a descent ray of zero (or negative) curvature meets no bound
         return False
-    moved = alpha * dmax > 1e-15 * (1.0 + float(np.abs(x[S]).max(initial=0.0)))
+    moved = _progress(state, -(alpha * slope + 0.5 * alpha * alpha * curv))
     if alpha > 0.0:
         x[S] += alpha * d
         g += alpha * Qd
@@ -763,6 +763,14 @@ def _move(qp: QP, state: State, work: RowsWork, S: IndexArray, d: FloatArray, ca
         _block(qp, state, work, i, bool(d[k] > 0), entering)
     np.clip(x, qp.lb, qp.ub, out=x)
     return moved
+
+
+def _progress(state: State, decrease: float) -> bool:
+    """Whether a step's decrease of the objective is above its rounding (the size of the terms
+    of f at x): a step that moves x by a rounding-level amount, or along a flat line, makes none."""
+    x, g = state.x, state.g
+    size = float(np.abs(g).max(initial=0.0)) * float(np.abs(x).max(initial=0.0)) + 1.0
+    return decrease > 1e-14 * size
 
 
 def _after_move(state: State, work: RowsWork, moved: bool) -> None:
@@ -802,7 +810,7 @@ def _clean(work: RowsWork, S: IndexArray, v: FloatArray) -> FloatArray:
     res = work.A[:, S] @ v
     if not res.any():
         return v
-    dp, _ = fac.solve(np.zeros(fac.size), -res)
+    dp = fac.refined_solve(np.zeros(fac.size), -res)[0]
     out = v.copy()
     out[:-1] += dp
     return out
@@ -828,7 +836,7 @@ def _sync(qp: QP, state: State, work: RowsWork) -> bool:
         # below that is a flat line, not a descent (a long ray along it would wreck x)
         noise = 1e-10 * float((np.abs(qp.c[S]) + np.abs(work.Q[S]) @ np.abs(state.x)) @ np.abs(v))
         if abs(slope) <= noise or not v.any():
-            if _flat_pivot(qp, state, work, S, v, j):
+            if _flat_pivot(qp, state, work, S, v, j, slope):
                 return True
             work.held[j] = True            # a flat line without bounds: its multiplier is 0
             state.counters["held"] += 1
@@ -847,22 +855,28 @@ def _significant(d: FloatArray, rel: float) -> FloatArray:
     return out
 
 
-def _flat_pivot(qp: QP, state: State, work: RowsWork, S: IndexArray, v: FloatArray, j: int) -> bool:
-    """Along a flat null direction, move to the nearer bound of either sign at no cost; False when
-    neither sign meets a bound."""
+def _flat_pivot(qp: QP, state: State, work: RowsWork, S: IndexArray, v: FloatArray, j: int,
+                slope: float) -> bool:
+    """Along a null direction whose slope is at rounding level, move to the first bound on the side
+    where the slope is not positive (so the objective cannot rise by more than the slope's own
+    rounding, however long the move); False when no bound is within reach there."""
     x = state.x
     v = _significant(v, 1e-9)
-    tp, kp = _ratio(x[S], v, qp.lb[S], qp.ub[S], S, work.bland)
-    tm, km = _ratio(x[S], -v, qp.lb[S], qp.ub[S], S, work.bland)
-    d, t, k = (v, tp, kp) if tp <= tm else (-v, tm, km)
+    d = -v if slope > 0.0 else v
+    t, k = _ratio(x[S], d, qp.lb[S], qp.ub[S], S, work.bland)
     if not t * float(np.abs(v).max(initial=0.0)) <= 1e3 * (1.0 + float(np.abs(x[S]).max(initial=0.0))):
         return False                       # no bound within reach: a far move would only add rounding
+    Qd = _product(work, S, d)
+    rise = t * float(state.g[S] @ d) + 0.5 * t * t * float(Qd[S] @ d)
+    if _progress(state, -rise) or _progress(state, rise):
+        return False                       # not flat over that distance (a curvature below the test's reach)
     state.counters["flat_moves"] += 1
-    moved = t * float(np.abs(d).max(initial=0.0)) > 1e-15 * (1.0 + float(np.abs(x[S]).max(initial=0.0)))
     if t > 0.0:
         x[S] += t * d
-        state.g += t * _product(work, S, d)
-    _after_move(state, work, moved)
+        state.g += t * Qd
+    # x moves, the objective does not: for the stall count (and Bland's rule) this is no progress,
+    # or flat pivots could cycle unseen
+    _after_move(state, work, False)
     _block(qp, state, work, int(S[k]), bool(d[k] > 0), j)
     np.clip(x, qp.lb, qp.ub, out=x)
     return True
@@ -1043,14 +1057,24 @@ def rows_step(qp: QP, state: State, work: RowsWork) -> None:
         res = work.b - work.A @ x
         if float(np.abs(res).max()) > 1e-14 * (1.0 + float(np.abs(work.A).max()) * float(np.abs(x).max())):
             dx, _, _, _ = _face_solve(work, np.zeros(F.size), res)
-            x[F] += dx
+            # within the bounds (a clipped correction would break the rows it restores)
+            x[F] += min(1.0, _ratio(x[F], dx, qp.lb[F], qp.ub[F], F, False)[0]) * dx
             np.clip(x, qp.lb, qp.ub, out=x)
             state.g = g = Q @ x + qp.c
             p, mu, QFp, _ = _face_solve(work, -g[F])
     lam = _multipliers(qp, work, mu)
-    if kkt(qp, x, g, (lam, None)).measure <= 0.5 * work.tol:
-        work.lam = lam
-        state.done = True
+    cert = kkt(qp, x, g, (lam, None))
+    if cert.measure <= 0.5 * work.tol:
+        if cert.feasible():
+            work.lam = lam
+            state.done = True
+            return
+        # stationary but off the rows beyond what the correction above could restore: a fresh
+        # factor corrects again; with a fresh one already, the certificate judges the point
+        if fac.updates:
+            _refactor(qp, state, work)
+        else:
+            _end(qp, state, work)
         return
     if work.held.any():
         work.held[:] = False               # x moved since they were held: their lines may tilt now
@@ -1083,8 +1107,8 @@ def _face_step(qp: QP, state: State, work: RowsWork, F: IndexArray, p: FloatArra
     which joins the working set."""
     x, g, fac = state.x, state.g, work.fac
     t, k = _ratio(x[F], p, qp.lb[F], qp.ub[F], F, work.bland)
-    for _ in range(3):
-        if k < 0 or t > 1.0 or not fac.critical(int(F[k])):
+    for _ in range(10):
+        if k < 0 or t > 1.0 or abs(float(p[k])) > 1e-8 * float(np.abs(p).max()) or not fac.critical(int(F[k])):
             break
         # a variable whose column A_F needs for its rank has p_k = 0 on the face: what the solve
         # left there is rounding, and blocking on it would break the working set
@@ -1093,7 +1117,7 @@ def _face_step(qp: QP, state: State, work: RowsWork, F: IndexArray, p: FloatArra
         p[k] = 0.0
         t, k = _ratio(x[F], p, qp.lb[F], qp.ub[F], F, work.bland)
     alpha = min(1.0, t)
-    moved = alpha * float(np.abs(p).max()) > 1e-15 * (1.0 + float(np.abs(x[F]).max(initial=0.0)))
+    moved = _progress(state, -(alpha * float(g[F] @ p) + 0.5 * alpha * alpha * float(QFp[F] @ p)))
     x[F] += alpha * p
     g += alpha * QFp
     _after_move(state, work, moved)
