@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.kkt import KKT, at_bounds
+from qpcore.kkt import KKT, at_bounds, rows_at_bounds
 from qpcore.problem import QP
 from qpcore.solve import solve
 from qpcore.state import Result, Status
@@ -220,7 +220,7 @@ def solve_qp(P: Any, q: ArrayLike, G: Any = None, h: ArrayLike | None = None, A:
     z_box = np.where(at_lo | at_hi, -cert.z, 0.0)
     z = np.zeros(0)
     if qp.k:
-        _, row_at_hi = at_bounds(qp.C @ x, qp.l, qp.u)
+        _, row_at_hi = rows_at_bounds(qp, x)
         z = np.where(row_at_hi, -cert.y, 0.0)
     return QPSolution(x=x, y=-cert.multipliers, z=z, z_box=z_box, status=result.status, objective=result.objective,
                       kkt=cert, result=result)

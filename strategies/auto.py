@@ -251,26 +251,44 @@ class Auto(Strategy):
             proposal = work.inner.multipliers(qp, state)
         finally:
             self._back(state, work)
-        left = state.time_left()
-        res = self.finish_stage.run(qp, state.x, proposal, time_limit=left if math.isfinite(left) else None)
-        state.counters["polish_tries"] = state.counters.get("polish_tries", 0) + 1
-        state.counters["polish_rounds"] = state.counters.get("polish_rounds", 0) + res.rounds
-        if not res.accepted:
+        # the last try may pivot longer (far faces, QFORPLAN: a dozen rounds from the IPM's point) and
+        # polish its own point once more, from the multipliers the certificate found
+        stage = attrs.evolve(self.finish_stage, max_rounds=4 * self.finish_stage.max_rounds) if last else self.finish_stage
+        x, found = state.x, None
+        for _ in range(2 if last else 1):
+            left = state.time_left()
+            res = stage.run(qp, x, proposal, time_limit=left if math.isfinite(left) else None)
+            state.counters["polish_tries"] = state.counters.get("polish_tries", 0) + 1
+            state.counters["polish_rounds"] = state.counters.get("polish_rounds", 0) + res.rounds
+            if not res.accepted:
+                break
+            cert = kkt(qp, res.x, multipliers=res.multipliers)
+            if not cert.ok(work.tol):
+                # the finish's multipliers are one witness; the certificate's own search may find a better one
+                own = kkt(qp, res.x)
+                if own.measure < cert.measure:
+                    cert = own
+            if found is None or cert.measure < found[1].measure:
+                found = (res.x, cert)
+            if cert.ok(work.tol):
+                break
+            x, proposal = res.x, (cert.multipliers, cert.y)
+        if found is None:
             return
-        cert = kkt(qp, res.x, multipliers=res.multipliers)
+        x, cert = found
         certified = cert.ok(work.tol)
         if not certified:
             if state.done or not last:
                 return
             # the IPM stopped short: keep whichever point the certificate rates better
-            before = kkt(qp, state.x, multipliers=proposal)
+            before = kkt(qp, state.x)
             if not (cert.feasible() and (not before.feasible() or cert.measure < before.measure)):
                 return
-        state.x = res.x
-        state.g = qp.gradient(res.x)
-        state.status = bound_status(res.x, qp.lb, qp.ub)
+        state.x = x
+        state.g = qp.gradient(x)
+        state.status = bound_status(x, qp.lb, qp.ub)
         state.exact = (state.x, state.g)
-        work.proposal = res.multipliers
+        work.proposal = (cert.multipliers, cert.y)
         if certified:
             state.done, state.stop = True, None
             work.choices.append((state.iteration, "polish", f"the exact active-set finish certifies at tol "
