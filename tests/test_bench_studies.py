@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-STUDIES = ("run", "qp", "asvm", "scaling", "ocas", "incas", "dask_scale", "svm_family", "svm_grid")
+STUDIES = ("run", "qp", "asvm", "scaling", "ocas", "incas", "dask_scale", "svm_family", "svm_grid", "maros_meszaros")
 COMMAND = re.compile(r"python -m benchmarks\.(\w+)([^#;\n`]*)")
 
 
