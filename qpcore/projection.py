@@ -11,6 +11,8 @@ Everything is vectorized over n: Python loops run over rows or groups only.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -268,10 +270,11 @@ def project_groups(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, group: NDArray[np
     return x, lam
 
 
-def _direction(H: FloatArray, r: FloatArray) -> FloatArray:
+def _direction(H: FloatArray, r: FloatArray, singular: bool = True) -> FloatArray | None:
     """H d = r for a symmetric positive semidefinite H: Cholesky when H is positive definite, else
-    least squares by a complete orthogonal factorization (LAPACK's gelsy: QR with column
-    pivoting, which has no iteration to fail, unlike the SVD of gelsd on a graded matrix)."""
+    (or None when not ``singular``) least squares by a complete orthogonal factorization (LAPACK's
+    gelsy: QR with column pivoting, which has no iteration to fail, unlike the SVD of gelsd on a
+    graded matrix)."""
     import scipy.linalg
 
     try:
@@ -281,6 +284,8 @@ def _direction(H: FloatArray, r: FloatArray) -> FloatArray:
             return d
     except (np.linalg.LinAlgError, ValueError):
         pass
+    if not singular:
+        return None
     try:
         out: FloatArray = scipy.linalg.lstsq(H, r, cond=1e-13, lapack_driver="gelsy", check_finite=False)[0]
         return out
@@ -322,14 +327,18 @@ class _DualNewton:
         self.lam = self.lam + t * d
         self.x = np.clip(self.w, self.lo, self.hi)
 
-    def newton(self, budget: int) -> bool:
-        """Plain semismooth Newton steps with the exact line search (at most ``budget``); True once exact."""
+    def newton(self, budget: int, singular: bool = True) -> bool:
+        """Plain semismooth Newton steps with the exact line search (at most ``budget``); True once
+        exact. Not ``singular``: stop at a singular A_F A_Fᵀ (rows dependent on F, where the step
+        may miss the direction the dual grows along; the proximal steps take over)."""
         A, b = self.A, self.b
         for _ in range(budget):
             if self.exact():
                 return True
             r = b - A @ self.x
-            d = _direction(self._gram(), r)
+            d = _direction(self._gram(), r, singular)
+            if d is None:
+                return False
             self.iters += 1
             if not float(r @ d) > 1e-12 * float(np.linalg.norm(r)) * float(np.linalg.norm(d)):
                 d = r.copy()                        # no Newton ascent: the gradient ascends
@@ -363,6 +372,7 @@ class _DualNewton:
             H = self._gram()
             H.flat[:: H.shape[0] + 1] += 1.0 / sigma
             d = _direction(H, grad)
+            assert d is not None
             self.iters += 1
             nd = float(np.linalg.norm(d))
             if not nd > 0.0:
@@ -387,13 +397,14 @@ def project_rows(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, A: ArrayLike, b: Ar
     D(λ) = min over the box of ½‖x − v‖² − λᵀ(A x − b), whose gradient is ``b − A x(λ)`` and
     whose generalized Hessian is −A_F A_Fᵀ, F the coordinates strictly inside their bounds.
 
-    1. **Newton.** Each iteration solves ``A_F A_Fᵀ d = b − A x`` (Cholesky, or least squares
-       when the rows are dependent on F) and takes an **exact** line search along d: maximizing
+    1. **Newton.** Each iteration solves ``A_F A_Fᵀ d = b − A x`` (Cholesky) and takes an
+       **exact** line search along d: maximizing
        D(λ + t d) over t is the one-row projection of ``v + Aᵀλ`` onto ``{(Aᵀd)ᵀx = dᵀb}``
        (:func:`project_box_equality`, exact and O(n)). Once F settles the step is exact. The rows
        are scaled to unit norm first: the least-squares step and the gradient step depend on
        the rows' scaling, and rows of the slack form ``[C, −I]`` differ by orders of magnitude.
-    2. **Proximal Newton**, when a few Newton steps have not finished. Where the rows cannot be
+    2. **Proximal Newton**, when a few Newton steps have not finished or A_F A_Fᵀ is singular (the
+       rows dependent on F). Where the rows cannot be
        met on the current F (``b − A x`` not in the range of A_F A_Fᵀ: an LP-like polytope far
        from v) the dual grows linearly along directions the Newton step ignores, and plain
        Newton crawls from kink to kink. The proximal point method on the dual (the augmented
@@ -401,7 +412,7 @@ def project_rows(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, A: ArrayLike, b: Ar
        strongly concave function whose Newton system ``(A_F A_Fᵀ + I/σ) d = ∇`` always has a
        solution, with the same exact line search (one more, unbounded, coordinate carries the
        proximal term). σ grows tenfold per outer step; once the rows are met to 1e-9, plain
-       Newton steps finish the projection exactly.
+       Newton steps (least squares where A_F A_Fᵀ is singular) finish the projection exactly.
     3. **LP fallback.** If the iterations still end off the rows (beyond 1e-9 of the size of
        A x's terms), the feasibility LP decides (scipy's HiGHS): when HiGHS finds no point, a
        ``ProblemError`` says so; otherwise the point of the set nearest v in the 1-norm (an LP)
@@ -453,7 +464,7 @@ def project_rows(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, A: ArrayLike, b: Ar
     keep = ~zero
     scale = norms[keep]
     solver = _DualNewton(vv, lo, hi, Am[keep] / scale[:, None], bb[keep] / scale)
-    done = solver.newton(min(20, max_iter))
+    done = solver.newton(min(20, max_iter), singular=False)
     sigma, best, flat = 1.0, np.inf, 0
     while not done and solver.iters < max_iter:
         solver.proximal(sigma, min(50, max_iter - solver.iters))
@@ -466,13 +477,22 @@ def project_rows(v: ArrayLike, lb: ArrayLike, ub: ArrayLike, A: ArrayLike, b: Ar
         if flat >= 10:
             break
         sigma = min(10.0 * sigma, 1e12)
-    x = solver.x
+    # a coordinate within the rounding of w = v + Aᵀλ of its bound is at the bound: left a few ulps
+    # of |w|'s terms inside, it would count as free and block a ray at a step of 1e-14
+    slop = 8.0 * float(np.finfo(np.float64).eps) * (np.abs(vv) + solver.absA.T @ np.abs(solver.lam))
+    x = np.where(np.abs(solver.x - lo) <= slop, lo, np.where(np.abs(solver.x - hi) <= slop, hi, solver.x))
     lam = np.zeros(Am.shape[0])
     lam[keep] = solver.lam / scale
     size = max(1.0, float(np.abs(bb).max(initial=0.0)), float((np.abs(Am) @ np.abs(x)).max(initial=0.0)))
     if float(np.abs(bb - Am @ x).max(initial=0.0)) <= 1e-9 * size:
         return x, lam
     return _nearest_feasible(vv, lo, hi, Am, bb), np.zeros(Am.shape[0])
+
+
+def _infeasible_verdict(res: Any) -> bool:
+    """Whether scipy's HiGHS result says the LP is infeasible (status 2 also carries HiGHS's "model
+    error", which is no verdict on the set)."""
+    return bool(res.status == 2 and "infeasible" in str(res.message).lower())
 
 
 def _nearest_feasible(v: FloatArray, lo: FloatArray, hi: FloatArray, A: FloatArray, b: FloatArray) -> FloatArray:
@@ -482,25 +502,25 @@ def _nearest_feasible(v: FloatArray, lo: FloatArray, hi: FloatArray, A: FloatArr
     from scipy.optimize import linprog
 
     n, m = v.size, A.shape[0]
-    # variables [x; t] with |x − v| ≤ t: minimize Σt
+    # in the 1-norm the point nearest v is the one nearest v clipped to the box (each coordinate's
+    # distance beyond its bound is a constant): the LP sees moderate numbers
+    c = np.clip(v, lo, hi)
+    # variables [x; t] with |x − c| ≤ t: minimize Σt
     eye = np.eye(n)
     G = np.block([[eye, -eye], [-eye, -eye]])
-    h = np.concatenate([v, -v])
+    h = np.concatenate([c, -c])
     bounds = np.vstack([np.column_stack([lo, hi]), np.column_stack([np.zeros(n), np.full(n, np.inf)])])
     res = linprog(np.concatenate([np.zeros(n), np.ones(n)]), A_ub=G, b_ub=h,
                   A_eq=np.hstack([A, np.zeros((m, n))]), b_eq=b, bounds=bounds, method="highs")
-    if res.status == 2:
-        raise ProblemError("A x = b: no point of the box meets the rows (HiGHS finds the feasibility LP "
-                           f"infeasible: {res.message})")
     if res.x is None:
-        # HiGHS could not settle the 1-norm LP: the feasibility LP alone
+        # HiGHS did not settle the 1-norm LP: the feasibility LP alone decides
         res = linprog(np.zeros(n), A_eq=A, b_eq=b, bounds=np.column_stack([lo, hi]), method="highs")
-        if res.status == 2:
+        if _infeasible_verdict(res):
             raise ProblemError("A x = b: no point of the box meets the rows (HiGHS finds the feasibility LP "
                                f"infeasible: {res.message})")
         if res.x is None:
-            raise ProblemError(f"A x = b: the projection failed and HiGHS could not decide feasibility ({res.message}); "
-                               "the rows may be badly scaled")
+            raise ProblemError(f"A x = b: the projection failed and HiGHS could not decide feasibility "
+                               f"({res.message}); the rows may be badly scaled")
     return _exact_on_rows(np.asarray(res.x[:n], dtype=np.float64), lo, hi, A, b)
 
 
@@ -699,7 +719,7 @@ def _vertex_start(qp: QP) -> FloatArray:
     lb, ub, A, b = qp.lb, qp.ub, qp.A, qp.b
     # linprog takes ±inf bounds as they are: one (n, 2) array, no per-variable tuples
     res = linprog(np.zeros(qp.n), A_eq=A, b_eq=b, bounds=np.column_stack([lb, ub]), method="highs-ds")
-    if res.status == 2:
+    if _infeasible_verdict(res):
         raise ProblemError(f"A x = b is infeasible for the bounds (HiGHS finds the feasibility LP infeasible: {res.message})")
     if res.x is None:
         raise ProblemError(f"A x = b: HiGHS found no feasible point ({res.message}); the rows may be badly scaled")

@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from qpcore.blas import gemm, gemv
 from qpcore.capabilities import QOperator, cross_block, principal_block
 from qpcore.operators import DenseQ, KernelQ
+from qpcore.optimality import feasibility_scale
 from qpcore.problem import QP
 from qpcore.projection import project_box_equality, project_groups, project_rows
 
@@ -264,6 +265,14 @@ def _eq_point(qp: QP, v: FloatArray) -> FloatArray:
     return _snap(qp, project_groups(v, qp.lb, qp.ub, eq.group, eq.coef, qp.b)[0])
 
 
+def _rows_met(qp: QP, x: FloatArray, rel: float) -> bool:
+    """Whether A x = b holds to ``rel`` of the certificate's feasibility scale
+    (:func:`qpcore.optimality.feasibility_scale`: the largest sum of a row's term magnitudes, ‖x‖∞,
+    ‖b‖∞, 1). Not row by row: a row whose terms all vanish at x (its variables at a bound of 0)
+    meets its own tiny scale only to the rounding of the large rows, and would refuse every point."""
+    return float(np.abs(qp.A @ x - qp.b).max(initial=0.0)) <= rel * feasibility_scale(qp, x)
+
+
 def _groups(qp: QP) -> tuple[NDArray[np.intp], FloatArray, int]:
     """(each variable's group, m for a variable in no row; its coefficient; m) of a problem whose
     rows are disjoint groups (one row included): sums per row are then ``bincount``s."""
@@ -388,19 +397,25 @@ def _equality_search(qp: QP, x: FloatArray, g: FloatArray, d: FloatArray, alpha:
         xscale = max(1.0, float(np.abs(x).max(initial=0.0)))
         tiny = 4.0 * np.finfo(np.float64).eps * xscale
         dmax = float(np.abs(d).max())
-        # a Cauchy step over a nearly flat direction can be astronomically long; the projection of such
-        # a trial point loses the equality to cancellation, so start at most 1e8·|x| away
-        alpha = min(alpha, 1e8 * xscale / dmax)
+        # a Cauchy step over a nearly flat direction (the zero curvature of slack variables) can be
+        # astronomically long: the projection of such a trial point costs hundreds of Newton steps,
+        # loses the rows to cancellation, and lands where that of a point 1e3 times the box's
+        # extent away lands. Start at most that far
+        ends = np.concatenate([qp.lb[np.isfinite(qp.lb)], qp.ub[np.isfinite(qp.ub)]])
+        span = max(xscale, float(np.abs(ends).max(initial=0.0)))
+        alpha = min(alpha, 1e3 * span / dmax)
         for _ in range(max_backtracks):
             if alpha * dmax <= tiny:
                 break
+            if deadline != np.inf and time.perf_counter() >= deadline:
+                raise _Deadline               # a projection of general rows can take a while
             v = x + alpha * d
             if not np.isfinite(v).all():      # a huge trial step: shrink it, the path is what matters
                 alpha *= 1e-3
                 continue
             xa = _eq_point(qp, v)
             # a trial point far outside the box loses aᵀx = b to cancellation (|v| ≫ |x|): reject it
-            if np.any(np.abs(A @ xa - b) > 1e-10 * (absA @ np.abs(xa) + np.abs(b) + 1e-300)):
+            if not _rows_met(qp, xa, 1e-10):
                 alpha *= 0.1
                 continue
             s = xa - x
