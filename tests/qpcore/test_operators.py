@@ -411,3 +411,95 @@ def test_footprint_counts_the_operators_own_arrays() -> None:
     fast = KernelQ(X, Kernel("rbf", gamma=GAMMA), scale=y, dtype=np.float32, compute_dtype=np.float32)
     assert plain.footprint >= X.nbytes + 2 * (N * (D + 2) * 8)          # data and its two factors
     assert fast.footprint >= plain.footprint + 2 * (N * (D + 2) * 4)    # and their float32 copies
+
+
+# --- the PSD check: a tolerance relative to the largest eigenvalue -------------------------------
+
+def _planted(n: int, smallest: float, largest: float, seed: int = 0) -> np.ndarray:
+    """A symmetric matrix with the spectrum [smallest, ..., largest] (the rest in between, ≥ 0)."""
+    rng = np.random.default_rng(seed)
+    U = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    w = np.concatenate([[smallest], rng.uniform(0.0, largest, n - 2), [largest]])
+    M: np.ndarray = (U * w) @ U.T
+    return 0.5 * (M + M.T)
+
+
+def test_psd_check_is_relative_to_the_largest_eigenvalue() -> None:
+    from qpcore.operators import PSD_TOL
+
+    # rounding-sized negative eigenvalues (VALUES has −1.2e-6 of the largest) are accepted ...
+    assert DenseQ(_planted(40, -1e-6 * 10.8, 10.8)).psd is True
+    # ... whatever the matrix's scale
+    assert DenseQ(_planted(40, -1e-6 * 1e9, 1e9)).psd is True
+    assert DenseQ(_planted(40, -1e-6 * 1e-9, 1e-9)).psd is True
+    # a clearly indefinite matrix is refused, saying how far it is
+    with pytest.raises(Exception, match=r"smallest eigenvalue -0\.0108.*largest 10\.8.*ratio -0\.001.*1e-05"):
+        DenseQ(_planted(40, -1e-3 * 10.8, 10.8))
+    # the tolerance is the caller's: tighter refuses the rounding-sized one, with how to accept it
+    with pytest.raises(Exception, match=r"ratio -1e-06.*tolerance above 1e-06 accepts it"):
+        DenseQ(_planted(40, -1e-6 * 10.8, 10.8), psd_tol=1e-7)
+    assert DenseQ(_planted(40, -1e-3, 1.0), psd_tol=1e-2).psd is True
+    assert PSD_TOL == DenseQ(np.eye(2)).psd_tol
+
+
+def test_psd_check_edge_cases() -> None:
+    from qpcore import ProblemError
+
+    v = np.arange(1.0, 6.0)
+    assert DenseQ(np.outer(v, v)).psd is True                          # rank one: PSD, singular
+    assert DenseQ(np.zeros((3, 3))).psd is True
+    X = np.random.default_rng(1).standard_normal((60, 20))
+    assert DenseQ(X @ X.T).psd is True                                  # a rank-deficient Gram matrix
+    with pytest.raises(ProblemError, match="no positive eigenvalue"):
+        DenseQ(-np.eye(3))
+    for bad in (-1.0, np.nan, np.inf):
+        with pytest.raises(ProblemError, match="psd_tol"):
+            DenseQ(np.eye(2), psd_tol=bad)
+
+
+def test_psd_check_takes_the_cholesky_path_when_it_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the eigenvalues are computed only when the shifted Cholesky factorization fails: a PSD
+    # matrix, rounding-sized negative eigenvalues included, never pays for them
+    from qpcore import operators
+
+    def no_eigen(*args: object, **kwargs: object) -> None:
+        raise AssertionError("eigvalsh called")
+
+    monkeypatch.setattr(np.linalg, "eigvalsh", no_eigen)
+    X = np.random.default_rng(2).standard_normal((300, 100))
+    DenseQ(X @ X.T)
+    DenseQ(_planted(200, -1e-7 * 5.0, 5.0))
+    assert operators.negative_curvature(_planted(50, 0.0, 3.0)) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_psd_check_decides_by_the_ratio(seed: int) -> None:
+    # planted spectra on either side of the tolerance (a factor 3 away) are judged by it
+    from qpcore.operators import negative_curvature
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 60))
+    top = float(10.0 ** rng.uniform(-6, 6))
+    tol = float(10.0 ** rng.uniform(-9, -2))
+    inside = _planted(max(n, 2), -tol / 3.0 * top, top, seed)
+    outside = _planted(max(n, 2), -tol * 3.0 * top, top, seed)
+    assert negative_curvature(inside, tol) is None
+    bad = negative_curvature(outside, tol)
+    assert bad is not None and bad[0] == pytest.approx(-3.0 * tol * top, rel=1e-6) and bad[1] == pytest.approx(top)
+
+
+@pytest.mark.data
+def test_values_is_accepted_as_convex() -> None:
+    # VALUES (Maros–Meszaros): P given to six decimals, eigenvalues down to −1.27e-5 of 10.77
+    import scipy.io
+
+    from problems.data import data_dir
+
+    path = data_dir() / "maros_meszaros" / "VALUES.mat"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    P = sp.csr_matrix(scipy.io.loadmat(str(path))["P"]).toarray()
+    P = 0.5 * (P + P.T)
+    assert DenseQ(P).psd is True
+    with pytest.raises(Exception, match=r"smallest eigenvalue -1\.27.*largest 10\.7.*ratio -1\.18e-06"):
+        DenseQ(P, psd_tol=1e-7)

@@ -344,3 +344,142 @@ def test_project_rows_infeasible_raises() -> None:
     A = np.array([[1.0, 1.0], [1.0, -1.0]])
     with pytest.raises(ProblemError, match="no point of the box"):
         project_rows(np.zeros(2), 0.0, 1.0, A, np.array([2.0, 1.0]))
+
+
+# --- general rows that defeat plain Newton: bad scaling, dependent rows on the face, the fallback --
+
+@st.composite
+def lp_like_instances(draw: st.DrawFn) -> tuple[Arr, Arr, Arr, Arr, Arr, bool]:
+    """(v, lb, ub, A, b, feasible): slack-form rows [C, −I] with rows scaled over orders of magnitude
+    (the Maros–Meszaros shape), b = 0; infeasible when a slack's interval misses C's range."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    n, k = draw(st.integers(1, 8)), draw(st.integers(1, 10))
+    C = rng.standard_normal((k, n)) * (rng.random((k, n)) < 0.6)
+    C *= 10.0 ** rng.uniform(-2, 3, (k, 1))
+    lbx = np.where(rng.random(n) < 0.3, -np.inf, -rng.random(n))
+    ubx = np.where(rng.random(n) < 0.3, np.inf, rng.random(n) * 3)
+    x0 = np.clip(rng.standard_normal(n), lbx, ubx)
+    s0 = C @ x0
+    # slack intervals around C x0: equalities, one-sided and two-sided rows
+    kind = rng.integers(0, 3, k)
+    ls = np.where(kind == 0, s0, np.where(kind == 1, s0 - rng.random(k), -np.inf))
+    us = np.where(kind == 0, s0, s0 + rng.random(k))
+    feasible = draw(st.booleans())
+    if not feasible:
+        # a row whose interval lies above every value C x takes over the box (when that is finite)
+        j = int(rng.integers(k))
+        ends = np.where(C[j] > 0, ubx, lbx)
+        on = C[j] != 0
+        top = float(C[j, on] @ ends[on])
+        if np.isfinite(top):
+            ls[j], us[j] = top + 1.0 + abs(top), top + 2.0 + 2.0 * abs(top)
+        else:
+            feasible = True
+    A = np.hstack([C, -np.eye(k)])
+    lb, ub = np.concatenate([lbx, ls]), np.concatenate([ubx, us])
+    v = rng.standard_normal(n + k) * 10.0 ** rng.uniform(-1, 3)
+    return v, lb, ub, A, np.zeros(k), feasible
+
+
+def _lp_feasible(lb: Arr, ub: Arr, A: Arr, b: Arr) -> bool:
+    from scipy.optimize import linprog
+
+    res = linprog(np.zeros(lb.size), A_eq=A, b_eq=b, bounds=np.column_stack([lb, ub]), method="highs")
+    return bool(res.status == 0)
+
+
+@given(lp_like_instances())
+def test_project_rows_on_lp_like_rows(inst: tuple[Arr, Arr, Arr, Arr, Arr, bool]) -> None:
+    # exact whenever the set is not empty; an empty set is refused with the LP's verdict only
+    v, lb, ub, A, b, _ = inst
+    if _lp_feasible(lb, ub, A, b):
+        x, lam = project_rows(v, lb, ub, A, b)
+        _check_rows(x, lam, v, lb, ub, A, b)
+    else:
+        with pytest.raises(ProblemError, match="HiGHS finds the feasibility LP infeasible"):
+            project_rows(v, lb, ub, A, b)
+
+
+@given(st.one_of(lp_like_instances(), row_instances().map(lambda t: (*t, True))))
+def test_projection_fallback_is_feasible_whenever_the_lp_says_so(inst: tuple[Arr, Arr, Arr, Arr, Arr, bool]) -> None:
+    # no Newton iteration at all (max_iter=0): the LP fallback alone answers, and it answers with a
+    # point of the set whenever HiGHS finds the set feasible, never with a false "empty"
+    v, lb, ub, A, b, _ = inst
+    if _lp_feasible(lb, ub, A, b):
+        x, _ = project_rows(v, lb, ub, A, b, max_iter=0)
+        assert np.all(x >= lb) and np.all(x <= ub)
+        size = 1.0 + float((np.abs(A) @ np.abs(x)).max(initial=0.0)) + float(np.abs(b).max(initial=0.0))
+        assert float(np.abs(A @ x - b).max(initial=0.0)) <= 1e-9 * size
+    else:
+        with pytest.raises(ProblemError, match="infeasible"):
+            project_rows(v, lb, ub, A, b, max_iter=0)
+
+
+def test_a_model_error_is_no_verdict_of_infeasibility() -> None:
+    # scipy reports HiGHS's "model error" with status 2, the status of an infeasible LP
+    from types import SimpleNamespace
+
+    from qpcore.projection import _infeasible_verdict
+
+    assert not _infeasible_verdict(SimpleNamespace(status=2, message="(HiGHS Status 2: Model error)"))
+    assert _infeasible_verdict(SimpleNamespace(status=2, message="The problem is infeasible. (HiGHS Status 8)"))
+    assert not _infeasible_verdict(SimpleNamespace(status=4, message="numerical difficulties; infeasible?"))
+
+
+def test_zero_row_with_nonzero_b_is_refused() -> None:
+    A = np.array([[1.0, 1.0], [0.0, 0.0]])
+    with pytest.raises(ProblemError, match="row 1 of A is zero"):
+        project_rows(np.zeros(2), 0.0, 1.0, A, np.array([1.0, 0.5]))
+    x, lam = project_rows(np.zeros(2), 0.0, 1.0, A, np.array([1.0, 0.0]))
+    np.testing.assert_allclose(x, [0.5, 0.5])
+    assert lam[1] == 0.0
+
+
+# --- the Maros–Meszaros problems in slack form: plain dual Newton called 25 of them infeasible ------
+
+MM_FAST = ("DUALC1", "DUALC5", "QADLITTL", "QSHARE2B", "QPCBOEI2", "QBORE3D", "QISRAEL", "QFORPLAN", "QSCAGR7")
+MM_SLOW = ("QBANDM", "QCAPRI", "QGROW7", "QPCSTAIR", "QSCFXM1", "QSCORPIO", "QSCTAP1", "QSC205", "QPCBLEND",
+           "CVXQP1_S", "CVXQP3_S")
+
+
+def mm_slack(name: str) -> QP:
+    """The Maros–Meszaros problem ``name`` of the shared data, in slack form (box and equality rows)."""
+    import scipy.io
+    import scipy.sparse as sp
+
+    from problems.data import data_dir
+
+    path = data_dir() / "maros_meszaros" / f"{name}.mat"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    d = scipy.io.loadmat(str(path))
+    P = sp.csr_matrix(d["P"], dtype=np.float64).toarray()
+    M = sp.csr_matrix(d["A"], dtype=np.float64).toarray()
+    l, u = np.asarray(d["l"], dtype=np.float64).ravel(), np.asarray(d["u"], dtype=np.float64).ravel()
+    l[l <= -1e19], u[u >= 1e19] = -np.inf, np.inf           # the files write ±inf as ±1e20
+    n = P.shape[0]
+    k = M.shape[0] - n                                        # the last n rows are the bounds
+    qp = QP(0.5 * (P + P.T), np.asarray(d["q"], dtype=np.float64).ravel(), l[k:], u[k:], C=M[:k], l=l[:k], u=u[:k])
+    return qp.slack_form().qp
+
+
+def _check_mm_projection(name: str) -> None:
+    qp = mm_slack(name)
+    rng = np.random.default_rng(0)
+    for v in (np.zeros(qp.n), rng.standard_normal(qp.n) * 100.0):
+        x, lam = project_rows(v, qp.lb, qp.ub, qp.A, qp.b)
+        _check_rows(x, lam, v, qp.lb, qp.ub, qp.A, qp.b)
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", MM_FAST)
+def test_project_rows_maros_meszaros(name: str) -> None:
+    _check_mm_projection(name)
+
+
+@pytest.mark.data
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MM_SLOW)
+def test_project_rows_maros_meszaros_larger(name: str) -> None:
+    _check_mm_projection(name)
