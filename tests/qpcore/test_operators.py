@@ -421,7 +421,8 @@ def _planted(n: int, smallest: float, largest: float, seed: int = 0) -> np.ndarr
     U = np.linalg.qr(rng.standard_normal((n, n)))[0]
     w = np.concatenate([[smallest], rng.uniform(0.0, largest, n - 2), [largest]])
     M: np.ndarray = (U * w) @ U.T
-    return 0.5 * (M + M.T)
+    out: np.ndarray = 0.5 * (M + M.T)
+    return out
 
 
 def test_psd_check_is_relative_to_the_largest_eigenvalue() -> None:
