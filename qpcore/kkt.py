@@ -262,7 +262,9 @@ def _best_multipliers_lp(qp: QP, x: FloatArray, g: FloatArray, at: tuple[BoolArr
     h = np.concatenate([-g[up_rows], g[lo_rows]])
     cost = np.zeros(m + 1)
     cost[-1] = 1.0
-    res = linprog(cost, A_ub=G, b_ub=h, bounds=[(None, None)] * m + [(0, None)], method="highs")
+    # tight tolerances: a borderline point of a badly scaled problem is judged on the exact optimum
+    res = linprog(cost, A_ub=G, b_ub=h, bounds=[(None, None)] * m + [(0, None)], method="highs",
+                  options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
     if res.status != 0:
         return None
     return np.asarray(res.x[:m], dtype=np.float64)
