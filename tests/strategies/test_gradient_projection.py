@@ -276,3 +276,130 @@ def test_counters_are_reported() -> None:
     for key in ("gp_steps", "cg_steps", "cg_searches", "boundary_moves"):
         assert key in res.stats
     np.testing.assert_allclose(res.x, [1.0, 0.0, 1.0 / 3.0])
+
+
+# --- general rows: the face basis, curvature within the PSD tolerance, the Maros–Meszaros set -------
+
+def test_face_basis_spans_the_rows_on_the_face() -> None:
+    # dependent rows and rows that vanish on the face: the basis is orthonormal, zero off the face,
+    # and spans exactly the rows restricted to it (an unpivoted QR lost that span)
+    from strategies.projected_search import _row_basis
+
+    rng = np.random.default_rng(3)
+    n = 12
+    A = rng.standard_normal((5, n))
+    A[2] = A[0] - 3.0 * A[1]                 # dependent
+    A[3, :6] = 0.0                          # vanishes on the face below
+    A[4] = 1e3 * A[0]                       # dependent and scaled
+    idx = np.arange(6)
+    B = _row_basis(A, idx)
+    assert B is not None and B.shape[0] == 2
+    np.testing.assert_allclose(B @ B.T, np.eye(2), atol=1e-12)
+    assert not B[:, 6:].any()
+    rows = A[:, idx]
+    P = np.eye(6) - B[:, idx].T @ B[:, idx]
+    np.testing.assert_allclose(rows @ P, 0.0, atol=1e-9 * np.abs(rows).max())
+    assert _row_basis(A, np.array([], dtype=np.intp)) is None
+
+
+def test_curvature_within_the_psd_tolerance_is_not_nonconvex() -> None:
+    # a Q accepted by the PSD check (smallest eigenvalue −1e-7 of the largest: the rounding of its
+    # data) is convex for GPCG too: converged, never "nonconvex"
+    rng = np.random.default_rng(4)
+    n = 30
+    U = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    w = np.concatenate([[-1e-7 * 10.0], rng.uniform(0.5, 10.0, n - 1)])
+    Q = (U * w) @ U.T
+    A = rng.standard_normal((3, n))
+    x0 = rng.uniform(-1.0, 1.0, n)
+    qp = qpcore.QP(0.5 * (Q + Q.T), rng.standard_normal(n), np.full(n, -1.0), np.full(n, 1.0), A, A @ x0)
+    res = qpcore.solve(qp, GPCG(), tol=1e-8)
+    assert res.status is qpcore.Status.CONVERGED
+    assert res.stats["negative_curvature"] == 0
+
+
+MM_CERTIFY = ("CVXQP1_S", "DUALC1", "DUALC5", "VALUES", "PRIMALC1", "LOTSCHD", "HS21", "QPTEST")
+MM_CERTIFY_SLOW = ("QADLITTL", "QSCTAP1", "QSCORPIO", "QPCBLEND", "QSC205", "PRIMAL2", "CVXQP3_S", "GENHS28")
+MM_HONEST = ("QPCBOEI2", "QBANDM", "QISRAEL", "QSCFXM1")
+
+
+def _mm(name: str) -> tuple[qpcore.QP, dict[str, np.ndarray]]:
+    """The Maros–Meszaros problem ``name`` as a QP with inequality rows (GPCG sees its slack form) and
+    the arrays in qpsolvers' terms."""
+    import scipy.io
+
+    from problems.data import data_dir
+
+    path = data_dir() / "maros_meszaros" / f"{name}.mat"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    d = scipy.io.loadmat(str(path))
+    P = sp.csr_matrix(d["P"], dtype=np.float64).toarray()
+    P = 0.5 * (P + P.T)
+    M = sp.csr_matrix(d["A"], dtype=np.float64).toarray()
+    l, u = np.asarray(d["l"], dtype=np.float64).ravel(), np.asarray(d["u"], dtype=np.float64).ravel()
+    l[l <= -1e19], u[u >= 1e19] = -np.inf, np.inf           # the files write ±inf as ±1e20
+    n = P.shape[0]
+    k = M.shape[0] - n                                        # the last n rows are the bounds
+    q = np.asarray(d["q"], dtype=np.float64).ravel()
+    qp = qpcore.QP(P, q, l[k:], u[k:], C=M[:k], l=l[:k], u=u[:k])
+    return qp, dict(P=P, q=q, C=M[:k], l=l[:k], u=u[:k], lb=l[k:], ub=u[k:])
+
+
+def _reference_objective(d: dict[str, np.ndarray]) -> float:
+    """½xᵀPx + qᵀx at PIQP's optimum (Clarabel's without PIQP), through qpsolvers, to 1e-9."""
+    qpsolvers = pytest.importorskip("qpsolvers")
+    solver = "piqp" if "piqp" in qpsolvers.available_solvers else "clarabel"
+    if solver not in qpsolvers.available_solvers:
+        pytest.skip("neither PIQP nor Clarabel is installed")
+    C, l, u = d["C"], d["l"], d["u"]
+    eq = l == u
+    up, lo = ~eq & np.isfinite(u), ~eq & np.isfinite(l)
+    G = np.vstack([C[up], -C[lo]])
+    h = np.concatenate([u[up], -l[lo]])
+    kw = dict(eps_abs=1e-10, eps_rel=1e-10) if solver == "piqp" else dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10,
+                                                                          tol_feas=1e-10)
+    x = qpsolvers.solve_qp(sp.csc_matrix(d["P"]), d["q"], sp.csc_matrix(G) if G.size else None, h if G.size else None,
+                           sp.csc_matrix(C[eq]) if eq.any() else None, l[eq] if eq.any() else None,
+                           d["lb"], d["ub"], solver=solver, **kw)
+    assert x is not None, f"{solver} found no solution"
+    return float(0.5 * x @ d["P"] @ x + d["q"] @ x)
+
+
+def _certifies(name: str) -> None:
+    qp, d = _mm(name)
+    res = qpcore.solve(qp, GPCG(), tol=1e-6)
+    assert res.status is qpcore.Status.CONVERGED, (res.status, res.kkt.measure)
+    assert res.kkt.ok(1e-6)
+    assert res.stats["negative_curvature"] == 0
+    ref = _reference_objective(d)
+    assert abs(res.objective - ref) <= 1e-6 * max(1.0, abs(ref))
+
+
+@pytest.mark.data
+@pytest.mark.anchor
+@pytest.mark.parametrize("name", MM_CERTIFY)
+def test_maros_meszaros_certified(name: str) -> None:
+    # slack form: the start and every projection used to call DUALC1, DUALC5 infeasible, and CVXQP1_S
+    # (convex) nonconvex
+    _certifies(name)
+
+
+@pytest.mark.data
+@pytest.mark.anchor
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MM_CERTIFY_SLOW)
+def test_maros_meszaros_certified_larger(name: str) -> None:
+    _certifies(name)
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", MM_HONEST)
+def test_maros_meszaros_ends_honestly(name: str) -> None:
+    # problems GPCG does not finish in a few seconds end on the time limit with a feasible point;
+    # never an infeasibility, nonconvexity or unboundedness claim, never an exception (QPCBOEI2
+    # ended in "SVD did not converge", the others in "no point of the box meets the rows")
+    qp, _ = _mm(name)
+    res = qpcore.solve(qp, GPCG(), tol=1e-6, time_limit=2.0)
+    assert res.status in (qpcore.Status.CONVERGED, qpcore.Status.TIME_LIMIT, qpcore.Status.STALLED)
+    assert res.kkt.feasible(1e-9)
