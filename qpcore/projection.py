@@ -300,6 +300,12 @@ class _DualNewton:
     def __init__(self, v: FloatArray, lo: FloatArray, hi: FloatArray, A: FloatArray, b: FloatArray) -> None:
         self.v, self.lo, self.hi, self.A, self.b = v, lo, hi, A, b
         self.absA = np.abs(A)
+        # sparse rows (the slack form of a sparse C: [C, −I]) form A_F A_Fᵀ as a sparse product
+        self.cols: Any = None
+        if A.size and np.count_nonzero(A) < 0.1 * A.size:
+            import scipy.sparse
+
+            self.cols = scipy.sparse.csc_matrix(A)
         self.lam = np.zeros(A.shape[0])
         self.w = v.copy()
         self.x = np.clip(v, lo, hi)
@@ -318,6 +324,10 @@ class _DualNewton:
     def _gram(self) -> FloatArray:
         # the generalized Hessian −A_F A_Fᵀ of the dual, F the coordinates strictly inside the box
         F = (self.w > self.lo) & (self.w < self.hi)
+        if self.cols is not None:
+            SF = self.cols[:, np.flatnonzero(F)]
+            gram: FloatArray = (SF @ SF.T).toarray()
+            return gram
         AF = self.A[:, F]
         out: FloatArray = AF @ AF.T
         return out
