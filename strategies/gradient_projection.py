@@ -57,8 +57,9 @@ that would cost more. The gradient-projection phase then runs until the face has
 
 **Honest ends.** Convergence is claimed only after the measure (:func:`qpcore.optimality.measure`)
 meets tol at a freshly computed gradient. Negative curvature met in CG or in the
-gradient-projection phase (``pᵀQp < 0`` beyond rounding: Q is not PSD, possible with an
-operator that is not checked on construction) sets ``state.nonconvex``; the method then follows
+gradient-projection phase (``pᵀQp < 0`` beyond the PSD check's relative tolerance: Q is not
+PSD, possible with an operator that is not checked on construction; a Q that passed the check is
+never called nonconvex) sets ``state.nonconvex``; the method then follows
 that direction to the boundary and goes on to a stationary point, which ``qpcore.solve``
 reports as ``nonconvex``, never ``converged``. A cycle that cannot move x tries a direct face
 solve, then the maximal violating pair (or the most violating single variable); ``stall``
@@ -72,14 +73,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from qpcore.capabilities import principal_block
-from qpcore.operators import DenseQ
+from qpcore.operators import DenseQ, psd_tolerance
 from qpcore.kkt import kkt
 from qpcore.optimality import maximal_violating_pair, measure, projected_gradient, scores_of
 from qpcore.problem import QP, ProblemError
 from qpcore.state import State, Status, Work, bound_status
 from qpcore.strategy import Strategy
 from strategies.projected_search import (SearchResult, _CGRun, _Deadline, _eq_point, _FaceFactor, _groups,
-                                         _hit_times, _lstsq, _null_project, _product, _row_basis, _row_sums,
+                                         _hit_times, _lstsq, _null_project, _product, _row_basis, _row_sums, _rows_met,
                                          _snap, projected_search)
 
 FloatArray = NDArray[np.float64]
@@ -500,17 +501,18 @@ class GPCG(Strategy):
 
     @staticmethod
     def _curvature_tol(qp: QP, work: GPCGWork, p: FloatArray, Qp: FloatArray) -> float:
-        """How negative pᵀQp may be by rounding alone: 1e-8 · ‖Q‖ (estimated) · ‖p‖²; unlimited for a Q
-        that passed the PSD check on construction (``psd`` True, within its relative tolerance
-        :func:`qpcore.operators.psd_tolerance`): curvature below zero there is the rounding of its
-        data (VALUES: −1.2e-6 of λ_max), and the check's verdict stands."""
+        """How negative pᵀQp may be before Q counts as nonconvex: the PSD check's relative tolerance
+        (:func:`qpcore.operators.psd_tolerance`, one home for it) · ‖Q‖ (estimated) · ‖p‖², so a Q
+        that check would accept is never called nonconvex here; unlimited for a Q that passed it on
+        construction (``psd`` True): negative curvature within it is the rounding of its data
+        (VALUES: −1.2e-6 of λ_max), and the check's verdict stands."""
         if qp.Q.psd is True:
             return float("inf")
         if np.isnan(work.qscale):
             work.qscale = float(np.abs(qp.Q.diag()).max(initial=0.0))
         pmax = float(np.abs(p).max(initial=0.0))
         est = float(np.abs(Qp).max(initial=0.0)) / pmax if pmax > 0 else 0.0
-        return 1e-8 * max(work.qscale, est) * float(p @ p)
+        return psd_tolerance(qp.Q) * max(work.qscale, est) * float(p @ p)
 
     @staticmethod
     def _negative(state: State) -> None:
@@ -684,7 +686,7 @@ class GPCG(Strategy):
         if np.array_equal(xn, x):
             return False
         if qp.m:
-            if np.any(np.abs(qp.A @ xn - qp.b) > rel * (np.abs(qp.A) @ np.abs(xn) + np.abs(qp.b))):
+            if not _rows_met(qp, xn, rel):
                 return False
         s = xn - x
         Qs = _product(qp, s, state.deadline)
