@@ -515,13 +515,16 @@ def _nearest_feasible(v: FloatArray, lo: FloatArray, hi: FloatArray, A: FloatArr
     # in the 1-norm the point nearest v is the one nearest v clipped to the box (each coordinate's
     # distance beyond its bound is a constant): the LP sees moderate numbers
     c = np.clip(v, lo, hi)
-    # variables [x; t] with |x − c| ≤ t: minimize Σt
-    eye = np.eye(n)
-    G = np.block([[eye, -eye], [-eye, -eye]])
+    # variables [x; t] with |x − c| ≤ t: minimize Σt (sparse: 2n rows of two entries each)
+    import scipy.sparse
+
+    eye = scipy.sparse.identity(n, format="csr")
+    G = scipy.sparse.bmat([[eye, -eye], [-eye, -eye]], format="csr")
     h = np.concatenate([c, -c])
     bounds = np.vstack([np.column_stack([lo, hi]), np.column_stack([np.zeros(n), np.full(n, np.inf)])])
-    res = linprog(np.concatenate([np.zeros(n), np.ones(n)]), A_ub=G, b_ub=h,
-                  A_eq=np.hstack([A, np.zeros((m, n))]), b_eq=b, bounds=bounds, method="highs")
+    Aeq = scipy.sparse.hstack([scipy.sparse.csr_matrix(A), scipy.sparse.csr_matrix((m, n))], format="csr")
+    res = linprog(np.concatenate([np.zeros(n), np.ones(n)]), A_ub=G, b_ub=h, A_eq=Aeq, b_eq=b, bounds=bounds,
+                  method="highs")
     if res.x is None:
         # HiGHS did not settle the 1-norm LP: the feasibility LP alone decides
         res = linprog(np.zeros(n), A_eq=A, b_eq=b, bounds=np.column_stack([lo, hi]), method="highs")
