@@ -279,9 +279,14 @@ def _direction(H: FloatArray, r: FloatArray, singular: bool = True) -> FloatArra
 
     try:
         cf = scipy.linalg.cho_factor(H, lower=True, check_finite=False)
-        d: FloatArray = scipy.linalg.cho_solve(cf, r, check_finite=False)
-        if np.isfinite(d).all():
-            return d
+        # dependent rows make H singular, yet rounding can leave it a factor with a pivot of
+        # sqrt(eps) relative size, whose solve throws λ far along the rows' null space (x stays
+        # right, w = v + Aᵀλ loses digits): such a factor counts as singular
+        piv = np.abs(np.diagonal(cf[0]))
+        if float(piv.min(initial=np.inf)) ** 2 > 1e-12 * float(np.diagonal(H).max(initial=0.0)):
+            d: FloatArray = scipy.linalg.cho_solve(cf, r, check_finite=False)
+            if np.isfinite(d).all():
+                return d
     except (np.linalg.LinAlgError, ValueError):
         pass
     if not singular:
