@@ -339,7 +339,8 @@ class QP:
         b_ub = np.concatenate([self.u[up], -self.l[lo]]) if self.k else None
         res = linprog(np.zeros(self.n), A_ub=A_ub, b_ub=b_ub, A_eq=self.A if self.m else None,
                       b_eq=self.b if self.m else None, bounds=bounds_list, method="highs")
-        if res.status == 2:
+        # status 2 also carries HiGHS's "model error", which is no verdict: only its word "infeasible" is
+        if res.status == 2 and "infeasible" in str(res.message).lower():
             rows = " and l ≤ C x ≤ u" if self.k else ""
             raise InfeasibleProblem(f"A x = b{rows} is infeasible for the bounds (the feasibility LP, solved by HiGHS, "
                                f"has no solution: {res.message.strip()}); change the rows or the bounds")
