@@ -447,7 +447,8 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
         "rows_computed": Qs.rows_computed,
         "cache_hits": Qs.cache_hits,
         "cache_misses": Qs.cache_misses,
-        "gradient_drift": max_abs_diff(g, state.g[:user.n]) if certify else float("nan"),
+        "gradient_drift": (max_abs_diff(g, state.g if form is None else state.g[:user.n]) if certify
+                           else float("nan")),
         "x0_moved": x0_moved,
         "stopped_by": stopped_by.code,
         **state.counters,
