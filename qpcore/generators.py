@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from qpcore.feasible_points import rows_feasible_point
 from qpcore.operators import DenseQ
 from qpcore.problem import QP, ProblemError
 
@@ -191,9 +192,7 @@ def feasible_point(qp: QP, *, seed: Seed, p_bound: float = 0.3) -> FloatArray:
     """
     p_bound = _check_fraction(p_bound, "p_bound")
     rng = np.random.default_rng(seed)
-    if getattr(qp, "k", 0):
-        from qpcore.generators_general import rows_feasible_point   # (it imports this module)
-
+    if qp.k:
         return rows_feasible_point(qp, rng, p_bound)
     x = _box_point(qp.lb, qp.ub, rng, p_bound)
     if qp.m == 0:

@@ -24,7 +24,7 @@ summary's ``skipped`` line and the report's ``skipped`` list say.
 Exit status (:data:`EXIT_CODES`): 0 when every binary problem converged; for a run that ended
 otherwise the code of the worst status (:func:`worst_status`): 3 ``max_iter``, 4 ``time_limit``,
 5 ``stalled``, 6 ``unbounded``, 7 ``nonfinite``, 8 ``infeasible``, 9 ``nonconvex``, 10
-``stopped``, 11 ``target`` (the model file is written in every one of these cases: it holds the
+``stopped``, 11 ``target``, 12 ``primal_infeasible`` (the model file is written in every one of these cases: it holds the
 best point found); 2 for bad input or usage (one line on stderr, nothing written); 130 when
 interrupted. ``qpcore predict`` exits 0 or 2.
 
@@ -110,10 +110,11 @@ EXIT_CODES: dict[Status, int] = {
     Status.NONCONVEX: 9,
     Status.STOPPED: 10,
     Status.TARGET: 11,
+    Status.PRIMAL_INFEASIBLE: 12,
 }
 # worst last: limits, then a stop without progress, then results that are not solutions
 _SEVERITY = (Status.CONVERGED, Status.TARGET, Status.MAX_ITER, Status.TIME_LIMIT, Status.STOPPED, Status.STALLED,
-             Status.NONCONVEX, Status.UNBOUNDED, Status.INFEASIBLE, Status.NONFINITE)
+             Status.NONCONVEX, Status.UNBOUNDED, Status.INFEASIBLE, Status.PRIMAL_INFEASIBLE, Status.NONFINITE)
 
 #: The ``--help`` epilog of ``qpcore train``: svm-train's options, the exit codes.
 EXIT_EPILOG = mapping_text("svm-train's options (each with svm-train's meaning and default) and their long names:",
