@@ -24,7 +24,7 @@ def inequality_rows(qp: QP) -> tuple[FloatArray, FloatArray, FloatArray]:
 
 def lp_point(lb: FloatArray, ub: FloatArray, A: FloatArray, b: FloatArray, C: FloatArray, l: FloatArray,
              u: FloatArray, cost: FloatArray) -> FloatArray | None:
-    """A vertex of {lb ≤ x ≤ ub, A x = b, l ≤ C x ≤ u} minimizing ``cost``ᵀx (scipy's HiGHS, feasibility
+    """A vertex of {lb ≤ x ≤ ub, A x = b, l ≤ C x ≤ u} minimizing costᵀx (scipy's HiGHS, feasibility
     tolerance 1e-10), clipped to the box; None when the LP has no solution (infeasible, unbounded)."""
     import scipy.optimize
 

@@ -45,14 +45,13 @@ from numpy.typing import NDArray
 
 from qpcore.generators import Seed, psd_matrix
 from qpcore.operators import DenseQ
-from qpcore.feasible_points import inequality_rows, lp_point, rows_feasible_point
 from qpcore.problem import QP
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 Form = Literal["auto", "rows", "slack"]
 
-__all__ = ["Form", "GeneralQP", "Optimum", "ROWS_NATIVE", "inequality_rows", "lp_point", "planted_general_qp", "rows_feasible_point"]
+__all__ = ["Form", "GeneralQP", "Optimum", "ROWS_NATIVE", "planted_general_qp"]
 
 #: Whether :class:`qpcore.QP` takes inequality rows (``C``, ``l``, ``u``) itself; where it does
 #: not, :meth:`GeneralQP.qp` builds the slack form.

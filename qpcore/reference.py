@@ -21,7 +21,8 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from qpcore.generators import meet_row
-from qpcore.generators_general import GeneralQP, inequality_rows
+from qpcore.feasible_points import inequality_rows
+from qpcore.generators_general import GeneralQP
 from qpcore.kkt import kkt
 from qpcore.operators import DenseQ
 from qpcore.optimality import maximal_violating_pair, projected_gradient, scores_of, single_violation

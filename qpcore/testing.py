@@ -45,7 +45,8 @@ from numpy.typing import NDArray
 from qpcore.generators import (feasible_point, fix_variables, planted_qp, random_box_point, random_box_qp,
                                random_degenerate_qp, random_lowrank_qp, random_nonneg_qp, random_one_sided_qp,
                                random_svm_dual)
-from qpcore.generators_general import Form, GeneralQP, inequality_rows, lp_point, planted_general_qp
+from qpcore.feasible_points import inequality_rows, lp_point
+from qpcore.generators_general import Form, GeneralQP, planted_general_qp
 from qpcore.problem import QP
 
 FloatArray = NDArray[np.float64]

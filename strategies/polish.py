@@ -1269,8 +1269,8 @@ class Polish(Strategy):
 
     Attributes
     ----------
-    finish : PolishFinish
-        The settings.
+    finish_settings : PolishFinish
+        The settings (the keyword ``finish`` when built).
     """
 
     finish_settings: PolishFinish = attrs.field(factory=PolishFinish, alias="finish")

@@ -14,7 +14,8 @@ from hypothesis import event, given
 
 import qpcore
 from qpcore.generators import feasible_point
-from qpcore.generators_general import ROWS_NATIVE, Form, GeneralQP, Optimum, inequality_rows, planted_general_qp
+from qpcore.feasible_points import inequality_rows
+from qpcore.generators_general import ROWS_NATIVE, Form, GeneralQP, Optimum, planted_general_qp
 from qpcore.reference import clarabel_reference, dense_reference
 from qpcore.testing import general_problems
 

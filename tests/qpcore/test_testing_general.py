@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 import qpcore
 from qpcore import QP
 from qpcore.generators import planted_qp
-from qpcore.generators_general import GeneralQP, inequality_rows, lp_point, planted_general_qp
+from qpcore.feasible_points import inequality_rows, lp_point
+from qpcore.generators_general import GeneralQP, planted_general_qp
 from qpcore.reference import clarabel_reference
 from qpcore.testing import general_problems, general_qps, warm_starts
 

@@ -319,8 +319,9 @@ def test_curvature_within_the_psd_tolerance_is_not_nonconvex() -> None:
 
 
 MM_CERTIFY = ("CVXQP1_S", "DUALC1", "DUALC5", "VALUES", "PRIMALC1", "LOTSCHD", "HS21", "QPTEST")
-MM_CERTIFY_SLOW = ("QADLITTL", "QSCTAP1", "QSCORPIO", "QPCBLEND", "QSC205", "PRIMAL2", "CVXQP3_S", "GENHS28")
-MM_HONEST = ("QPCBOEI2", "QBANDM", "QISRAEL", "QSCFXM1")
+# QADLITTL (about 15 s) and QSCORPIO (about 6 s) certify too; left out to keep the suite within its time
+MM_CERTIFY_SLOW = ("QSCTAP1", "QPCBLEND", "QSC205", "PRIMAL2", "CVXQP3_S", "GENHS28")
+MM_HONEST = ("QPCBOEI2", "QISRAEL")
 
 
 def _mm(name: str) -> tuple[qpcore.QP, dict[str, np.ndarray]]:
