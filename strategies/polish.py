@@ -1179,6 +1179,7 @@ def polish(qp: QP, x: ArrayLike, multipliers: Multipliers | None = None, *, max_
     --------
     >>> import numpy as np
     >>> from qpcore import QP
+    >>> from strategies.polish import polish
     >>> qp = QP(np.eye(2), [-1.0, -1.0], lb=0.0, ub=0.6, C=[[1.0, 1.0]], l=-np.inf, u=1.0)
     >>> res = polish(qp, [0.4999, 0.5001])
     >>> res.accepted, np.allclose(res.x, [0.5, 0.5])
