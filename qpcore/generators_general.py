@@ -37,7 +37,7 @@ numpy and scipy only, like :mod:`qpcore.generators`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 import numpy as np
@@ -51,11 +51,7 @@ FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 Form = Literal["auto", "rows", "slack"]
 
-__all__ = ["Form", "GeneralQP", "Optimum", "ROWS_NATIVE", "planted_general_qp"]
-
-#: Whether :class:`qpcore.QP` takes inequality rows (``C``, ``l``, ``u``) itself; where it does
-#: not, :meth:`GeneralQP.qp` builds the slack form.
-ROWS_NATIVE: bool = "C" in attrs.fields_dict(QP)
+__all__ = ["Form", "GeneralQP", "Optimum", "planted_general_qp"]
 
 
 @attrs.frozen(eq=False)
@@ -165,11 +161,9 @@ class GeneralQP:
         Parameters
         ----------
         form : {"auto", "rows", "slack"}
-            ``"rows"``: the inequality rows as ``C``, ``l``, ``u`` (needs a :class:`qpcore.QP`
-            that takes them, :data:`ROWS_NATIVE`); ``"slack"``: over [x; s] with s = C x a
-            variable bounded by l and u, rows ``[[A, 0], [C, −I]]``, Q padded with zeros;
-            ``"auto"``: ``"rows"`` where supported, else ``"slack"``. Without inequality rows
-            every form is the same problem.
+            ``"rows"`` and ``"auto"``: the inequality rows as ``C``, ``l``, ``u``; ``"slack"``: the
+            core's slack form (:meth:`qpcore.QP.slack_form`: over [x; s] with s = C x a variable
+            bounded by l and u). Without inequality rows every form is the same problem.
 
         Returns
         -------
@@ -177,23 +171,14 @@ class GeneralQP:
         """
         if form not in ("auto", "rows", "slack"):
             raise ValueError(f"form: choose 'auto', 'rows' or 'slack', got {form!r}")
-        if form == "rows" and not ROWS_NATIVE:
-            raise ValueError("form='rows': this qpcore.QP takes no inequality rows; use 'slack'")
         if self.k == 0:
             return QP(DenseQ(self.Q), self.c, self.lb, self.ub, self.A, self.b)
-        if form == "slack" or not ROWS_NATIVE:
-            n, k = self.n, self.k
-            Qs = np.zeros((n + k, n + k))
-            Qs[:n, :n] = self.Q
-            As = np.block([[self.A, np.zeros((self.m, k))], [self.C, -np.eye(k)]])
-            return QP(DenseQ(Qs), np.concatenate([self.c, np.zeros(k)]), np.concatenate([self.lb, self.l]),
-                      np.concatenate([self.ub, self.u]), As, np.concatenate([self.b, np.zeros(k)]))
-        rows: dict[str, Any] = {"C": self.C, "l": self.l, "u": self.u}   # (keywords older QPs lack)
-        return QP(DenseQ(self.Q), self.c, self.lb, self.ub, self.A, self.b, **rows)
+        qp = QP(DenseQ(self.Q), self.c, self.lb, self.ub, self.A, self.b, C=self.C, l=self.l, u=self.u)
+        return qp.slack_form().qp if form == "slack" else qp
 
     def in_form(self, x: FloatArray, form: Form = "auto") -> FloatArray:
         """A point x of this problem as a point of ``self.qp(form)``: x itself, or [x; C x] in slack form."""
-        if self.k == 0 or (form != "slack" and ROWS_NATIVE):
+        if self.k == 0 or form != "slack":
             return np.asarray(x, dtype=np.float64)
         return np.concatenate([x, self.C @ x])
 

@@ -15,7 +15,7 @@ from hypothesis import event, given
 import qpcore
 from qpcore.generators import feasible_point
 from qpcore.feasible_points import inequality_rows
-from qpcore.generators_general import ROWS_NATIVE, Form, GeneralQP, Optimum, planted_general_qp
+from qpcore.generators_general import Form, GeneralQP, Optimum, planted_general_qp
 from qpcore.reference import clarabel_reference, dense_reference
 from qpcore.testing import general_problems
 
@@ -216,19 +216,16 @@ def test_forms_of_the_qp() -> None:
     z = p.in_form(p.point, "slack")
     np.testing.assert_array_equal(z[p.n:], p.C @ p.point)
     auto = p.qp()
-    if ROWS_NATIVE:
-        C, l, u = inequality_rows(auto)
-        np.testing.assert_array_equal(C, p.C)
-        np.testing.assert_array_equal(l, p.l)
-        assert auto.n == p.n
-        np.testing.assert_array_equal(p.in_form(p.point), p.point)
+    C, l, u = inequality_rows(auto)
+    np.testing.assert_array_equal(C, p.C)
+    np.testing.assert_array_equal(l, p.l)
+    assert auto.n == p.n
+    np.testing.assert_array_equal(p.in_form(p.point), p.point)
     # the same objective in both forms
     assert slack.objective(z) == pytest.approx(auto.objective(p.in_form(p.point)), rel=1e-14)
 
 
 def test_feasible_point_meets_inequality_rows() -> None:
-    if not ROWS_NATIVE:
-        pytest.skip("qpcore.QP takes no inequality rows")
     for seed in range(8):
         p = planted_general_qp(10, 2, 6, seed=seed, p_active=0.7)
         qp = p.qp()
@@ -275,7 +272,7 @@ def test_clarabel_reference_on_a_slack_form_qp_and_a_qp() -> None:
     np.testing.assert_allclose(slack.multipliers[p.m:], o.y, atol=1e-7)
     np.testing.assert_allclose(slack.x[:p.n], o.x, atol=1e-6)
     native = clarabel_reference(p.qp())
-    np.testing.assert_allclose(native.y if ROWS_NATIVE else native.z[p.n:], o.y, atol=1e-7)
+    np.testing.assert_allclose(native.y, o.y, atol=1e-7)
 
 
 def test_clarabel_reference_reports_infeasibility() -> None:

@@ -358,8 +358,7 @@ def test_assert_kkt_with_inequality_rows() -> None:
     qp = p.qp()
     assert p.optimum is not None
     assert_kkt(qp, _claimed(qp, p.optimum.x), 1e-9)
-    if inequality_rows(qp)[0].shape[0] == 0:
-        pytest.skip("qpcore.QP takes no inequality rows")
+    assert inequality_rows(qp)[0].shape[0] == 3
     # off an active row by 1e-7: the row is named, and the measure with the rows' multipliers
     x = p.optimum.x + 1e-7
     with pytest.raises(AssertionError, match=r"worst: row j=\d+ of C x: .* outside \["):
