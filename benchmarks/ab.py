@@ -23,7 +23,7 @@ Rows (``--rows``, comma-separated ``KIND:DATA[:N]``):
   normal, bounds ±0.1), GPCG at tol 1e-8.
 - ``dask-asvm:7m``: 7,000,000 × 32 rows (x ~ N(0, I), labels the sign of a hidden linear model
   with intercept 0.25, 10 % flipped) in 8 chunks persisted on a local cluster of 2 worker
-  processes × 1 thread; chunked ASVM (``problems.asvm.asvm_dual`` on the dask arrays, nu = 2) at tol 1e-6.
+  processes × 1 thread; chunked ASVM (``qpcore_formulations.asvm.asvm_dual`` on the dask arrays, nu = 2) at tol 1e-6.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ DEFAULT_ROWS = ("smo:adult:8000,smo:ijcnn1:20000,decomp:adult:8000,asvm:adult,as
 
 
 def _dataset(name: str, n: int | None) -> tuple[Any, Any]:
-    from problems.datasets import load_dataset
+    from qpcore_formulations.data.files import load_dataset
 
     X, y = load_dataset(name)
     return (X[:n], y[:n]) if n else (X, y)
@@ -93,32 +93,32 @@ def child(root: str, kind: str, data: str, n: int | None) -> None:
 
     client = None
     if kind in ("smo", "decomp"):
-        from problems.svm import csvc
+        from qpcore_formulations.svm import csvc
 
         X, y = _dataset(data, n)
         qp = csvc(X, y, 1.0, Kernel("rbf", gamma=GAMMA[data]), cache_bytes=200 << 20).qp
         if kind == "smo":
-            from strategies.smo import SMO
+            from qpcore_strategies.smo import SMO
             strategy: Any = SMO()
         else:
-            from strategies.decomposition import Decomposition
+            from qpcore_strategies.decomposition import Decomposition
             strategy = Decomposition()
         tol = 1e-3
     elif kind == "asvm":
-        from problems.asvm import asvm_dual
-        from strategies.asvm import ASVM
+        from qpcore_formulations.asvm import asvm_dual
+        from qpcore_strategies.asvm import ASVM
 
         X, y = _dataset(data, n)
         qp, strategy, tol = asvm_dual(X, y, nu=2.0).qp, ASVM(), 1e-6
     elif kind == "ocas":
-        from problems.risk import hinge_svm
-        from strategies.active_set import DenseActiveSet
-        from strategies.cutting_plane import OCAS
+        from qpcore_formulations.risk import hinge_svm
+        from qpcore_strategies.active_set import DenseActiveSet
+        from qpcore_strategies.cutting_plane import OCAS
 
         X, y = _dataset(data, n)
         qp, strategy, tol = hinge_svm(X, y, C=1.0, bias=1.0).qp, OCAS(inner=DenseActiveSet()), 1e-5
     elif kind == "gpcg":
-        from strategies.gradient_projection import GPCG
+        from qpcore_strategies.gradient_projection import GPCG
 
         size = n or 2000
         rng = np.random.default_rng(0)
@@ -129,8 +129,8 @@ def child(root: str, kind: str, data: str, n: int | None) -> None:
     elif kind == "dask-asvm":
         import distributed
 
-        from problems.asvm import asvm_dual
-        from strategies.asvm import ASVM
+        from qpcore_formulations.asvm import asvm_dual
+        from qpcore_strategies.asvm import ASVM
 
         m = int(float(data.rstrip("m")) * 1e6)
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,

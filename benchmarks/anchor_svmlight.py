@@ -49,7 +49,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from qpcore.operators import KernelName
+from qpcore.backends.operators import KernelName
 
 FloatArray = NDArray[np.float64]
 
@@ -418,8 +418,8 @@ def main(argv: list[str] | None = None) -> int:
         print(missing_message(), file=sys.stderr)
         return 2
     from benchmarks.svm import judge
-    from problems.datasets import load_dataset
-    from problems.svm import csvc
+    from qpcore_formulations.data.files import load_dataset
+    from qpcore_formulations.svm import csvc
     from qpcore import Kernel
 
     X, y = load_dataset(a.data)

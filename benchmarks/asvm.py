@@ -66,7 +66,7 @@ def load_row(name: str) -> tuple[Any, np.ndarray]:
     if name in SYNTHETIC:
         m, shift = SYNTHETIC[name]
         return synthetic(m, shift=shift)
-    from problems.datasets import load_dataset
+    from qpcore_formulations.data.files import load_dataset
 
     X, y = load_dataset(name)
     X = sp.csr_matrix(X, dtype=np.float64)
@@ -132,9 +132,9 @@ def newton_reference(X: Any, y: np.ndarray, C: float, max_iter: int = 200) -> tu
 
 def run_asvm(X: Any, y: np.ndarray, C: float, tol: float) -> tuple[dict[str, Any], Callable[[], Any]]:
     """A closure that builds and solves the ASVM dual; its record is filled on each call."""
-    from problems.asvm import asvm_dual
+    from qpcore_formulations.asvm import asvm_dual
     from qpcore import solve
-    from strategies.asvm import ASVM
+    from qpcore_strategies.asvm import ASVM
 
     rec: dict[str, Any] = {}
 
@@ -229,9 +229,9 @@ def bench_row(name: str, C: float, args: argparse.Namespace, runs: Runs) -> dict
 
 def big_row(name: str, C: float, tol: float) -> dict[str, Any]:
     """ASVM alone on a synthetic size: time, and peak memory against the data array (tracemalloc)."""
-    from problems.asvm import asvm_dual
+    from qpcore_formulations.asvm import asvm_dual
     from qpcore import solve
-    from strategies.asvm import ASVM
+    from qpcore_strategies.asvm import ASVM
 
     t0 = time.perf_counter()
     X, y = load_row(name)
@@ -263,9 +263,9 @@ def cross_validation(name: str, C: float, C_hinge: float, folds: int = 10) -> di
     from sklearn.model_selection import StratifiedKFold
     from sklearn.svm import SVC
 
-    from problems.asvm import asvm_dual
+    from qpcore_formulations.asvm import asvm_dual
     from qpcore import solve
-    from strategies.asvm import ASVM
+    from qpcore_strategies.asvm import ASVM
 
     X, y = load_row(name)
     acc_a, acc_l, t_a, t_l = [], [], 0.0, 0.0

@@ -17,7 +17,7 @@ time just before the run), the anchor and ours run beside it, and it is killed; 
 ``--quiet-settle`` s before the next quiet run. The slowdown of a solver is the median busy time
 over the median quiet time; the row's claim is ours / the anchor's slowdown (target ≤ 1.5).
 
-Our thread decision is automatic (``qpcore.threads``): the thread variables
+Our thread decision is automatic (``qpcore.linalg.threads``): the thread variables
 (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ...) are removed from the environment before
 numpy is imported, as a user who never set them has it, and each of our runs records the decision
 (``blas_threads`` and its reason). LIBSVM is single-threaded, PIQP runs as its wheel is built
@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import sys
 
-# The variables through which a user fixes BLAS threads (qpcore.threads.THREAD_VARIABLES, which
+# The variables through which a user fixes BLAS threads (qpcore.linalg.threads.THREAD_VARIABLES, which
 # cannot be imported before numpy): unset, so that the automatic decision is what is measured.
 # OpenBLAS sizes its pools when first loaded, so this happens before numpy is imported.
 _THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
@@ -99,9 +99,9 @@ def _svm_solvers(row: Row, n: int, threads: int | None, cache_mb: int) -> tuple[
                                                                                Callable[[np.ndarray], float]]:
     """LIBSVM and ours on a random n-row subset (seed 0); the objective judge of a dual point."""
     from benchmarks.svm import SVMRow, eval_problem, judge, load_row, run_libsvm
-    from problems.svm import csvc
+    from qpcore_formulations.svm import csvc
     from qpcore import Kernel, solve
-    from strategies.registry import make
+    from qpcore_strategies.registry import make
 
     data = load_row(SVMRow(row.name, row.dataset, C=row.C, gamma=row.gamma, tol=row.tol, quick_n=n), quick=True)
     log(f"[{row.name}] {data.n} rows × {data.d} features")
@@ -131,7 +131,7 @@ def _box_solvers(row: Row, n: int, threads: int | None) -> tuple[dict[str, Calla
     """PIQP and GPCG on ``benchmarks.qp.box_row(n)``; the objective at a point clipped to the box."""
     import qpcore
     from benchmarks.qp import box_row, objective, peer
-    from strategies.registry import make
+    from qpcore_strategies.registry import make
 
     data = box_row(n)
     run_piqp = peer("piqp", data)
@@ -268,7 +268,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from qpcore.threads import THREAD_VARIABLES
+    from qpcore.linalg.threads import THREAD_VARIABLES
 
     assert set(THREAD_VARIABLES) == set(_THREAD_VARIABLES)
     if _UNSET:

@@ -42,8 +42,8 @@ rows from generator blocks of 65,536 rows, block k from ``numpy.random.default_r
 flips from ``default_rng((seed, k, 1))``), so the data do not depend on the chunking and a smaller
 row count is a prefix of a larger one (7m is the first 7,000,000 rows of 30m).
 
-Problems: ASVM ``problems.asvm.asvm_dual(X, y, nu=2C)`` at tol 1e-6 (the default of
-``benchmarks/asvm.py``); OCAS and active-set OCAS on ``problems.risk.hinge_svm(X, y, C, bias=1)``
+Problems: ASVM ``qpcore_formulations.asvm.asvm_dual(X, y, nu=2C)`` at tol 1e-6 (the default of
+``benchmarks/asvm.py``); OCAS and active-set OCAS on ``qpcore_formulations.risk.hinge_svm(X, y, C, bias=1)``
 at TolRel 1e-5 (``benchmarks/ocas.py``); C = 1. Problems are built outside the timed region; the
 timer covers ``qpcore.solve(problem.qp, strategy, tol=...)`` alone (its final certificate included).
 
@@ -524,10 +524,10 @@ class Meter(LoadMeter):
 # ---------------------------------------------------------------------------------------------
 
 def make_strategy(name: str) -> Any:
-    """The strategy of a registry name (:mod:`strategies.registry`), its default settings;
+    """The strategy of a registry name (:mod:`qpcore_strategies.registry`), its default settings;
     ``ocas-active-paper`` is ``ActiveSetOCAS`` with the paper's μ = 0.05 and 20 cuts
     (``benchmarks.ocas``'s ``asocas-paper``)."""
-    from strategies.registry import make
+    from qpcore_strategies.registry import make
 
     if name == "ocas-active-paper":
         from benchmarks.ocas import make_strategy as ocas_variant
@@ -539,10 +539,10 @@ def make_strategy(name: str) -> Any:
 def build_problem(family: str, X: Any, y: Any, C: float, client: Any = None) -> Any:
     """ASVM dual (ν = 2C) or the hinge SVM (bias 1); chunked when X is a dask array."""
     if family == "asvm":
-        from problems.asvm import asvm_dual
+        from qpcore_formulations.asvm import asvm_dual
 
         return asvm_dual(X, y, nu=2.0 * C, client=client)
-    from problems.risk import hinge_svm
+    from qpcore_formulations.risk import hinge_svm
 
     return hinge_svm(X, y, C=C, bias=BIAS, client=client)
 
@@ -765,7 +765,7 @@ def bench_compare(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: A
     rec: dict[str, Any] = {"kind": "compare", "data": spec.describe(), "generate_s": round(t_gen, 2),
                            "rows_per_worker": placed,
                            "gather_s": round(t_gather, 2), "positive": float(np.mean(yn > 0)),
-                           "workers_after_data": worker_memory(client), "strategies": {}}
+                           "workers_after_data": worker_memory(client), "qpcore_strategies": {}}
     peaks = WorkerPeaks(client)
     for fam in _families(strategies):
         t0 = time.perf_counter()
@@ -776,8 +776,8 @@ def bench_compare(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: A
         t_dk = time.perf_counter() - t0
         log(f"[{row.token}] {fam} problem built in {t_in:.2f} s in process, {t_dk:.2f} s chunked (not timed)")
         for s in (s for s in strategies if FAMILY[s] == fam):
-            rec["strategies"][s] = _compare_strategy(row, s, p_in, p_dk, ctx, peaks)
-            rec["strategies"][s]["build_s"] = {"in": round(t_in, 3), "dask": round(t_dk, 3)}
+            rec["qpcore_strategies"][s] = _compare_strategy(row, s, p_in, p_dk, ctx, peaks)
+            rec["qpcore_strategies"][s]["build_s"] = {"in": round(t_in, 3), "dask": round(t_dk, 3)}
         del p_in, p_dk
         gc.collect()
     peaks.checkpoint()
@@ -848,7 +848,7 @@ def bench_scale(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: Any
     rec: dict[str, Any] = {"kind": "scale", "data": spec.describe(), "generate_s": round(t_gen, 2),
                            "rows_per_worker": placed,
                            "client_start": client_start, "workers_after_data": worker_memory(client),
-                           "strategies": {}}
+                           "qpcore_strategies": {}}
     peaks = WorkerPeaks(client)
     for fam in _families(strategies):
         t0 = time.perf_counter()
@@ -866,7 +866,7 @@ def bench_scale(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: Any
                 runs.append(r)
                 log(f"[{row.token}] {LABEL[s]:<15} run {p + 1}" + _fmt_run("dask", r))
             summ = _summary(runs)
-            rec["strategies"][s] = {"strategy": s, "label": LABEL[s], "tol": ctx.tol[s], "dask": summ,
+            rec["qpcore_strategies"][s] = {"strategy": s, "label": LABEL[s], "tol": ctx.tol[s], "dask": summ,
                                     "build_s": round(t_b, 3), "loaded": summ["loaded"],
                                     "converged": all(st == "converged" for st in summ["statuses"])}
         del prob
@@ -906,7 +906,7 @@ def bench_table3(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: An
         f"{sorted(placed.values(), reverse=True)}")
     rec: dict[str, Any] = {"kind": "table3", "data": spec.describe(), "generate_s": round(t_gen, 2),
                            "rows_per_worker": placed, "workers_after_data": worker_memory(client),
-                           "gaps": list(TABLE3_GAPS), "strategies": {}}
+                           "gaps": list(TABLE3_GAPS), "qpcore_strategies": {}}
     peaks = WorkerPeaks(client)
     t0 = time.perf_counter()
     prob = build_problem("hinge", X, y, ctx.C, client)
@@ -936,7 +936,7 @@ def bench_table3(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: An
         summ = _summary(rs)
         summ["table3"] = table3_summary([r["table3"] for r in rs], gaps)
         summaries[s] = summ
-        rec["strategies"][s] = {"strategy": s, "label": LABEL[s], "tol": ctx.tol_table3, "dask": summ,
+        rec["qpcore_strategies"][s] = {"strategy": s, "label": LABEL[s], "tol": ctx.tol_table3, "dask": summ,
                                 "loaded": summ["loaded"],
                                 "converged": all(st == "converged" for st in summ["statuses"])}
     rec["table3"] = {LABEL[s]: {"on the cluster": table3_compare(summaries[s]["table3"], summaries["ocas"]["table3"], gaps,
@@ -1050,7 +1050,7 @@ def render(store: dict[str, Any], page: Path) -> None:
               "worker peak MB (solve) | load |",
               "|" + "---|" * (12 + 2 * len(labs))]
         for key, rec in compare.items():
-            for s, r in rec.get("strategies", {}).items():
+            for s, r in rec.get("qpcore_strategies", {}).items():
                 ins = r.get("in", {})
                 i0 = ins.get(labs[0], {}) if labs else {}
                 rat = r.get("ratios", {})
@@ -1090,7 +1090,7 @@ def render(store: dict[str, Any], page: Path) -> None:
               "per iteration | worker peak MB (solve) | load |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
         for key, rec in scale.items():
-            for s, r in rec.get("strategies", {}).items():
+            for s, r in rec.get("qpcore_strategies", {}).items():
                 d = r.get("dask", {})
                 L.append(" | ".join([
                     f"| {_row_name(rec)}", r.get("label", s), f"{r.get('tol', 0):g}", _sec(d), _status(d),
@@ -1160,7 +1160,7 @@ def _render_table3_rows(L: list[str], table3: dict[str, Any]) -> None:
           "per iteration | worker peak MB (solve) | load |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for rec in table3.values():
-        for s, r in rec.get("strategies", {}).items():
+        for s, r in rec.get("qpcore_strategies", {}).items():
             d = r.get("dask", {})
             L.append(" | ".join([
                 f"| {_row_name(rec)}", r.get("label", s), f"{r.get('tol', 0):g}", _sec(d), _status(d),
@@ -1182,7 +1182,7 @@ def _in_labels(compare: dict[str, Any]) -> list[str]:
     """The in-process columns (``in@2t``, ``in@1t``) of the compare rows, in their run order."""
     out: list[str] = []
     for rec in compare.values():
-        for r in rec.get("strategies", {}).values():
+        for r in rec.get("qpcore_strategies", {}).values():
             out += [k for k in r.get("in", {}) if k not in out]
     return out
 
@@ -1210,7 +1210,7 @@ def _row_name(rec: dict[str, Any]) -> str:
 
 
 def _judge_note(rec: dict[str, Any]) -> str:
-    diffs = [r.get("judge_diff") for r in rec.get("strategies", {}).values() if r.get("judge_diff") is not None]
+    diffs = [r.get("judge_diff") for r in rec.get("qpcore_strategies", {}).values() if r.get("judge_diff") is not None]
     if not diffs:
         return "."
     return f"; the cluster's own evaluation of the chunked points agrees with the in-process one to {max(diffs):.1e}."

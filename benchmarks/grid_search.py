@@ -54,7 +54,7 @@ def load(rows: int, seed: int = 0) -> tuple[Any, Any]:
     """``rows`` rows of Adult (CSR, labels ±1), a seeded subset in the file's order."""
     import numpy as np
 
-    from problems.data import load_dataset
+    from qpcore_formulations.data.files import load_dataset
 
     X, y = load_dataset("adult")
     keep = np.sort(np.random.default_rng(seed).choice(X.shape[0], size=min(rows, X.shape[0]), replace=False))

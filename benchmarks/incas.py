@@ -191,7 +191,7 @@ def load_source(name: str, seed: int = SEED) -> Source:
     if name == "synthetic":
         X, y = synthetic()
     else:
-        from problems.datasets import load_dataset
+        from qpcore_formulations.data.files import load_dataset
 
         X, y = load_dataset(name)
     X = sp.csr_matrix(X, dtype=np.float64)
@@ -213,8 +213,8 @@ def load_source(name: str, seed: int = SEED) -> Source:
 
 def available(what: str) -> tuple[bool, str]:
     """Whether INCAS (``incas``) or the incremental SVM (``incremental``) can be imported."""
-    mod, cls = {"incas": ("strategies.incas", "INCAS"),
-                "incremental": ("strategies.incremental", "IncrementalSVM")}[what]
+    mod, cls = {"incas": ("qpcore_strategies.incas", "INCAS"),
+                "incremental": ("qpcore_incremental.incremental", "IncrementalSVM")}[what]
     try:
         m = __import__(mod, fromlist=[cls])
         getattr(m, cls)
@@ -225,8 +225,8 @@ def available(what: str) -> tuple[bool, str]:
 
 def make_strategy(solver: str) -> Any:
     """``incas``; ``smo`` (wss2); ``decomp:Q`` (decomposition, SVMlight's rule, working sets of Q):
-    specs of the one registry (:mod:`strategies.registry`)."""
-    from strategies.registry import make
+    specs of the one registry (:mod:`qpcore_strategies.registry`)."""
+    from qpcore_strategies.registry import make
 
     return make(solver)
 
@@ -257,7 +257,7 @@ def arrays(X: Any, Xd: np.ndarray, kind: str) -> Any:
 
 def eval_qp(X: Any, y: np.ndarray, spec: Spec) -> Any:
     """Our float64 problem without cache: exact matvecs, used only to judge points."""
-    from problems.svm import csvc
+    from qpcore_formulations.svm import csvc
 
     return csvc(X, y, spec.C, spec.qkernel(), cache_bytes=0, dtype=np.float64).qp
 
@@ -317,7 +317,7 @@ def wants_svmlight(spec: Spec, ctx: Ctx) -> bool:
 def run_ours(Xin: Any, y: np.ndarray, spec: Spec, solver: str, threads: int, ctx: Ctx, *,
              tol: float | None = None, resume: Any = None, keep_result: bool = False) -> dict[str, Any]:
     """Build csvc(...) and solve it; the timer covers both."""
-    from problems.svm import csvc
+    from qpcore_formulations.svm import csvc
     from qpcore import solve
 
     tol = spec.tol if tol is None else tol
@@ -449,11 +449,11 @@ def bench_batch(src: Source, spec: Spec, solvers: list[str], ctx: Ctx) -> dict[s
 
 
 # ---------------------------------------------------------------------------------------------
-# The incremental SVM (strategies.incremental.IncrementalSVM): adapters to its API
+# The incremental SVM (qpcore_incremental.incremental.IncrementalSVM): adapters to its API
 # ---------------------------------------------------------------------------------------------
 
 def inc_new(spec: Spec, ctx: Ctx) -> Any:
-    from strategies.incremental import IncrementalSVM
+    from qpcore_incremental.incremental import IncrementalSVM
 
     return IncrementalSVM(spec.qkernel(), C=spec.C, cache_bytes=ctx.cache_mb << 20)
 
@@ -897,7 +897,7 @@ def _render_batch(L: list[str], name: str, rec: dict[str, Any]) -> None:
              "| rel_obj ours | rel_obj LIBSVM | KKT gap ours / LIBSVM | status | n_SV | load / own | load flag |"
              + (" bar |" if bar else ""))
     L.append("|---" * (14 + bar) + "|")
-    for p in rec["problems"]:
+    for p in rec["qpcore_formulations"]:
         res = p["results"]
         a = res["libsvm"]
         a_s = _secs(a)
@@ -924,14 +924,14 @@ def _render_batch(L: list[str], name: str, rec: dict[str, Any]) -> None:
         for solver, why in p.get("unavailable", {}).items():
             L.append(f"| {p['spec']['key']} | {solver_label(solver)} | – | {why} |" + " |" * (10 + bar))
     L.append("")
-    refs = sorted({p["ref_source"] for p in rec["problems"]})
-    by = "; ".join(f"{p['spec']['key']}: {p.get('ref_by')}" for p in rec["problems"])
+    refs = sorted({p["ref_source"] for p in rec["qpcore_formulations"]})
+    by = "; ".join(f"{p['spec']['key']}: {p.get('ref_by')}" for p in rec["qpcore_formulations"])
     L.append(f"f_ref: {'; '.join(refs)} (the lowest came from — {by}). Tolerance "
-             f"{rec['problems'][0]['spec']['tol']:g} on both sides. runs: ours / LIBSVM.")
+             f"{rec['qpcore_formulations'][0]['spec']['tol']:g} on both sides. runs: ours / LIBSVM.")
     if bar:
         L.append(f" Bar (issue 12): INCAS ≤ {BAR['hard']}× LIBSVM's time at rel_obj ≤ {BAR['hard_rel_obj']:g}; "
                  "issue 26 adds: below SVMlight (INCAS's median / SVMlight's, in brackets).")
-        if any("svmlight@1" in p["results"] for p in rec["problems"]):
+        if any("svmlight@1" in p["results"] for p in rec["qpcore_formulations"]):
             L.append(" SVMlight V6.02: `svm_learn` (HIDEO, default q = 10) as a subprocess, -e tol/2 (its -e bounds "
                      "each example's KKT violation for its own b, so LIBSVM's m(α) − M(α) ≤ 2·e), -m the cache "
                      "above; its time is the subprocess's wall time (reading the data file, optimizing, writing "
@@ -1104,7 +1104,7 @@ def main(argv: list[str] | None = None) -> int:
                     "load_rule": f"others > {OTHERS_MARGIN} cores during the run", "load_at_start": a.load_at_start,
                     "time_limit": a.time_limit, "anchor_timeout": a.anchor_timeout, "svmlight": a.svmlight}
         if row in ("hard_small", "hard_large", "weak"):
-            rec: dict[str, Any] = {"problems": [bench_batch(src, s, a.solvers, ctx) for s in batch_specs(row, sz)]}
+            rec: dict[str, Any] = {"qpcore_formulations": [bench_batch(src, s, a.solvers, ctx) for s in batch_specs(row, sz)]}
         elif row == "incremental":
             rec = bench_incremental(src, sz, ctx)
         elif row == "loo":

@@ -66,7 +66,7 @@ def brute_force(X: np.ndarray, y: np.ndarray, C: float, tol: float) -> dict[str,
 def ours(X: np.ndarray, y: np.ndarray, C: float) -> dict[str, Any]:
     """IncrementalSVM.fit + leave_one_out(), the verdicts in data-row order."""
     from qpcore import Kernel
-    from strategies.incremental import IncrementalSVM
+    from qpcore_incremental.incremental import IncrementalSVM
 
     t0 = time.perf_counter()
     model = IncrementalSVM(Kernel("rbf", gamma=GAMMA), C=C, cache_bytes=1000 << 20)

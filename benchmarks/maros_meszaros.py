@@ -5,7 +5,7 @@
     python -m benchmarks.maros_meszaros --solvers ours,piqp --time-limit 20
     python -m benchmarks.maros_meszaros --quick                          # HS21, HS35, QPTEST, one run each
 
-Problems: the 31 files of ``<data>/maros_meszaros/*.mat`` (``problems.data.data_dir()``), read as
+Problems: the 31 files of ``<data>/maros_meszaros/*.mat`` (``qpcore_formulations.data.files.data_dir()``), read as
 qpbenchmark's Maros–Meszaros test set reads them (``maros_meszaros.py`` of
 github.com/qpsolvers/maros_meszaros_qpbenchmark): ``l ≤ A x ≤ u`` whose last n rows are the
 identity (the bounds lb ≤ x ≤ ub; checked here), ±1e20 standing for ±inf; a row with u − l < 1e-10
@@ -128,8 +128,8 @@ BAR = {"mid": 30, "high": 28, "shm_ratio": 10.0}
 # ---------------------------------------------------------------------------------------------
 
 def data_folder() -> Path:
-    """``<shared data>/maros_meszaros`` (:func:`problems.data.data_dir`)."""
-    from problems.data import data_dir
+    """``<shared data>/maros_meszaros`` (:func:`qpcore_formulations.data.files.data_dir`)."""
+    from qpcore_formulations.data.files import data_dir
 
     return Path(data_dir()) / "maros_meszaros"
 
@@ -612,8 +612,8 @@ def summarize(records: list[dict[str, Any]], threads: int, time_limit: float | N
     for r in recs:
         for k, s in r["solvers"].items():
             row = rows.setdefault(k, {"solver": s["solver"], "level": s["level"], "solved": {}, "times": [],
-                                      "false_claims": [], "loaded": False, "problems": 0})
-            row["problems"] += 1
+                                      "false_claims": [], "loaded": False, "qpcore_formulations": 0})
+            row["qpcore_formulations"] += 1
             for lv, ok in s["success"].items():
                 row["solved"][lv] = row["solved"].get(lv, 0) + int(bool(ok))
             row["times"].append(min(_secs(s["seconds"]), limit) if s["found"] else limit)
@@ -626,9 +626,9 @@ def summarize(records: list[dict[str, Any]], threads: int, time_limit: float | N
     if "ours" in rows:
         for lv in rows["ours"]["solved"]:
             p = rows.get(f"piqp@{lv}")
-            if p is not None and p["problems"] == rows["ours"]["problems"] and p["shm"] > 0:
+            if p is not None and p["qpcore_formulations"] == rows["ours"]["qpcore_formulations"] and p["shm"] > 0:
                 ratio[lv] = rows["ours"]["shm"] / p["shm"]
-    return {"problems": len({r["problem"] for r in recs}), "rows": rows, "ratio": ratio, "time_limit": limit}
+    return {"qpcore_formulations": len({r["problem"] for r in recs}), "rows": rows, "ratio": ratio, "time_limit": limit}
 
 
 def bars(summary: dict[str, Any], total: int) -> list[str]:
@@ -638,8 +638,8 @@ def bars(summary: dict[str, Any], total: int) -> list[str]:
     o = summary["rows"].get("ours")
     if o is None:
         return ["ours was not run"]
-    partial = summary["problems"] < total
-    tail = f" (partial: {summary['problems']} of {total} problems measured)" if partial else ""
+    partial = summary["qpcore_formulations"] < total
+    tail = f" (partial: {summary['qpcore_formulations']} of {total} problems measured)" if partial else ""
 
     def verdict(ok: bool) -> str:       # partial: whether the bar can still be met by the rest
         return ("still reachable" if ok else "**missed**") if partial else ("met" if ok else "**not met**")
@@ -648,8 +648,8 @@ def bars(summary: dict[str, Any], total: int) -> list[str]:
     for lv in ("mid", "high"):
         if lv in o["solved"]:
             n = o["solved"][lv]
-            need = BAR[lv] - (total - summary["problems"])
-            out.append(f"{lv} ({LEVELS[lv]:g}): {n} of {summary['problems']} solved (bar ≥ {BAR[lv]} of {total}) → "
+            need = BAR[lv] - (total - summary["qpcore_formulations"])
+            out.append(f"{lv} ({LEVELS[lv]:g}): {n} of {summary['qpcore_formulations']} solved (bar ≥ {BAR[lv]} of {total}) → "
                        f"{verdict(n >= need)}{tail}")
     fc = o["false_claims"]
     out.append(f"false claims of infeasibility, unboundedness or non-convexity: {len(fc)}"
@@ -716,7 +716,7 @@ def render(records: list[dict[str, Any]], heads: dict[int, dict[str, Any]], tota
         summ = summarize(records, t)
         L += [f"## {t} BLAS thread{'s' if t > 1 else ''}", "", "Bars on ours (issue 33):", ""]
         L += [f"- {b}" for b in bars(summ, total)]
-        L += ["", f"Summary over {summ['problems']} problems (time limit {summ['time_limit']:g} s):", ""]
+        L += ["", f"Summary over {summ['qpcore_formulations']} problems (time limit {summ['time_limit']:g} s):", ""]
         body = []
         for k, row in sorted(summ["rows"].items(), key=lambda kv: (kv[0] != "ours", kv[0])):
             solved = ", ".join(f"{lv} {row['solved'][lv]}" for lv in levels if lv in row["solved"])
@@ -724,7 +724,7 @@ def render(records: list[dict[str, Any]], heads: dict[int, dict[str, Any]], tota
                    and row["shm"] > 0 else "–")
             body.append([k, solved, f"{row['shm']:.4g}", rel, str(len(row["false_claims"])),
                          "**LOADED**" if row["loaded"] else "ok"])
-        L += [markdown_table(["solver", f"solved of {summ['problems']}", "shm (s)", "shm of ours / this",
+        L += [markdown_table(["solver", f"solved of {summ['qpcore_formulations']}", "shm (s)", "shm of ours / this",
                               "false claims", "load"], body), ""]
         names = [x for x in SOLVERS if any(k.split("@")[0] == x for r in records if r["threads"] == t
                                            for k in r["solvers"])]
@@ -848,7 +848,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"warning: BLAS threads in effect {[blas_threads_under(t) for t in args.threads]} for {args.threads} "
             "asked (run as `python -m benchmarks.maros_meszaros` so the pool is sized before numpy loads)")
     head = {"format": FORMAT, "run_id": run_id, "threads": args.threads, "quick": bool(args.quick),
-            "command": command, "machine": machine, "versions": _versions(), "problems": args.problems,
+            "command": command, "machine": machine, "versions": _versions(), "qpcore_formulations": args.problems,
             "solvers": args.solvers, "levels": args.levels, "time_limit": args.time_limit, "ours": args.ours,
             "repeat": args.repeat}
 

@@ -9,7 +9,7 @@
                                                                    # Table 3: active-set OCAS / OCAS, T1 and T2
 
 Problem: min_w F(w) = ½‖w‖² + C Σ_i max(0, 1 − y_i (x_iᵀ w[:d] + bias·w[d])), bias 1 (a regularized
-constant feature, as ``svmocas -b 1`` and LIBLINEAR ``-B 1`` do), built by ``problems.risk.hinge_svm``
+constant feature, as ``svmocas -b 1`` and LIBLINEAR ``-B 1`` do), built by ``qpcore_formulations.risk.hinge_svm``
 outside the timed region. Every row reports the **time to relative primal gaps** (F − F*)/F* ≤ 1e-2,
 1e-3, 1e-4, where F* is a tight reference (our OCAS at TolRel 1e-8, certified by the problem's own
 duality gap, cached in ``benchmarks/results/ocas_reference.json``; lowered to any lower objective a
@@ -34,7 +34,7 @@ Anchors:
 - ``svmocas`` (Debian ``libocas-tools``) in a subprocess, ``-m 1`` (OCAS) and ``-m 0`` (BMRM), same C,
   ``-b 1``, ``-r`` TolRel as ours, ``-p`` threads (default 1: it is compared with ours at each of our
   thread counts; ``--ocas-threads match`` runs it at ours). Its data are our arrays written once with
-  ``problems.datasets.dump_svmlight`` (1-based) into ``--svm-dir``; its loading is excluded: times are
+  ``qpcore_formulations.data.svmlight.dump_svmlight`` (1-based) into ``--svm-dir``; its loading is excluded: times are
   its own per-iteration ``tim`` (solver time since the start of the optimization), parsed from
   ``-v 1``. Objective parity: F of its model file judged by our problem against its final Q_P.
 - LIBLINEAR's hinge-loss dual coordinate descent (``sklearn.svm.LinearSVC(loss="hinge", dual=True,
@@ -260,7 +260,7 @@ def _csr(X: Any) -> Any:
 
 
 def real_row(name: str, n: int, C: float = 1.0, bias: float = 1.0) -> Row:
-    from problems.datasets import load_dataset
+    from qpcore_formulations.data.files import load_dataset
 
     X, y = load_dataset(name)
     X = _csr(X)
@@ -311,11 +311,11 @@ def text_row(X: Any, y: np.ndarray, spec: Any, n: int, C: float = 1.0, bias: flo
 # ---------------------------------------------------------------------------------------------
 
 def available() -> tuple[bool, str]:
-    """Whether our side (problems.risk.hinge_svm and strategies.cutting_plane) can be imported."""
+    """Whether our side (qpcore_formulations.risk.hinge_svm and qpcore_strategies.cutting_plane) can be imported."""
     try:
-        from problems.risk import hinge_svm  # noqa: F401
-        from strategies.active_set_ocas import ActiveSetOCAS  # noqa: F401
-        from strategies.cutting_plane import BMRM, OCAS  # noqa: F401
+        from qpcore_formulations.risk import hinge_svm  # noqa: F401
+        from qpcore_strategies.active_set_ocas import ActiveSetOCAS  # noqa: F401
+        from qpcore_strategies.cutting_plane import BMRM, OCAS  # noqa: F401
     except Exception as e:  # noqa: BLE001 - any failure means "not available"
         return False, f"not available ({type(e).__name__}: {e})"
     return True, ""
@@ -328,17 +328,17 @@ def svmocas_path() -> str | None:
 def make_strategy(variant: str) -> Any:
     """The strategy of a variant (``asocas`` is the registry's ``ocas-active``), default settings;
     ``asocas-paper`` is ``ActiveSetOCAS.paper()``, Xiao and Zhou's μ = 0.05 and 20 cuts."""
-    from strategies.registry import make
+    from qpcore_strategies.registry import make
 
     if variant == "asocas-paper":
-        from strategies.active_set_ocas import ActiveSetOCAS
+        from qpcore_strategies.active_set_ocas import ActiveSetOCAS
 
         return ActiveSetOCAS.paper()
     return make(variant)
 
 
 def build_problem(row: Row) -> Any:
-    from problems.risk import hinge_svm
+    from qpcore_formulations.risk import hinge_svm
 
     return hinge_svm(row.X, row.y, row.C, bias=row.bias)
 
@@ -409,14 +409,14 @@ def svm_file(row: Row, svm_dir: Path) -> dict[str, Any]:
         meta = json.loads(side.read_text())
         if meta.get("data_key") == row.data_key and meta.get("bytes") == path.stat().st_size:
             return dict(meta, path=str(path), reused=True)
-    from problems.datasets import dump_svmlight
+    from qpcore_formulations.data.svmlight import dump_svmlight
 
     t0 = time.perf_counter()
     tmp = path.with_suffix(".svm.part")
     dump_svmlight(tmp, row.X, row.y, zero_based=False)
     os.replace(tmp, path)
     meta = {"data_key": row.data_key, "bytes": path.stat().st_size, "write_s": round(time.perf_counter() - t0, 2),
-            "writer": "problems.datasets.dump_svmlight (1-based)", "rows": int(row.X.shape[0])}
+            "writer": "qpcore_formulations.data.svmlight.dump_svmlight (1-based)", "rows": int(row.X.shape[0])}
     side.write_text(json.dumps(meta, indent=1) + "\n")
     return dict(meta, path=str(path), reused=False)
 
@@ -529,7 +529,7 @@ def _trace_entry(p: Any) -> dict[str, Any]:
     ``search_seconds``); what the last iteration touched (|X^a| ``touched_eval``, |X^s|
     ``touched_search``); the cumulative ``rows_read`` counter (None while the strategy keeps none).
     All read without the snapshot's sync, which would add a pass over the data."""
-    from strategies.cutting_plane import CutState
+    from qpcore_strategies.cutting_plane import CutState
 
     cs = p.work(CutState)
     return {"iteration": p.iteration, "seconds": p.elapsed, "primal": cs.F_b, "dual": cs.dual, "cuts": cs.cuts.n,
@@ -542,7 +542,7 @@ def run_ours(prob: Any, variant: str, threads: int, tol: float, time_limit: floa
     (not timed). The trace's primal values (the strategy's F(w_b), recorded by a callback after each
     step) give the time to each gap; the final point is judged by the problem afterwards (not timed)."""
     from qpcore import solve
-    from strategies.cutting_plane import CutState
+    from qpcore_strategies.cutting_plane import CutState
 
     strategy = make_strategy(variant)
     trace: list[dict[str, Any]] = []

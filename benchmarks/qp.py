@@ -294,8 +294,8 @@ def peer(name: str, row: dict[str, Any]) -> Callable[[], np.ndarray | None]:
 def ours(row: dict[str, Any], tol_rel: float) -> Callable[[], dict[str, Any]]:
     """GPCG from the arrays: building (and validating) the QP is inside the timer."""
     import qpcore
-    from problems.least_squares import bounded_least_squares, nnls
-    from strategies.gradient_projection import GPCG
+    from qpcore_formulations.least_squares import bounded_least_squares, nnls
+    from qpcore_strategies.gradient_projection import GPCG
 
     def run() -> dict[str, Any]:
         t0 = time.perf_counter()

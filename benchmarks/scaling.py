@@ -50,7 +50,7 @@ def _label(s: str) -> str:
 
 def run_one(X: Any, y: np.ndarray, kernel: str, solver: str, limit: float, cache_mb: int) -> dict[str, Any]:
     """One timed solve; the objective is judged on our float64 problem afterwards (not timed)."""
-    from problems.svm import csvc
+    from qpcore_formulations.svm import csvc
     from qpcore import Kernel, solve
 
     kw = KERNELS[kernel]
@@ -177,7 +177,7 @@ def scaling_rows(args: argparse.Namespace) -> tuple[list[str], Study]:
 
     def run_row(row: str, a: argparse.Namespace, runs: Runs) -> list[dict[str, Any]]:
         if not data:
-            from problems.datasets import load_dataset
+            from qpcore_formulations.data.files import load_dataset
 
             X, y = load_dataset("adult")
             data.extend([sp.csr_matrix(X, dtype=np.float64), y,

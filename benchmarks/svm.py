@@ -65,7 +65,7 @@ class RowData:
 
 def load_row(row: SVMRow, quick: bool, seed: int = 0) -> RowData:
     """Read the data set (not timed); in quick mode keep a random subset of ``row.quick_n`` rows."""
-    from problems.datasets import load_dataset
+    from qpcore_formulations.data.files import load_dataset
 
     X, y = load_dataset(row.dataset)
     X = sp.csr_matrix(X, dtype=np.float64)
@@ -84,7 +84,7 @@ def load_row(row: SVMRow, quick: bool, seed: int = 0) -> RowData:
 
 def eval_problem(data: RowData) -> Any:
     """Our float64 problem of the row, used only to judge points (no cache: exact matvecs)."""
-    from problems.svm import csvc
+    from qpcore_formulations.svm import csvc
     from qpcore import Kernel
 
     return csvc(data.X, data.y, data.row.C, Kernel("rbf", gamma=data.row.gamma), cache_bytes=0,
@@ -110,10 +110,10 @@ def judge(qp: Any, x: np.ndarray) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------
 
 def make_strategy(spec: str) -> Any:
-    """The strategy of a registry spec (:mod:`strategies.registry`): ``wss2``/``mvp``/``platt``: SMO
+    """The strategy of a registry spec (:mod:`qpcore_strategies.registry`): ``wss2``/``mvp``/``platt``: SMO
     with that rule; ``decomp:Q``: decomposition with SVMlight's rule and working sets of Q;
     ``chunk:M``: chunking with M new violators per round; any other spec the registry reads."""
-    from strategies.registry import make
+    from qpcore_strategies.registry import make
 
     return make(spec)
 
@@ -136,7 +136,7 @@ def run_ours(data: RowData, rule: str, *, tol: float, cache_mb: int, dtype: Any 
     ``rule`` is an SMO working-set rule (``wss2``, ``mvp``, ``platt``) or ``decomp:Q`` for
     decomposition with SVMlight's rule and working sets of Q (RBF blocks computed in float32).
     """
-    from problems.svm import csvc
+    from qpcore_formulations.svm import csvc
     from qpcore import Kernel, solve
 
     strategy = make_strategy(rule)

@@ -26,13 +26,13 @@ Protocol (as ``benchmarks.incas``; the harness is :mod:`benchmarks.harness`):
   run **interleaved** (anchor, ours, anchor, ours, ...), ``--repeat`` times each (median reported);
 - our strategies: ``smo`` (LIBSVM's Solver_NU way for the two groups of the ν formulations),
   ``decomposition`` and ``incas`` where the problem has one equality row (one-class, ε-SVR); a
-  strategy that does not take a problem (``strategies.registry.accepts``) is listed with its
+  strategy that does not take a problem (``qpcore_strategies.registry.accepts``) is listed with its
   reason; **best** is, at each thread count, the fastest of ours among those at rel_obj ≤ 1e-6
   (the fastest of all when none is);
 - LIBSVM's input, the dense array or the CSR matrix, is the faster of two runs each on the data
   set's first problem at tol 1e-3 (``--anchor-input auto``; on adult the sparse one can be much
   the faster); ours always gets the CSR matrix (the operator densifies it for row blocks);
-- our time covers building the problem (``problems.svm_family``, its kernel-row cache of
+- our time covers building the problem (``qpcore_formulations.svm_family``, its kernel-row cache of
   ``--cache-mb``) and ``qpcore.solve`` from LIBSVM's start with its final certificate; LIBSVM's
   covers ``fit`` with the same cache size; the claim is the ratio ours / LIBSVM;
 - every point is judged by *our* float64 problem (no cache): objective and the KKT gap of
@@ -153,8 +153,8 @@ class Spec:
         return f"{p}, n={self.n}{' (classes balanced)' if self.balanced else ''}, RBF γ={self.gamma:g}"
 
     def build(self, X: Any, y: np.ndarray, **kw: Any) -> Any:
-        """Our problem (``problems.svm_family``); ``kw`` goes to the kernel operator."""
-        from problems import svm_family as fam
+        """Our problem (``qpcore_formulations.svm_family``); ``kw`` goes to the kernel operator."""
+        from qpcore_formulations import svm_family as fam
         from qpcore import Kernel
 
         k = Kernel("rbf", gamma=self.gamma)
@@ -255,11 +255,11 @@ def synthetic(kind: str, n: int, seed: int = 0) -> tuple[Any, np.ndarray]:
 
 
 def _read(name: str) -> tuple[Any, np.ndarray]:
-    from problems.data import DATASET_NAMES, data_dir, load_dataset
+    from qpcore_formulations.data.files import DATASET_NAMES, data_dir, load_dataset
 
     if name in DATASET_NAMES:
         return load_dataset(name)
-    from problems.svmlight import load_svmlight
+    from qpcore_formulations.data.svmlight import load_svmlight
 
     return load_svmlight(data_dir() / f"{name}.trn.bz2")
 
@@ -306,7 +306,7 @@ class Ctx(Runs):
 
 
 def make_strategy(solver: str) -> Any:
-    from strategies.registry import make
+    from qpcore_strategies.registry import make
 
     return make(solver)
 
@@ -419,7 +419,7 @@ def pick_best(judged: dict[str, dict[str, Any]], threads: int) -> dict[str, Any]
 
 def bench_problem(spec: Spec, src: Source, tol: float, solvers: list[str], ctx: Ctx) -> dict[str, Any]:
     """One problem at one tolerance: the anchor and each applicable strategy of ours, interleaved."""
-    from strategies.registry import accepts
+    from qpcore_strategies.registry import accepts
 
     Xs, Xd, y = src.take(spec.n, spec.balanced)
     anchor_input = ctx.input_for(spec, src)
@@ -476,13 +476,13 @@ def bench_problem(spec: Spec, src: Source, tol: float, solvers: list[str], ctx: 
 
 
 # ---------------------------------------------------------------------------------------------
-# The incremental one-class SVM (strategies.incremental_oneclass)
+# The incremental one-class SVM (qpcore_incremental.incremental_oneclass)
 # ---------------------------------------------------------------------------------------------
 
 
 def incremental_class() -> tuple[Any, str]:
     """(the incremental one-class model's class, "")."""
-    from strategies.incremental_oneclass import IncrementalOneClass
+    from qpcore_incremental.incremental_oneclass import IncrementalOneClass
 
     return IncrementalOneClass, ""
 
@@ -610,7 +610,7 @@ TITLES = {
 
 
 def _input(rec: dict[str, Any]) -> str:
-    return str(rec["problems"][0]["anchor_input"] if "problems" in rec else rec.get("anchor_input"))
+    return str(rec["qpcore_formulations"][0]["anchor_input"] if "qpcore_formulations" in rec else rec.get("anchor_input"))
 
 
 def _anchor_note(m: dict[str, Any]) -> str:
@@ -685,7 +685,7 @@ def _render_summary(L: list[str], store: dict[str, Any]) -> None:
     lines = []
     for name in BATCH_ROWS:
         rec = store.get(name)
-        for p in (rec or {}).get("problems", []):
+        for p in (rec or {}).get("qpcore_formulations", []):
             for k, s in p["results"].items():
                 if s["solver"] == "best":
                     lines.append(f"| {TITLES[name].split(',')[0]} | {p['tol']:g} | {s['threads']} | "
@@ -715,7 +715,7 @@ def _render_batch(L: list[str], rec: dict[str, Any]) -> None:
     L.append("| tol | solver | threads | ratio [per pass] | runs | ours s (min–max) | LIBSVM s (min–max) | rel_obj ours "
              "| rel_obj LIBSVM | KKT gap ours / LIBSVM | status | n_SV | load / own / others | load flag | bar |")
     L.append("|---" * 15 + "|")
-    for p in rec["problems"]:
+    for p in rec["qpcore_formulations"]:
         res = p["results"]
         a = res["libsvm"]
         for k, s in res.items():
@@ -733,8 +733,8 @@ def _render_batch(L: list[str], rec: dict[str, Any]) -> None:
         for solver, why in p.get("unavailable", {}).items():
             L.append(f"| {p['tol']:g} | {solver_label(solver)} | – | does not apply: {why} |" + " |" * 11)
     L.append("")
-    p0 = rec["problems"][0]
-    by = "; ".join(f"tol {p['tol']:g}: {p.get('ref_by')}" for p in rec["problems"])
+    p0 = rec["qpcore_formulations"][0]
+    by = "; ".join(f"tol {p['tol']:g}: {p.get('ref_by')}" for p in rec["qpcore_formulations"])
     L.append(f"Problem: {p0['spec']['key']}. f_ref: {p0['ref_source']} (the lowest came from — {by}). "
              "runs: ours / LIBSVM; n_SV: ours / LIBSVM (points with a nonzero coefficient).\n")
 
@@ -840,7 +840,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             spec = row_spec(row, sz, n_abalone)
             src = sources[spec.data]
-            rec = {"problems": [bench_problem(spec, src, tol, a.solvers, ctx) for tol in a.tols]}
+            rec = {"qpcore_formulations": [bench_problem(spec, src, tol, a.solvers, ctx) for tol in a.tols]}
         run_meta["anchor_check"] = ctx.inputs.get("adult" if row in ("nu_svc", "one_class", "incremental")
                                                   else "abalone")
         rec["_run"] = run_meta

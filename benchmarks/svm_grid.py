@@ -20,7 +20,7 @@ Protocol (the harness is :mod:`benchmarks.harness`):
   ``--repeat`` times each (median reported);
 - LIBSVM's input, the dense array or the CSR matrix, is chosen once per row: the faster of two
   runs each on the cell C = 1, γ = 1/d (``--anchor-input auto``); ours always gets the CSR matrix;
-- our time covers building the problem (``problems.svm.csvc``, kernel-row cache of 200 MB in the
+- our time covers building the problem (``qpcore_formulations.svm.csvc``, kernel-row cache of 200 MB in the
   library's default storage, ``--dtype``) and ``qpcore.solve`` with its final certificate;
   LIBSVM's covers ``fit``. Each of our solves gets a time limit of max(``--limit-factor`` × the
   cell's first LIBSVM time, ``--limit-min`` s) (20×, 5 s) so that a bad cell does not stall the
@@ -204,7 +204,7 @@ def load_row(spec: RowSpec, n: int, data: str, cache: dict[str, tuple[Any, np.nd
         if data == "synthetic":
             cache[spec.dataset] = synthetic(max(r.n for r in ROWS.values()), seed=len(spec.dataset))
         else:
-            from problems.data import load_dataset
+            from qpcore_formulations.data.files import load_dataset
 
             cache[spec.dataset] = load_dataset(spec.dataset)
     X0, y0 = cache[spec.dataset]
@@ -267,9 +267,9 @@ def run_anchor(Xin: Any, y: np.ndarray, C: float, gamma: float, ctx: Ctx, tol: f
 def run_ours(X: Any, y: np.ndarray, C: float, gamma: float, solver: str, threads: int, ctx: Ctx, tol: float,
              time_limit: float | None, dtype: Any = None) -> dict[str, Any]:
     """Build ``csvc`` and solve it; the timer covers both. ``auto``'s choices from ``Result.stats``."""
-    from problems.svm import csvc
+    from qpcore_formulations.svm import csvc
     from qpcore import Kernel, solve
-    from strategies.registry import make
+    from qpcore_strategies.registry import make
 
     strategy = make(solver)
     with thread_limit(threads):
@@ -363,7 +363,7 @@ def reference(data: RowData, C: float, gamma: float, qp: Any, ctx: Ctx) -> dict[
 
 def eval_qp(data: RowData, C: float, gamma: float) -> Any:
     """Our float64 problem of the cell without cache: exact matvecs, used only to judge points."""
-    from problems.svm import csvc
+    from qpcore_formulations.svm import csvc
     from qpcore import Kernel
 
     return csvc(data.X, data.y, C, Kernel("rbf", gamma=gamma), cache_bytes=0, dtype=np.float64).qp
@@ -668,7 +668,7 @@ def main(argv: list[str] | None = None) -> int:
     command = command_line("svm_grid", argv)
     if not need_sklearn("svm_grid", "LIBSVM"):
         return 2
-    from strategies.registry import make
+    from qpcore_strategies.registry import make
 
     for s in args.strategies + [args.ref_solver]:
         make(s)     # an unknown spec fails here, before any run
@@ -703,7 +703,7 @@ def main(argv: list[str] | None = None) -> int:
                "anchor_check": check, "cells": cells,
                "summary": row_summary(cells, len(a.cell_list) if a.quick else len(C_GRID) * len(GAMMA_FACTORS)),
                "_run": {"command": command, "time": now_iso(), "mode": mode, "data": a.data, "tol": a.tol,
-                        "threads": a.threads, "strategies": a.strategies, "cache_mb": a.cache_mb, "dtype": a.dtype,
+                        "threads": a.threads, "qpcore_strategies": a.strategies, "cache_mb": a.cache_mb, "dtype": a.dtype,
                         "repeat": a.repeat, "long": a.long, "pair_below": a.pair_below,
                         "limit_factor": a.limit_factor, "limit_min": a.limit_min, "ref_solver": a.ref_solver,
                         "ref_tols": a.ref_tols, "ref_time_limit": a.ref_time_limit,

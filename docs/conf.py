@@ -77,7 +77,7 @@ doctest_global_setup = """
 import numpy as np
 import qpcore
 from qpcore import *
-from strategies import *
+from qpcore_strategies import *
 from qpcore_sklearn import KernelSVC, LinearSVMClassifier
 """
 doctest_test_doctest_blocks = "default"

@@ -19,8 +19,8 @@ from typing import Any, NoReturn, TextIO
 
 import numpy as np
 
-from qpcore.solve import PrintReporter, Progress, Reporter
-from qpcore.state import Result, Status
+from qpcore.core.solve import PrintReporter, Progress, Reporter
+from qpcore.core.state import Result, Status
 
 __all__ = ["PROG", "CLIError", "Deadline", "Parser", "RichReporter", "check_writable", "evaluate_rows", "finite_float", "integer", "jsonable",
            "make_reporter", "nonnegative_float", "nonnegative_int", "positive_float", "positive_int",

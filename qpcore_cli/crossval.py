@@ -1,14 +1,14 @@
 """``qpcore train -v N``: svm-train's cross-validation.
 
 The rows are split into N folds (LIBSVM's: each class dealt evenly over the folds for the
-classifiers, :func:`problems.model_selection.stratified_folds`; a seeded permutation cut into N
+classifiers, :func:`qpcore_train.model_selection.stratified_folds`; a seeded permutation cut into N
 runs for one-class and the regressions), each fold is predicted by a model trained on the others,
 and svm-train's lines are printed: ``Cross Validation Accuracy = 85.1234%`` (classifiers and
 one-class, whose ±1 answers are compared with the labels), or ``Cross Validation Mean squared
 error = ...`` and ``Cross Validation Squared correlation coefficient = ...`` (regressions). No
 model file is written.
 
-A kernel C-SVC goes to :func:`problems.model_selection.cross_validation`, which computes the
+A kernel C-SVC goes to :func:`qpcore_train.model_selection.cross_validation`, which computes the
 kernel once for all folds; the other types (and a C-SVC under ``--time-limit``, which that engine
 does not take) are trained fold by fold here with the command's settings
 (:class:`qpcore_cli.train.TrainJob`). Under ``--time-limit`` the folds not started before the
@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from problems.model_selection import cross_validation, stratified_folds
+from qpcore_train.model_selection import cross_validation, stratified_folds
 from qpcore import __version__
-from qpcore.problem import ProblemError
-from qpcore.state import Status
+from qpcore.core.problem import ProblemError
+from qpcore.core.state import Status
 from qpcore_cli.common import CLIError, write_json
 from qpcore_cli.model import CLASSIFIER_TYPES
 from qpcore_cli.train import TrainJob, exit_code, predict_rows, regression_metrics, worst_status
@@ -164,7 +164,7 @@ def run_cross_validation(args: argparse.Namespace, job: TrainJob, X: Any, y: NDA
         "command": "train", "data": args.data, "model_file": None, "n_train": n, "n_features": int(X.shape[1]),
         **settings,
         "cross_validation": {"folds": len(fold_list), "rows": int(done.sum()), "seed": 0,
-                             "engine": "problems.model_selection.cross_validation" if engine else "fold by fold",
+                             "engine": "qpcore_train.model_selection.cross_validation" if engine else "fold by fold",
                              **metrics},
         "status": worst.code, "exit_status": exit_code(worst), "skipped": skipped, "notes": notes,
         "total_seconds": time.perf_counter() - t0, "qpcore_version": __version__,

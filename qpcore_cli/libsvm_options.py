@@ -26,7 +26,7 @@ from qpcore_cli.common import (
 )
 from qpcore_cli.model import SVM_TYPES
 from qpcore_cli.registry import add_entry_options
-from strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY
+from qpcore_strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY
 
 __all__ = ["AUTO_ROWS", "KERNELS", "PREDICT_MAPPING", "SAMPLE_ROWS", "TRAIN_ACCURACY_MODES", "TRAIN_MAPPING",
            "add_predict_arguments", "add_train_arguments", "default_model_file", "kernel_arg", "libsvm_argv", "mapping_text", "svm_type_arg",

@@ -24,7 +24,7 @@ from qpcore_cli.common import PROG, CLIError, Parser, nonnegative_int, positive_
 from qpcore_cli.qp import NNLS_PROBLEM, QP_PROBLEM
 from qpcore_cli.registry import PROBLEMS, STRATEGIES, add_entry_options, register_problem, register_strategy, spec_of_entry
 from qpcore_cli.svm import SVM_PROBLEM, run_demo
-from strategies.registry import REGISTRY
+from qpcore_strategies.registry import REGISTRY
 from qpcore_cli.predict import PREDICT_EPILOG, add_predict_arguments, run_predict
 from qpcore_cli.train import EXIT_EPILOG, add_train_arguments, run_train
 

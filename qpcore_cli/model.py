@@ -10,9 +10,9 @@ with ``numpy.load(..., allow_pickle=False)``, so loading one never runs code) ho
   creation and training details;
 - numeric arrays: for a kernel classifier the support vectors (dense ``sv``, or CSR parts
   ``sv_data`` / ``sv_indices`` / ``sv_indptr``), the coefficient matrix ``D``, ``bias``,
-  ``pairs``, ``support`` and ``support_class`` (:class:`problems.multiclass.MulticlassSVM`'s
+  ``pairs``, ``support`` and ``support_class`` (:class:`qpcore_train.multiclass.MulticlassSVM`'s
   fields); for a one-class model or a regression (one decision function,
-  :class:`problems.svm.SVMModel`) the support vectors, ``D`` with one column, ``bias`` and
+  :class:`qpcore_formulations.svm.SVMModel`) the support vectors, ``D`` with one column, ``bias`` and
   ``support``; for a linear model ``W`` (one weight row per binary problem), ``bias`` and
   ``pairs`` (:class:`LinearModel`); optionally, for a kernel classifier trained with probabilities
   (``qpcore train -b 1``), ``prob_a`` and ``prob_b``, the sigmoid of each one-vs-one problem.
@@ -40,11 +40,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from problems.multiclass import MulticlassSVM, decide, problems_of
-from problems.svm import SVMModel
+from qpcore_train.multiclass import MulticlassSVM, decide, problems_of
+from qpcore_formulations.svm import SVMModel
 from qpcore import __version__
-from qpcore.operators import Kernel
-from qpcore.problem import ProblemError
+from qpcore.backends.operators import Kernel
+from qpcore.core.problem import ProblemError
 from qpcore_cli.common import CLIError, jsonable
 
 __all__ = ["CLASSIFIER_TYPES", "FORMAT_NAME", "FORMAT_VERSION", "FUNCTION_TYPES", "LinearModel", "Model", "ModelFile",
@@ -61,7 +61,7 @@ FORMAT_VERSION = 2
 SVM_TYPES = ("c-svc", "nu-svc", "one-class", "epsilon-svr", "nu-svr")
 #: Types stored as a classifier over two or more classes (a ``MulticlassSVM`` or ``LinearModel``).
 CLASSIFIER_TYPES = ("c-svc", "nu-svc")
-#: Types stored as one decision function (a ``problems.svm.SVMModel``).
+#: Types stored as one decision function (a ``qpcore_formulations.svm.SVMModel``).
 FUNCTION_TYPES = ("one-class", "epsilon-svr", "nu-svr")
 
 FloatArray = NDArray[np.float64]
@@ -84,7 +84,7 @@ class LinearModel:
     """A linear SVM over two or more classes: one hyperplane per binary problem.
 
     The decision value of problem p is ``X @ W[p] + bias[p]``, positive for its first class
-    ``classes[pairs[p, 0]]``; the label is chosen as :class:`problems.multiclass.MulticlassSVM`
+    ``classes[pairs[p, 0]]``; the label is chosen as :class:`qpcore_train.multiclass.MulticlassSVM`
     chooses it (the sign for two classes, LIBSVM's vote for one-vs-one, the largest value for
     one-vs-rest).
 
@@ -96,7 +96,7 @@ class LinearModel:
         One-vs-one or one-vs-rest (two classes: the one pair, recorded as ``"ovo"``).
     pairs : ndarray of shape (n_problems, 2)
         Class indices (i, j) of each problem, j = −1 for "the rest"
-        (:func:`problems.multiclass.problems_of`).
+        (:func:`qpcore_train.multiclass.problems_of`).
     W : ndarray of shape (n_problems, n_features)
         The weights of each problem.
     bias : ndarray of shape (n_problems,)
@@ -361,9 +361,9 @@ def save_model(path: str | os.PathLike[str], model: Model, *, svm_type: str | No
     path : str or os.PathLike
         The file (any name; no extension is added).
     model : MulticlassSVM, LinearModel or SVMModel
-        A kernel classifier (:func:`problems.multiclass.train_multiclass`; not a precomputed
+        A kernel classifier (:func:`qpcore_train.multiclass.train_multiclass`; not a precomputed
         kernel), a linear one, or a one-class model or regression (an ``SVMModel`` of kind
-        ``one-class``, ``epsilon-svr`` or ``nu-svr``, decoded by :mod:`problems.svm_family`).
+        ``one-class``, ``epsilon-svr`` or ``nu-svr``, decoded by :mod:`qpcore_formulations.svm_family`).
     svm_type : str, optional
         The header's ``type`` for a classifier: ``c-svc`` (default) or ``nu-svc`` (a
         ``MulticlassSVM`` of ν-SVCs, coefficients already divided by r); an ``SVMModel`` is

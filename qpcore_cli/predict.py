@@ -21,10 +21,10 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from problems.multiclass import MulticlassSVM
-from problems.svm import SVMModel
+from qpcore_train.multiclass import MulticlassSVM
+from qpcore_formulations.svm import SVMModel
 from qpcore import __version__
-from qpcore.problem import ProblemError
+from qpcore.core.problem import ProblemError
 from qpcore_cli.common import CLIError, check_writable, write_json
 from qpcore_cli.libsvm_options import PREDICT_MAPPING, add_predict_arguments, mapping_text
 from qpcore_cli.model import ModelFile, class_labels, labels_to_strings, load_model_file

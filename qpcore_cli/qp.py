@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from problems.least_squares import nnls
+from qpcore_formulations.least_squares import nnls
 from qpcore import __version__
-from qpcore.problem import QP, ProblemError
-from qpcore.solve import Strategy, solve
-from qpcore.state import Result, Status
+from qpcore.core.problem import QP, ProblemError
+from qpcore.core.solve import Strategy, solve
+from qpcore.core.state import Result, Status
 from qpcore_cli.common import CLIError, Deadline, check_writable, make_reporter, write_json
-from qpcore.lowrank import DiagPlusLowRankQ
+from qpcore.backends.lowrank import DiagPlusLowRankQ
 from qpcore_cli.registry import STRATEGIES, ProblemKind
-from strategies.registry import accepts
+from qpcore_strategies.registry import accepts
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

@@ -8,7 +8,7 @@
   from the parsed arguments to a configured :class:`qpcore.Strategy`, for the problem kinds it
   serves; :func:`register_strategy` adds one, and it then joins ``--strategy``.
 
-The built-in strategies are the entries of :data:`strategies.registry.REGISTRY`, the one table of
+The built-in strategies are the entries of :data:`qpcore_strategies.registry.REGISTRY`, the one table of
 names, options and factories that ``qpcore train``, the estimators and the benchmarks also read
 (:func:`spec_of_entry`); their options become flags shared by the strategies that have them
 (``--rule`` for ``smo`` and ``decomposition``), each defaulting to the strategy's own default.
@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from qpcore.problem import ProblemError
-from qpcore.solve import Strategy
+from qpcore.core.problem import ProblemError
+from qpcore.core.solve import Strategy
 from qpcore_cli.common import CLIError
-from strategies.registry import REGISTRY, Entry, Option
+from qpcore_strategies.registry import REGISTRY, Entry, Option
 
 __all__ = ["PROBLEMS", "STRATEGIES", "ProblemKind", "StrategySpec", "add_entry_options", "entry_options",
            "register_problem", "register_strategy", "spec_of_entry"]
@@ -47,7 +47,7 @@ class StrategySpec:
         Adds the strategy's own options (to an argument group of each problem it serves).
     describe : callable, optional
         Parsed arguments → the strategy's settings, recorded in the JSON report.
-    entry : strategies.registry.Entry, optional
+    entry : qpcore_strategies.registry.Entry, optional
         The registry entry it was made from (:func:`spec_of_entry`): its options are offered as
         flags shared with the other entries that have them.
     """
@@ -224,7 +224,7 @@ def spec_of_entry(entry: Entry, problems: Iterable[str]) -> StrategySpec:
     Parameters
     ----------
     entry : Entry
-        From :data:`strategies.registry.REGISTRY`.
+        From :data:`qpcore_strategies.registry.REGISTRY`.
     problems : iterable of str
         The problem kinds it is offered for.
 

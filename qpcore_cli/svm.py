@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 import numpy as np
 import scipy.sparse as sp
 
-from problems.svmlight import DataFormatError, load_svmlight
-from problems.svm import csvc
+from qpcore_formulations.data.svmlight import DataFormatError, load_svmlight
+from qpcore_formulations.svm import csvc
 from qpcore import __version__
-from qpcore.operators import Kernel
-from qpcore.problem import ProblemError
-from qpcore.solve import Reporter, Strategy, solve
-from qpcore.state import Status
+from qpcore.backends.operators import Kernel
+from qpcore.core.problem import ProblemError
+from qpcore.core.solve import Reporter, Strategy, solve
+from qpcore.core.state import Status
 from qpcore_cli.common import (
     CLIError,
     Deadline,
@@ -41,12 +41,12 @@ from qpcore_cli.common import (
     write_json,
 )
 from qpcore_cli.registry import STRATEGIES, ProblemKind
-from strategies.registry import REGISTRY, accepts, make
+from qpcore_strategies.registry import REGISTRY, accepts, make
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from qpcore.operators import KernelName
+    from qpcore.backends.operators import KernelName
 
 __all__ = ["DEMO_FEATURES", "DEMO_FILES", "SVM_PROBLEM", "SVMSettings", "add_svm_arguments",
            "load_train_test", "print_summary", "run_demo", "run_svm", "train_svm"]

@@ -1,16 +1,16 @@
 """``qpcore train``: LIBSVM's ``svm-train`` over every strategy.
 
 ``qpcore train DATA [MODEL]`` reads a LIBSVM-format file, trains a kernel C-SVC or ν-SVC
-(:func:`problems.multiclass.train_multiclass` with ``--strategy smo|decomposition|incas|gpcg``),
+(:func:`qpcore_train.multiclass.train_multiclass` with ``--strategy smo|decomposition|incas|gpcg``),
 a one-class SVM, an ε-SVR or a ν-SVR (``--type``, svm-train's ``-s``; :func:`train_function`
-over :mod:`problems.svm_family`), or a linear SVM (``--strategy asvm|ocas|ocas-active|bmrm``: the
-L2-loss dual of :func:`problems.asvm.asvm_dual` or the hinge risk of
-:func:`problems.risk.hinge_svm`, with the regularized constant feature ``--bias`` as LIBLINEAR's
+over :mod:`qpcore_formulations.svm_family`), or a linear SVM (``--strategy asvm|ocas|ocas-active|bmrm``: the
+L2-loss dual of :func:`qpcore_formulations.asvm.asvm_dual` or the hinge risk of
+:func:`qpcore_formulations.risk.hinge_svm`, with the regularized constant feature ``--bias`` as LIBLINEAR's
 ``-B``) over two or more classes, one-vs-one or one-vs-rest, and writes the model file of
 :mod:`qpcore_cli.model` (by default DATA's base name + ``.model`` in the current folder, as
 svm-train). svm-train's short options (``-s -t -d -g -r -c -n -p -m -e -h -b -wLABEL -v -q``) have
 svm-train's meanings and defaults (:mod:`qpcore_cli.libsvm_options`); ``-b 1`` fits Platt's
-sigmoids (:func:`problems.probability.calibrate`), ``-v N`` cross-validates instead of writing a
+sigmoids (:func:`qpcore_train.probability.calibrate`), ``-v N`` cross-validates instead of writing a
 model (:mod:`qpcore_cli.crossval`). ``qpcore predict DATA MODEL [OUTPUT]`` (:mod:`qpcore_cli.predict`)
 reads the model back.
 
@@ -48,17 +48,17 @@ import attrs
 import numpy as np
 
 import qpcore
-from problems.multiclass import MulticlassSVM, linear_binary, problems_of, train_multiclass
-from problems.probability import calibrate
-from problems.svm import SVMModel
-from problems.svm_family import check_nu, epsilon_svr, nu_svr, one_class
-from strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, accepts, make
+from qpcore_train.multiclass import MulticlassSVM, linear_binary, problems_of, train_multiclass
+from qpcore_train.probability import calibrate
+from qpcore_formulations.svm import SVMModel
+from qpcore_formulations.svm_family import check_nu, epsilon_svr, nu_svr, one_class
+from qpcore_strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, accepts, make
 from qpcore import __version__
-from qpcore.operators import Kernel
-from qpcore.optimality import lagrangian_bound
-from qpcore.problem import ProblemError
-from qpcore.solve import Progress, Strategy
-from qpcore.state import Result, Status
+from qpcore.backends.operators import Kernel
+from qpcore.core.optimality import lagrangian_bound
+from qpcore.core.problem import ProblemError
+from qpcore.core.solve import Progress, Strategy
+from qpcore.core.state import Result, Status
 from qpcore_cli.common import CLIError, Deadline, check_writable, evaluate_rows, positive_float, write_json
 from qpcore_cli.libsvm_options import (
     AUTO_ROWS,
@@ -84,7 +84,7 @@ from qpcore_cli.svm import _drop_first_column, _read_svmlight, _with_width
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from qpcore.operators import KernelName
+    from qpcore.backends.operators import KernelName
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_CODES", "EXIT_EPILOG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES",
            "GapReporter", "TrainJob", "add_train_arguments", "exit_code", "make_strategy",
@@ -93,7 +93,7 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_CODES", "EXIT_EPILOG", "KERNEL_STRATEGIES", "
 
 FloatArray = Any  # NDArray[np.float64], kept loose for the sparse/dense mix
 
-# the strategy names (strategies.KERNEL_STRATEGIES train a problems.multiclass.MulticlassSVM,
+# the strategy names (strategies.KERNEL_STRATEGIES train a qpcore_train.multiclass.MulticlassSVM,
 # strategies.LINEAR_STRATEGIES a qpcore_cli.model.LinearModel) are re-exported here
 
 #: Exit status for bad input or usage (one line ``qpcore: error: ...`` on stderr).
@@ -178,7 +178,7 @@ def exit_code(status: Status) -> int:
 
 
 def make_strategy(name: str, options: Mapping[str, Any] | None = None) -> Strategy:
-    """The strategy of ``--strategy name`` from the one registry (:mod:`strategies.registry`).
+    """The strategy of ``--strategy name`` from the one registry (:mod:`qpcore_strategies.registry`).
 
     Parameters
     ----------
@@ -413,14 +413,14 @@ def train_linear(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C_i: Fl
                  strategy: Strategy, *, scheme: Literal["ovo", "ovr"], bias: float, tol: float,
                  max_iter: int | None, time_limit: float | None,
                  reporter: GapReporter | None, deadline: Deadline | None = None) -> tuple[LinearModel, list[Result]]:
-    """Train one linear SVM per binary problem (as :func:`problems.multiclass.train_multiclass` does
+    """Train one linear SVM per binary problem (as :func:`qpcore_train.multiclass.train_multiclass` does
     for kernels) and collect them into a :class:`qpcore_cli.model.LinearModel`.
 
     ``asvm`` solves the L2-loss SVM min ½(‖w‖² + v²) + C Σ max(0, 1 − y_i(x_iᵀw + β·v))² through
     the ASVM dual of the data scaled by 1/β with ν = 2·C·β² (as ``qpcore_sklearn.linear`` maps
     LIBLINEAR's ``-s 2 -B β``); it takes one C, so class weights must be 1. The cutting planes
     solve the hinge loss min ½(‖w‖² + v²) + Σ C_i max(0, 1 − y_i(x_iᵀw + β·v))
-    (:func:`problems.risk.hinge_svm`, β = 0: no intercept).
+    (:func:`qpcore_formulations.risk.hinge_svm`, β = 0: no intercept).
 
     Parameters
     ----------
@@ -595,9 +595,9 @@ def train_function(X: Any, y: NDArray[Any], svm_type: str, kernel: Kernel, strat
                    cache_bytes: int = 200 << 20) -> tuple[SVMModel, Result]:
     """Train a one-class SVM or a regression (one decision function) with LIBSVM's formulation.
 
-    The problem comes from :mod:`problems.svm_family` (:func:`~problems.svm_family.one_class`
-    over every row, labels ignored; :func:`~problems.svm_family.epsilon_svr`,
-    :func:`~problems.svm_family.nu_svr` over the real targets), is solved from LIBSVM's start and
+    The problem comes from :mod:`qpcore_formulations.svm_family` (:func:`~qpcore_formulations.svm_family.one_class`
+    over every row, labels ignored; :func:`~qpcore_formulations.svm_family.epsilon_svr`,
+    :func:`~qpcore_formulations.svm_family.nu_svr` over the real targets), is solved from LIBSVM's start and
     decoded (rho as the bias).
 
     Parameters
@@ -952,7 +952,7 @@ def run_train(args: argparse.Namespace) -> int:
     n_sv = int(model.D.shape[0]) if isinstance(model, MulticlassSVM) else (
         model.n_sv if isinstance(model, SVMModel) else None)
     info = {**settings, "data": os.path.abspath(args.data), "n_train": n, "n_features": d,
-            "status": worst.code, "problems": [{k: p[k] for k in ("name", "status", "iterations")} for p in problems],
+            "status": worst.code, "qpcore_formulations": [{k: p[k] for k in ("name", "status", "iterations")} for p in problems],
             **fit, "train_evaluation": fit_info, "skipped": skipped, "seconds": t2 - t1}
     save_model(args.model_file, model, svm_type=svm_type, feature_index_base=base, training=info)
     t4 = time.perf_counter()
@@ -971,7 +971,7 @@ def run_train(args: argparse.Namespace) -> int:
         "converged": worst is Status.CONVERGED,
         "exit_status": code,
         "n_problems": len(problems),
-        "problems": problems,
+        "qpcore_formulations": problems,
         "iterations": sum(r.iterations for r in results),
         "n_sv": n_sv,
         "train_accuracy": None,
@@ -1033,7 +1033,7 @@ def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Resu
     lines = [
         ("data", data),
         ("model", model),
-        ("problems", f"{len(results)} ({n_conv} converged)"),
+        ("qpcore_formulations", f"{len(results)} ({n_conv} converged)"),
         ("status", f"{r['status']} (exit {r['exit_status']})"),
     ]
     bad = [f"{nm.split(': ', 1)[-1]}: {res.status.code}" for nm, res in zip(names, results)

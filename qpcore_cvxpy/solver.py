@@ -46,10 +46,10 @@ from cvxpy.error import SolverError
 from cvxpy.reductions.solution import Solution, failure_solution
 from cvxpy.reductions.solvers import utilities
 from cvxpy.reductions.solvers.qp_solvers.qp_solver import QpSolver
-from qpcore.general import QPSolution, make_strategy, solve_qp
-from qpcore.solve import PrintReporter
-from qpcore.state import Status
-from qpcore.validate import InfeasibleProblem, ProblemError
+from qpcore.core.general import QPSolution, make_strategy, solve_qp
+from qpcore.core.solve import PrintReporter
+from qpcore.core.state import Status
+from qpcore.core.validate import InfeasibleProblem, ProblemError
 
 __all__ = ["QPCORE", "QPCoreRun"]
 

@@ -1,7 +1,7 @@
 """An exact incremental kernel SVM classifier for scikit-learn (Cauwenberghs–Poggio).
 
 :class:`IncrementalSVC` keeps the binary C-SVC dual *solved* while points come and go, through
-:class:`strategies.incremental.IncrementalSVM`: ``partial_fit`` adds points by the adiabatic
+:class:`qpcore_incremental.incremental.IncrementalSVM`: ``partial_fit`` adds points by the adiabatic
 increment, ``unlearn`` removes them by the decrement, and after either the model is the batch
 optimum over the points it holds (not an approximation that a later pass would correct).
 The same decrement gives the exact leave-one-out decision value of every training point without a
@@ -26,11 +26,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from qpcore.kkt import KKT
-from qpcore.operators import Kernel
+from qpcore.core.certificate import KKT
+from qpcore.backends.operators import Kernel
 from qpcore_sklearn._params import gamma_value, positive
-from strategies.incremental import IncrementalSVM
-from strategies.incremental_path import RESERVE, PathEngine
+from qpcore_incremental.incremental import IncrementalSVM
+from qpcore_incremental.incremental_path import RESERVE, PathEngine
 
 __all__ = ["IncrementalSVC", "LeaveOneOut"]
 
@@ -154,7 +154,7 @@ class LeaveOneOut:
 
 class _BinaryIncremental(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """What the binary incremental classifiers share: the classes, ``fit``/``partial_fit``/``unlearn``
-    over an :class:`~strategies.incremental.IncrementalSVM`, SVC's fitted attributes, prediction and
+    over an :class:`~qpcore_incremental.incremental.IncrementalSVM`, SVC's fitted attributes, prediction and
     the certificate. Subclasses give the parameters (``_check_params``) and the model (``_new_model``)."""
 
     _model: IncrementalSVM
@@ -376,7 +376,7 @@ class _BinaryIncremental(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
 
         Returns
         -------
-        qpcore.kkt.KKT
+        qpcore.core.certificate.KKT
             ``qpcore.kkt`` of the dual over the current training set at the model's α (an O(n²)
             kernel evaluation); ``.measure`` is the maximal-violating-pair gap.
         """

@@ -2,8 +2,8 @@
 
 :class:`IncrementalOneClassSVM` (``sklearn.svm.OneClassSVM``'s parameters and fitted attributes)
 and :class:`IncrementalNuSVC` (``sklearn.svm.NuSVC``'s, two classes) keep their dual *solved*
-while points come and go, through :class:`strategies.incremental_oneclass.IncrementalOneClass` (ν mode)
-and :class:`strategies.incremental.IncrementalNuSVC`: ``partial_fit`` adds points by the adiabatic
+while points come and go, through :class:`qpcore_incremental.incremental_oneclass.IncrementalOneClass` (ν mode)
+and :class:`qpcore_incremental.incremental.IncrementalNuSVC`: ``partial_fit`` adds points by the adiabatic
 increment, ``unlearn`` removes them by the decrement, and both then move C exactly along its path
 to where the model is LIBSVM's for the fixed ν again (C = 1/(νl) for the one-class SVM; the C
 where ν(C) = eᵀα/(Cl) equals ν for the ν-SVC). Every state is the batch optimum over the points
@@ -24,9 +24,9 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from problems.svm_family import check_nu
-from qpcore.kkt import KKT
-from qpcore.problem import ProblemError
+from qpcore_formulations.svm_family import check_nu
+from qpcore.core.certificate import KKT
+from qpcore.core.problem import ProblemError
 from qpcore_sklearn.incremental import (
     FloatArray,
     LeaveOneOut,
@@ -37,8 +37,8 @@ from qpcore_sklearn.incremental import (
     make_kernel,
     stored_points,
 )
-from strategies.incremental import IncrementalNuSVC as _NuEngine
-from strategies.incremental_oneclass import IncrementalOneClass
+from qpcore_incremental.incremental import IncrementalNuSVC as _NuEngine
+from qpcore_incremental.incremental_oneclass import IncrementalOneClass
 
 __all__ = ["IncrementalNuSVC", "IncrementalOneClassSVM", "OneClassLeaveOneOut"]
 
@@ -128,7 +128,7 @@ class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
     and removals.
 
     LIBSVM's dual min ½αᵀKα, 0 ≤ α ≤ 1, eᵀα = νl is kept in the scaled form of the abstract SVM
-    (α/(νl): Σα = 1, 0 ≤ α ≤ C = 1/(νl)) by :class:`strategies.incremental_oneclass.IncrementalOneClass`:
+    (α/(νl): Σα = 1, 0 ≤ α ≤ C = 1/(νl)) by :class:`qpcore_incremental.incremental_oneclass.IncrementalOneClass`:
     a new point is learned by the adiabatic increment at the current C, then the exact C path takes
     C to 1/(νl) for the new l; a removed point's share is first made room for (C to 1/(ν(l − 1)))
     and its α then decremented to 0. Every state is the batch optimum at the fixed ν, so
@@ -421,7 +421,7 @@ class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
 
         Returns
         -------
-        qpcore.kkt.KKT
+        qpcore.core.certificate.KKT
             ``qpcore.kkt`` of the scaled dual (Σα = 1, 0 ≤ α ≤ 1/(νl)) over the current training
             set at the model's α (an O(n²) kernel evaluation).
         """
@@ -440,7 +440,7 @@ class IncrementalNuSVC(_BinaryIncremental):
     """Binary ν-SVM classifier (``sklearn.svm.NuSVC``) kept exactly solved under additions and removals.
 
     The C-SVC solution at C solves the ν-SVC for ν(C) = eᵀα/(Cl) (Chang and Lin 2001), so
-    :class:`strategies.incremental.IncrementalNuSVC` learns or unlearns a point exactly at the
+    :class:`qpcore_incremental.incremental.IncrementalNuSVC` learns or unlearns a point exactly at the
     current C, then moves C along its exact path to where ν(C) equals ν again. Its decision
     function Σ αᵢyᵢK(xᵢ, x) + b is NuSVC's (LIBSVM's ν-SVC divided by its r), so ``partial_fit``
     in any batches, or ``fit`` followed by ``unlearn``, gives what ``NuSVC(nu)`` fitted on the

@@ -1,9 +1,9 @@
 """A linear SVM classifier for scikit-learn: squared hinge through ASVM, hinge through cutting planes.
 
 :class:`LinearSVMClassifier` is a thin layer over the library: the problems are built by
-:func:`problems.asvm.asvm_dual` (the L2-loss SVM dual) and :func:`problems.risk.hinge_svm` (the
-regularized hinge risk), solved by ``qpcore.solve`` with :class:`strategies.asvm.ASVM` or one of
-the cutting-plane strategies of :mod:`strategies.cutting_plane` (``OCAS``, ``ActiveSetOCAS``,
+:func:`qpcore_formulations.asvm.asvm_dual` (the L2-loss SVM dual) and :func:`qpcore_formulations.risk.hinge_svm` (the
+regularized hinge risk), solved by ``qpcore.solve`` with :class:`qpcore_strategies.asvm.ASVM` or one of
+the cutting-plane strategies of :mod:`qpcore_strategies.cutting_plane` (``OCAS``, ``ActiveSetOCAS``,
 ``BMRM``), and decoded by the problems' own ``decode``. Parameter names follow LIBLINEAR /
 :class:`sklearn.svm.LinearSVC` where the meaning is the same.
 
@@ -11,7 +11,7 @@ The two formulations, with s = ``intercept_scaling`` (the constant feature appen
 example; its weight v is regularized, as LIBLINEAR does) and the intercept b = s·v:
 
 - ``loss="squared_hinge"``: min ½(‖w‖² + v²) + Σ C_i max(0, 1 − y_i(x_iᵀw + s·v))². The ASVM
-  primal of :mod:`problems.asvm` is min ν/2 Σ s_i ξ_i² + ½(‖w̄‖² + γ²) over the data with the
+  primal of :mod:`qpcore_formulations.asvm` is min ν/2 Σ s_i ξ_i² + ½(‖w̄‖² + γ²) over the data with the
   constant feature 1. Scaling the data by 1/s and substituting w̄ = s·w, γ = −s·v turns one into
   the other with ν s_i = 2·C_i·s² (the module's "C = ν/2" at s = 1): the same problem, the same
   optimum, so coef = w̄/s and intercept = −γ. The dual's diagonal is d_i = 1/(2 C_i s²).
@@ -38,11 +38,11 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from problems.asvm import check_weight
-from problems.multiclass import linear_binary
-from qpcore.solve import PrintReporter
-from qpcore.state import Result, Status
-from strategies.registry import LINEAR_STRATEGIES, make
+from qpcore_formulations.asvm import check_weight
+from qpcore_train.multiclass import linear_binary
+from qpcore.core.solve import PrintReporter
+from qpcore.core.state import Result, Status
+from qpcore_strategies.registry import LINEAR_STRATEGIES, make
 
 FloatArray = NDArray[np.float64]
 
@@ -72,7 +72,7 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         Weight of the loss; > 0 and finite. For ``loss="squared_hinge"`` the ASVM dual is built with
         ν = 2·C·intercept_scaling² (see the module docstring).
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
-        ``"squared_hinge"``: the L2-loss SVM, solved by ASVM (:mod:`strategies.asvm`).
+        ``"squared_hinge"``: the L2-loss SVM, solved by ASVM (:mod:`qpcore_strategies.asvm`).
         ``"hinge"``: the L1-loss SVM, solved by a cutting-plane method.
     solver : {"auto", "asvm", "ocas", "ocas-active", "bmrm"}, default="auto"
         ``"auto"`` picks ``"asvm"`` for the squared hinge and ``"ocas"`` for the hinge.
@@ -83,7 +83,7 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         gap (F(w) − D(α)) / F(w) (libocas's TolRel) for the cutting planes.
     fit_intercept : bool, default=True
         Fit an intercept (through the regularized constant feature ``intercept_scaling``). The ASVM
-        dual of :func:`problems.asvm.asvm_dual` always has its threshold, so
+        dual of :func:`qpcore_formulations.asvm.asvm_dual` always has its threshold, so
         ``fit_intercept=False`` needs ``loss="hinge"``.
     intercept_scaling : float, default=1.0
         The value s > 0 of the constant feature; its weight v is regularized and the intercept is
@@ -188,7 +188,7 @@ class LinearSVMClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             raise ValueError(f"intercept_scaling: must be a finite number > 0, got {self.intercept_scaling!r}")
         if not self.fit_intercept and self.loss == "squared_hinge":
             raise ValueError("fit_intercept=False is not available with loss='squared_hinge': the ASVM dual "
-                             "(problems.asvm.asvm_dual) always has its threshold; use loss='hinge'")
+                             "(qpcore_formulations.asvm.asvm_dual) always has its threshold; use loss='hinge'")
         if not (isinstance(self.max_iter, (int, np.integer)) and not isinstance(self.max_iter, bool)
                 and self.max_iter >= 1):
             raise ValueError(f"max_iter: must be an integer ≥ 1, got {self.max_iter!r}")

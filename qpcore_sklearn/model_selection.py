@@ -1,7 +1,7 @@
 """A grid search with ``GridSearchCV``'s interface that shares its work across the grid.
 
 :class:`SVMGridSearchCV` cross-validates a :class:`~qpcore_sklearn.svm.KernelSVC` over a grid of
-C and kernel parameters on :func:`problems.model_selection.grid_cv`: each kernel's matrix is
+C and kernel parameters on :func:`qpcore_train.model_selection.grid_cv`: each kernel's matrix is
 computed once for every fold and every C, and the solves along increasing C within a fold are
 warm-started. For an estimator or a parameter the engine cannot share work for, it runs
 scikit-learn's ``GridSearchCV`` cell by cell and says so (``shared_``, ``fallback_reason_``).
@@ -22,10 +22,10 @@ from sklearn.model_selection import GridSearchCV, ParameterGrid, check_cv
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y
 
-from problems.model_selection import KERNEL_BYTES, grid_cv
-from problems.multiclass import decide, problems_of
-from qpcore.operators import Kernel
-from qpcore.problem import ProblemError
+from qpcore_train.model_selection import KERNEL_BYTES, grid_cv
+from qpcore_train.multiclass import decide, problems_of
+from qpcore.backends.operators import Kernel
+from qpcore.core.problem import ProblemError
 from qpcore_sklearn._params import gamma_value
 from qpcore_sklearn.svm import KernelSVC, _ovr_from_ovo, make_strategy
 
@@ -113,7 +113,7 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
     :class:`~qpcore_sklearn.svm.KernelSVC` and a grid over :data:`SHARED_PARAMS`, each kernel's
     matrix over the whole training data is computed once and serves every fold and every C, and
     the C values of a fold are solved in increasing order, each from the previous solution
-    (:func:`problems.model_selection.grid_cv`). The folds and the scores are GridSearchCV's, so
+    (:func:`qpcore_train.model_selection.grid_cv`). The folds and the scores are GridSearchCV's, so
     the two compare cell by cell. Any other estimator or parameter is searched by
     ``GridSearchCV`` itself (``shared_`` is then False and ``fallback_reason_`` says why), as is
     an estimator with a setting outside :data:`SHARED_PARAMS` away from its default

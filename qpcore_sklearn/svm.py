@@ -22,13 +22,13 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from problems.multiclass import MulticlassSVM, Trained, train_multiclass
-from problems.probability import calibrate_rows, proba_from_raw
-from strategies.registry import KERNEL_STRATEGIES, make, parse_spec
-from qpcore.operators import Kernel
-from qpcore.problem import ProblemError
-from qpcore.solve import Strategy
-from qpcore.state import Status
+from qpcore_train.multiclass import MulticlassSVM, Trained, train_multiclass
+from qpcore_train.probability import calibrate_rows, proba_from_raw
+from qpcore_strategies.registry import KERNEL_STRATEGIES, make, parse_spec
+from qpcore.backends.operators import Kernel
+from qpcore.core.problem import ProblemError
+from qpcore.core.solve import Strategy
+from qpcore.core.state import Status
 from qpcore_sklearn._params import gamma_value, positive
 
 __all__ = ["KernelSVC", "make_strategy"]
@@ -42,7 +42,7 @@ STRATEGY_NAMES = KERNEL_STRATEGIES
 def make_strategy(strategy: str | Strategy) -> Strategy:
     """The strategy for a name of :data:`STRATEGY_NAMES`, or the object itself.
 
-    Names are read by the one registry (:mod:`strategies.registry`), as ``qpcore train`` reads
+    Names are read by the one registry (:mod:`qpcore_strategies.registry`), as ``qpcore train`` reads
     them, options included: ``"decomposition:q=512"``.
 
     Parameters
@@ -110,7 +110,7 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """Kernel SVM classifier (C-SVC) solved by any qpcore strategy.
 
     The dual of each binary problem, min ½αᵀ(yyᵀ∘K)α − eᵀα, 0 ≤ α ≤ C_i, yᵀα = 0, is built by
-    :func:`problems.svm.csvc` and solved by ``qpcore.solve`` with the chosen strategy to the
+    :func:`qpcore_formulations.svm.csvc` and solved by ``qpcore.solve`` with the chosen strategy to the
     maximal-violating-pair gap ``tol`` (LIBSVM's stopping rule). More than two classes are
     handled one-vs-one as LIBSVM does (or one-vs-rest).
 
@@ -136,7 +136,7 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         frequency.
     strategy : str or Strategy
         ``"auto"`` (default: SMO, switching to INCAS once pair steps crawl over a large free set;
-        :class:`strategies.auto.Auto`), ``"smo"``, ``"decomposition"``, ``"incas"``, ``"gpcg"``,
+        :class:`qpcore_strategies.auto.Auto`), ``"smo"``, ``"decomposition"``, ``"incas"``, ``"gpcg"``,
         ``"active-set"``, a spec with options or a
         strategy object (see :func:`make_strategy`).
     multiclass : {"ovo", "ovr"}
@@ -153,13 +153,13 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     warm_start : bool
         Start each binary problem from the previous fit's solution when the classes and the
         number of samples are unchanged (e.g. along a path of C).
-    progress : qpcore.solve.Reporter, optional
+    progress : qpcore.core.solve.Reporter, optional
         Receives the progress of each run (gap against the tolerance, elapsed time).
     probability : bool
         Calibrate class probabilities as LIBSVM's ``-b 1`` does (``predict_proba``): Platt's
         sigmoid per one-vs-one pair fitted to decision values of an internal 5-fold
         cross-validation on that pair's rows, pairs coupled for more classes
-        (:mod:`problems.probability`). The folds' models are trained with the same strategy and
+        (:mod:`qpcore_train.probability`). The folds' models are trained with the same strategy and
         settings; fitting costs about five times more. Not with ``multiclass="ovr"`` over more
         than two classes.
     random_state : int, RandomState or None
@@ -503,7 +503,7 @@ class KernelSVC(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
 
         Each pair's decision value through its sigmoid (``probA_``, ``probB_``), kept in
         [1e−7, 1 − 1e−7]; for more than two classes the pairwise probabilities coupled by Wu, Lin
-        and Weng's second method (:func:`problems.probability.couple`). Available with
+        and Weng's second method (:func:`qpcore_train.probability.couple`). Available with
         ``probability=True``.
 
         Parameters

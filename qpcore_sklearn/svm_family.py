@@ -4,7 +4,7 @@
 take the parameters of ``sklearn.svm.NuSVC``, ``OneClassSVM``, ``SVR`` and ``NuSVR`` and expose
 their fitted attributes, so code written for those runs unchanged; what they add, as
 :class:`~qpcore_sklearn.svm.KernelSVC` does, is the choice of strategy and qpcore's ``Result``
-with its certificate (``result_``). The duals are those of :mod:`problems.svm_family` (LIBSVM's
+with its certificate (``result_``). The duals are those of :mod:`qpcore_formulations.svm_family` (LIBSVM's
 formulations), solved from LIBSVM's start; sample weights are LIBSVM's instance weights as
 scikit-learn applies them (each point's box times its weight, each ν sum over the weights).
 """
@@ -22,13 +22,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 import qpcore
-from problems.multiclass import MulticlassSVM, Trained, problems_of, train_multiclass
-from problems.svm import SVMModel
-from problems.svm_family import FamilyProblem, check_nu, epsilon_svr, nu_svc, nu_svr, one_class
-from qpcore.operators import Kernel
-from qpcore.problem import ProblemError
-from qpcore.solve import Strategy
-from qpcore.state import Result, Status
+from qpcore_train.multiclass import MulticlassSVM, Trained, problems_of, train_multiclass
+from qpcore_formulations.svm import SVMModel
+from qpcore_formulations.svm_family import FamilyProblem, check_nu, epsilon_svr, nu_svc, nu_svr, one_class
+from qpcore.backends.operators import Kernel
+from qpcore.core.problem import ProblemError
+from qpcore.core.solve import Strategy
+from qpcore.core.state import Result, Status
 from qpcore_sklearn._params import gamma_value, positive
 from qpcore_sklearn.svm import KernelSVC, make_strategy
 
@@ -85,7 +85,7 @@ class KernelNuSVC(KernelSVC):
     """ν-support vector classifier (LIBSVM's ν-SVC, ``sklearn.svm.NuSVC``) solved by any qpcore strategy.
 
     Each binary problem is the dual min ½αᵀ(yyᵀ∘K)α, 0 ≤ α ≤ 1, Σ_{y=+1} α = Σ_{y=−1} α = νl/2
-    (:func:`problems.svm_family.nu_svc`: two disjoint groups, LIBSVM's Solver_NU), solved from
+    (:func:`qpcore_formulations.svm_family.nu_svc`: two disjoint groups, LIBSVM's Solver_NU), solved from
     LIBSVM's start to the tolerance; its model is LIBSVM's (coefficients and rho divided by r).
     More than two classes are one-vs-one as LIBSVM does (or one-vs-rest), with KernelSVC's
     layout of the fitted attributes.
@@ -128,7 +128,7 @@ class KernelNuSVC(KernelSVC):
         Seconds per binary problem.
     warm_start : bool
         Start each binary problem from the previous fit's solution when it still fits.
-    progress : qpcore.solve.Reporter, optional
+    progress : qpcore.core.solve.Reporter, optional
         Receives the progress of each run.
     probability, random_state, predict_from_proba :
         Class probabilities as LIBSVM's ``-b 1`` (see :class:`~qpcore_sklearn.svm.KernelSVC`);
@@ -284,7 +284,7 @@ class KernelNuSVC(KernelSVC):
 
 class _KernelFamily(BaseEstimator):  # type: ignore[misc]
     """What the single-problem estimators share: fit through a builder of
-    :mod:`problems.svm_family`, LIBSVM's fitted attributes, decision values."""
+    :mod:`qpcore_formulations.svm_family`, LIBSVM's fitted attributes, decision values."""
 
     _regression: ClassVar[bool] = False
     kernel: str
@@ -382,7 +382,7 @@ class _KernelFamily(BaseEstimator):  # type: ignore[misc]
 class KernelOneClassSVM(OutlierMixin, _KernelFamily):  # type: ignore[misc]
     """Schölkopf's one-class SVM (LIBSVM's, ``sklearn.svm.OneClassSVM``) solved by any qpcore strategy.
 
-    The dual min ½αᵀKα, 0 ≤ α ≤ 1, eᵀα = νl (:func:`problems.svm_family.one_class`) is solved
+    The dual min ½αᵀKα, 0 ≤ α ≤ 1, eᵀα = νl (:func:`qpcore_formulations.svm_family.one_class`) is solved
     from LIBSVM's start to the tolerance; the decision is Σ α_i K(x_i, x) − rho, positive for
     inliers.
 
@@ -407,7 +407,7 @@ class KernelOneClassSVM(OutlierMixin, _KernelFamily):  # type: ignore[misc]
         options or a strategy object.
     time_limit : float, optional
         Seconds for the solve.
-    progress : qpcore.solve.Reporter, optional
+    progress : qpcore.core.solve.Reporter, optional
         Receives the progress of the run.
 
     Attributes
@@ -551,8 +551,8 @@ class _KernelRegressor(RegressorMixin, _KernelFamily):  # type: ignore[misc]
 class KernelSVR(_KernelRegressor):
     """ε-support vector regression (LIBSVM's ε-SVR, ``sklearn.svm.SVR``) solved by any qpcore strategy.
 
-    The dual over [α; α*] (:func:`problems.svm_family.epsilon_svr`: 2l variables served from l
-    cached kernel rows by :class:`qpcore.doubled.DoubledKernelQ`), min ½xᵀQx + (ε − y)ᵀα +
+    The dual over [α; α*] (:func:`qpcore_formulations.svm_family.epsilon_svr`: 2l variables served from l
+    cached kernel rows by :class:`qpcore.backends.doubled.DoubledKernelQ`), min ½xᵀQx + (ε − y)ᵀα +
     (ε + y)ᵀα*, 0 ≤ x ≤ C, Σα = Σα*; the prediction is Σ (α_i − α*_i) K(x_i, x) − rho.
 
     Parameters
@@ -576,7 +576,7 @@ class KernelSVR(_KernelRegressor):
         options or a strategy object.
     time_limit : float, optional
         Seconds for the solve.
-    progress : qpcore.solve.Reporter, optional
+    progress : qpcore.core.solve.Reporter, optional
         Receives the progress of the run.
 
     Attributes
@@ -652,7 +652,7 @@ class KernelNuSVR(_KernelRegressor):
     """ν-support vector regression (LIBSVM's ν-SVR, ``sklearn.svm.NuSVR``) solved by any qpcore strategy.
 
     The ε-SVR's doubled dual with c = [−y; y] and two groups, Σα = Σα* = Cνl/2
-    (:func:`problems.svm_family.nu_svr`); the tube's width comes out of the solution. INCAS
+    (:func:`qpcore_formulations.svm_family.nu_svr`); the tube's width comes out of the solution. INCAS
     takes one equality row and refuses it; SMO (LIBSVM's Solver_NU), decomposition and the
     general strategies solve it.
 
@@ -677,7 +677,7 @@ class KernelNuSVR(_KernelRegressor):
         A name, spec with options or strategy object that takes two equality groups.
     time_limit : float, optional
         Seconds for the solve.
-    progress : qpcore.solve.Reporter, optional
+    progress : qpcore.core.solve.Reporter, optional
         Receives the progress of the run.
 
     Attributes

@@ -1,74 +1,44 @@
-"""Solution strategies over qpcore's problem, backends, state and loop.
+"""Deprecated: the strategies now live in :mod:`qpcore_strategies` (the incremental SVM in
+:mod:`qpcore_incremental`, the lockstep SMO in :mod:`qpcore_train`).
 
-Each is frozen configuration subclassing :class:`qpcore.Strategy` (``init`` / ``step``, the
-optional hooks, ``accepts``), run by ``qpcore.solve``:
-
-- :class:`~strategies.auto.Auto` (``"auto"``, the estimators' and commands' default): starts with
-  SMO and switches to INCAS once pair steps crawl over a large free set, decomposition where SMO
-  cannot take the problem; its choices and reasons in ``Result.stats``;
-- :class:`~strategies.smo.SMO`: sequential minimal optimization with pair rules (LIBSVM's
-  second-order rule, the maximal violating pair, Platt's heuristics) and shrinking;
-- :class:`~strategies.decomposition.Decomposition`: Osuna decomposition and chunking with set
-  rules and any inner strategy;
-- :class:`~strategies.gradient_projection.GPCG`: Moré–Toraldo gradient projection with
-  conjugate gradients;
-- :class:`~strategies.active_set.DenseActiveSet`: a dense primal active-set method;
-- :class:`~strategies.asvm.ASVM`: Mangasarian–Musicant's active-set SVM;
-- :class:`~strategies.cutting_plane.OCAS`, :class:`~strategies.cutting_plane.BMRM` and
-  :class:`~strategies.active_set_ocas.ActiveSetOCAS`: cutting planes for the hinge-loss linear
-  SVM (the fixed-threshold dual with Q = HHᵀ), the reduced problem solved by any strategy;
-- :class:`~strategies.interior_point.InteriorPoint`: a Mehrotra predictor–corrector primal–dual
-  interior point method for any convex QP with inequality rows (dense or sparse KKT factor), which
-  proves infeasibility and unboundedness before it reports them;
-- :class:`~strategies.incas.INCAS`: Scheinberg's active-set method, one variable at a time over a
-  bordered Cholesky factor, with an incremental mode (``qpcore.solve(..., resume=)``).
-
-Each has a name, its options and what it accepts in the one registry, :mod:`strategies.registry`
-(:func:`by_name`, the command line, the estimators and the benchmarks read it).
-
-Not a loop strategy but a model that stays solved: :class:`~strategies.incremental.IncrementalSVM`,
-the exact incremental/decremental SVM of Cauwenberghs and Poggio (learn, unlearn, exact
-leave-one-out, sliding windows, the regularization path in C).
+A top-level ``strategies`` was shadowed by any ``strategies.py`` in the working directory (the usual
+name for hypothesis strategies); this package keeps the old imports working for one release.
 """
 
-from strategies.active_set import DenseActiveSet
-from strategies.asvm import ASVM
-from strategies.auto import Auto
-from strategies.active_set_ocas import ActiveSetOCAS
-from strategies.cutting_plane import BMRM, OCAS
-from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
-from strategies.gradient_projection import GPCG
-from strategies.incas import INCAS
-from strategies.interior_point import InteriorPoint
-from strategies.incremental import IncrementalSVM
-from strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, make
-from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule
+import warnings
 
-from qpcore.solve import Strategy
+from qpcore._aliases import install
+from qpcore_strategies import *  # noqa: F403
+from qpcore_strategies import __all__
 
-__all__ = ["ASVM", "Auto", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "REGISTRY", "ActiveSetOCAS",
-           "INCAS", "InteriorPoint", "SMO", "Chunking", "Decomposition", "DenseActiveSet", "IncrementalSVM",
-           "MaximalViolatingPair", "OsunaSwap", "PlattHeuristic", "SecondOrderRule", "SteepestFeasible", "by_name"]
+warnings.warn("the package 'strategies' is deprecated and will be removed in the next release: import qpcore_strategies",
+              DeprecationWarning, stacklevel=2)
 
-
-def by_name(name: str) -> Strategy:
-    """A strategy by the name the command line and the estimators use (:mod:`strategies.registry`).
-
-    Parameters
-    ----------
-    name : str
-        A name of :data:`REGISTRY` (``smo``, ``decomposition``, ``incas``, ``gpcg``,
-        ``active-set``, ``asvm``, ``ocas``, ``ocas-active``, ``bmrm``), an older spelling
-        (``decomp:512``, ``asocas``), or a spec with options (``decomposition:q=128,rule=mvp``).
-
-    Returns
-    -------
-    Strategy
-        Configured with the registry's defaults for the options not given.
-
-    Raises
-    ------
-    ProblemError
-        For an unknown name or option.
-    """
-    return make(name)
+install({
+    "strategies.active_set": "qpcore_strategies.active_set",
+    "strategies.active_set_ocas": "qpcore_strategies.active_set_ocas",
+    "strategies.active_set_ocas_kernels": "qpcore_strategies.active_set_ocas_kernels",
+    "strategies.active_set_rows": "qpcore_strategies.active_set_rows",
+    "strategies.asvm": "qpcore_strategies.asvm",
+    "strategies.asvm_kernels": "qpcore_strategies.asvm_kernels",
+    "strategies.auto": "qpcore_strategies.auto",
+    "strategies.batched_smo": "qpcore_train.batched_smo",
+    "strategies.cut_qp": "qpcore_strategies.cut_qp",
+    "strategies.cut_store": "qpcore_strategies.cut_store",
+    "strategies.cutting_plane": "qpcore_strategies.cutting_plane",
+    "strategies.cutting_plane_kernels": "qpcore_strategies.cutting_plane_kernels",
+    "strategies.decomposition": "qpcore_strategies.decomposition",
+    "strategies.gradient_projection": "qpcore_strategies.gradient_projection",
+    "strategies.incas": "qpcore_strategies.incas",
+    "strategies.incremental": "qpcore_incremental.incremental",
+    "strategies.incremental_loo": "qpcore_incremental.incremental_loo",
+    "strategies.incremental_oneclass": "qpcore_incremental.incremental_oneclass",
+    "strategies.incremental_path": "qpcore_incremental.incremental_path",
+    "strategies.incremental_regpath": "qpcore_incremental.incremental_regpath",
+    "strategies.interior_point": "qpcore_strategies.interior_point",
+    "strategies.line_search": "qpcore_strategies.line_search",
+    "strategies.polish": "qpcore_strategies.polish",
+    "strategies.projected_search": "qpcore_strategies.projected_search",
+    "strategies.registry": "qpcore_strategies.registry",
+    "strategies.smo": "qpcore_strategies.smo",
+})

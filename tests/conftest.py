@@ -26,8 +26,8 @@ import pytest  # noqa: E402
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip every ``@pytest.mark.data`` test when :func:`problems.data.data_dir` finds no folder."""
-    from problems.data import data_dir
+    """Skip every ``@pytest.mark.data`` test when :func:`qpcore_formulations.data.files.data_dir` finds no folder."""
+    from qpcore_formulations.data.files import data_dir
 
     marked = [item for item in items if item.get_closest_marker("data") is not None]
     if not marked:

@@ -91,7 +91,7 @@ def test_small_benchmark_end_to_end(dask_client: Any, tmp_path: Path) -> None:
     json.dumps(store)                                     # the store is plain JSON
     comp, scale = store[f"compare {ROWS}"], store[f"scale {ROWS}"]
     for s in strategies:
-        c = comp["strategies"][s]
+        c = comp["qpcore_strategies"][s]
         for side in (*c["in"].values(), c["dask"]):
             assert side["statuses"] == ["converged"], (s, side["statuses"])
         assert abs(c["rel_diff"]) <= REL_OBJ[s], (s, c["rel_diff"])
@@ -99,8 +99,8 @@ def test_small_benchmark_end_to_end(dask_client: Any, tmp_path: Path) -> None:
         assert c["ratios"]["in@2t"]["ratio"] > 0 and c["ratios"]["in@1t"]["ratio"] > 0
         if s not in scale_strategies:
             continue
-        d = scale["strategies"][s]["dask"]
-        assert scale["strategies"][s]["converged"]
+        d = scale["qpcore_strategies"][s]["dask"]
+        assert scale["qpcore_strategies"][s]["converged"]
         # the same data on both rows: the scale row's chunked objective is the compare row's
         assert math.isclose(d["objective"], c["dask"]["objective"], rel_tol=REL_OBJ[s])
         per = d["per_iteration"]
@@ -127,5 +127,5 @@ def test_command_line_small(dask_client: Any, tmp_path: Path) -> None:
     store = json.loads((tmp_path / "dask_scale.json").read_text())
     rec = store[f"compare {ROWS}"]
     assert rec["_run"]["mode"] == "small" and rec["_run"]["cluster"]["kind"] == "address"
-    assert rec["strategies"][strategy]["dask"]["statuses"] == ["converged"]
+    assert rec["qpcore_strategies"][strategy]["dask"]["statuses"] == ["converged"]
     assert "python -m benchmarks.dask_scale --small" in (tmp_path / "dask.md").read_text()

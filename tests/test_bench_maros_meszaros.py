@@ -168,7 +168,7 @@ def test_quick_run_with_the_clarabel_standin(tmp_path: Path) -> None:
 
 
 def test_a_false_claim_is_counted_and_flagged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from qpcore.validate import ProblemError
+    from qpcore.core.validate import ProblemError
 
     def liar(*args: Any, **kwargs: Any) -> Any:
         raise ProblemError("A x = b: no point of the box meets the rows")

@@ -242,7 +242,7 @@ def test_table3_renders() -> None:
 
 def test_asocas_paper_settings() -> None:
     from benchmarks.ocas import PAPER_MAX_CUTS, PAPER_MU, make_strategy
-    from strategies.active_set_ocas import ActiveSetOCAS
+    from qpcore_strategies.active_set_ocas import ActiveSetOCAS
 
     s = make_strategy("asocas-paper")
     assert isinstance(s, ActiveSetOCAS) and s.mu == PAPER_MU == 0.05 and s.max_cuts == PAPER_MAX_CUTS == 20

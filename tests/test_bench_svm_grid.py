@@ -27,7 +27,7 @@ ROWS = ("adult3k", "ijcnn1_3k")
 
 def _data_kind() -> str:
     try:
-        from problems.data import data_dir
+        from qpcore_formulations.data.files import data_dir
 
         d = data_dir()
     except FileNotFoundError:

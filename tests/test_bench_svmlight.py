@@ -141,7 +141,7 @@ needs_binary = pytest.mark.skipif(sl.find_svm_learn() is None,
 def _svc_objective(X: np.ndarray, y: np.ndarray, C: float, kernel: Kernel, tol: float) -> float:
     from sklearn.svm import SVC
 
-    from problems.svm import csvc
+    from qpcore_formulations.svm import csvc
 
     svc = SVC(C=C, kernel=kernel.name, gamma=kernel.gamma if kernel.name == "rbf" else "scale", tol=tol).fit(X, y)
     alpha = np.zeros(y.size)
@@ -153,8 +153,8 @@ def _svc_objective(X: np.ndarray, y: np.ndarray, C: float, kernel: Kernel, tol: 
 @pytest.mark.data
 def test_adult_objective_matches_libsvm() -> None:
     pytest.importorskip("sklearn.svm")
-    from problems.data import load_dataset
-    from problems.svm import csvc
+    from qpcore_formulations.data.files import load_dataset
+    from qpcore_formulations.svm import csvc
 
     X, y = load_dataset("adult")
     idx = np.random.default_rng(0).permutation(X.shape[0])[:200]
@@ -192,8 +192,8 @@ def test_incas_hard_rows_have_an_svmlight_column(built: bool, tmp_path: Path,
     assert rc == 0
     store = json.loads((tmp_path / "incas.json").read_text())
     page = (tmp_path / "incas.md").read_text()
-    rbf = [p for p in store["hard_small"]["problems"] if p["spec"]["kernel"] == "rbf"]
-    lin = [p for p in store["hard_small"]["problems"] if p["spec"]["kernel"] == "linear"]
+    rbf = [p for p in store["hard_small"]["qpcore_formulations"] if p["spec"]["kernel"] == "rbf"]
+    lin = [p for p in store["hard_small"]["qpcore_formulations"] if p["spec"]["kernel"] == "linear"]
     assert rbf and lin and all("svmlight@1" not in p["results"] for p in lin)   # default --svmlight rbf
     for p in rbf:
         if not built:

@@ -140,7 +140,7 @@ def test_solve_svm_matches_libsvm(capsys: pytest.CaptureFixture[str], svm_files:
                                   tmp_path: Path) -> None:
     """Same dual objective, bias and support as LIBSVM (scikit-learn) at the same tolerance."""
     svm = pytest.importorskip("sklearn.svm")
-    from problems.svmlight import load_svmlight
+    from qpcore_formulations.data.svmlight import load_svmlight
 
     from qpcore import Kernel
 
@@ -424,9 +424,9 @@ def test_make_reporter() -> None:
 
 def test_rich_reporter_on_a_terminal(capsys: pytest.CaptureFixture[str], svm_files: tuple[Path, Path]) -> None:
     pytest.importorskip("rich")
-    from problems.svmlight import load_svmlight
-    from problems.svm import csvc
-    from strategies.smo import SMO
+    from qpcore_formulations.data.svmlight import load_svmlight
+    from qpcore_formulations.svm import csvc
+    from qpcore_strategies.smo import SMO
 
     import qpcore
 
@@ -445,7 +445,7 @@ def test_rich_reporter_on_a_terminal(capsys: pytest.CaptureFixture[str], svm_fil
 def test_strategy_registry(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                            svm_files: tuple[Path, Path], tmp_path: Path) -> None:
     """A registered strategy joins --strategy for the problems it serves, with its own options."""
-    from strategies.smo import SMO
+    from qpcore_strategies.smo import SMO
 
     made: list[argparse.Namespace] = []
 
@@ -478,7 +478,7 @@ QP_FIELDS = {"problem", "strategy", "n", "m_equality", "tol", "status", "status_
 
 def test_solve_qp_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     import qpcore
-    from qpcore.reference import dense_reference
+    from qpcore.testkit.reference import dense_reference
 
     rng = np.random.default_rng(4)
     n = 40
@@ -589,7 +589,7 @@ def test_incas_serves_svm_and_refuses_infinite_bounds(capsys: pytest.CaptureFixt
 
 
 def test_every_registry_strategy_is_offered(capsys: pytest.CaptureFixture[str]) -> None:
-    from strategies.registry import REGISTRY
+    from qpcore_strategies.registry import REGISTRY
 
     for kind in ("svm", "qp", "nnls"):
         code, out, _ = run_main(capsys, "solve", kind, "--help")
@@ -629,7 +629,7 @@ def test_linear_strategy_refuses_the_csvc_dual_with_its_reason(capsys: pytest.Ca
 
 def test_solve_qp_in_low_rank_form(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """H (and d) instead of Q: the form ASVM (d > 0, u ≥ 0) and the cutting planes (d = 0, 0 ≤ α ≤ C) take."""
-    from qpcore.reference import dense_reference
+    from qpcore.testkit.reference import dense_reference
 
     import qpcore
 

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from problems.data import data_dir
-from problems.multiclass import MulticlassSVM, train_multiclass
-from problems.svm import SVMModel
-from problems.svmlight import dump_svmlight, load_svmlight
-from qpcore.operators import Kernel
+from qpcore_formulations.data.files import data_dir
+from qpcore_train.multiclass import MulticlassSVM, train_multiclass
+from qpcore_formulations.svm import SVMModel
+from qpcore_formulations.data.svmlight import dump_svmlight, load_svmlight
+from qpcore.backends.operators import Kernel
 from qpcore_cli import main
 from qpcore_cli.model import FORMAT_VERSION, LinearModel, ModelFileError, load_model, load_model_file, save_model
 from qpcore_cli.train import KERNEL_STRATEGIES, make_strategy, regression_metrics, svm_type_arg, train_function
@@ -411,7 +411,7 @@ def test_limits_keep_the_model_and_help_lists_the_options(capsys: pytest.Capture
     code, out, _ = run(capsys, "train", small["r.trn"], model, "-s", "epsilon-svr", "--max-iter", "1",
                        "--json", report)
     assert code == 3 and "max_iter (exit 3)" in out and model.exists()
-    assert read_json(report)["problems"][0]["status"] == "max_iter"
+    assert read_json(report)["qpcore_formulations"][0]["status"] == "max_iter"
     assert run(capsys, "predict", small["r.tst"], model, tmp_path / "p.txt", "-q")[0] == 0
     code, out, _ = run(capsys, "train", "--help")
     assert code == 0

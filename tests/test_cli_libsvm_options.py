@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from problems.multiclass import MulticlassSVM
-from problems.svmlight import dump_svmlight
+from qpcore_train.multiclass import MulticlassSVM
+from qpcore_formulations.data.svmlight import dump_svmlight
 from qpcore_cli import main
 from qpcore_cli.main import build_parser
 from qpcore_cli.libsvm_options import PREDICT_MAPPING, TRAIN_MAPPING, kernel_arg, libsvm_argv
@@ -207,7 +207,7 @@ def test_the_docs_show_the_mapping() -> None:
 
 def test_cross_validation_engine_agrees_with_the_fold_loop(capsys: pytest.CaptureFixture[str], three: Path,
                                                            tmp_path: Path) -> None:
-    """c-svc goes to problems.model_selection; under --time-limit the folds are trained here, on the same folds."""
+    """c-svc goes to qpcore_train.model_selection; under --time-limit the folds are trained here, on the same folds."""
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     assert run(capsys, "train", "-v", "4", "-c", "2", three, "--json", a)[0] == 0
     assert run(capsys, "train", "-v", "4", "-c", "2", three, "--time-limit", "600", "--json", b)[0] == 0
@@ -301,7 +301,7 @@ def test_train_accuracy_modes(capsys: pytest.CaptureFixture[str], adult: Path, t
 def test_probabilities_match_libsvm(capsys: pytest.CaptureFixture[str], three: Path, tmp_path: Path) -> None:
     """train -b 1 / predict -b 1 against LIBSVM's own (scikit-learn's SVC(probability=True)) on 3 classes."""
     svm = pytest.importorskip("sklearn.svm")
-    from problems.svmlight import load_svmlight
+    from qpcore_formulations.data.svmlight import load_svmlight
 
     model, pred = tmp_path / "p.model", tmp_path / "pred.txt"
     assert run(capsys, "train", "-b", "1", "-g", "0.5", "-c", "1", "-q", three, model)[0] == 0

@@ -16,11 +16,11 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from problems.data import data_dir
-from problems.svmlight import dump_svmlight, load_svmlight
-from problems.multiclass import MulticlassSVM, problems_of, train_multiclass
-from qpcore.operators import Kernel
-from qpcore.state import Status
+from qpcore_formulations.data.files import data_dir
+from qpcore_formulations.data.svmlight import dump_svmlight, load_svmlight
+from qpcore_train.multiclass import MulticlassSVM, problems_of, train_multiclass
+from qpcore.backends.operators import Kernel
+from qpcore.core.state import Status
 from qpcore_cli import main
 from qpcore_cli.model import (
     FORMAT_VERSION,
@@ -165,9 +165,9 @@ def test_multiclass(capsys: pytest.CaptureFixture[str], multi: tuple[Path, Path]
     code, _, err = run(capsys, "train", trn, model, "--strategy", strategy, "--json", report, *extra)
     assert code == 0, err
     r = read_json(report)
-    assert r["n_problems"] == n_problems and len(r["problems"]) == n_problems
+    assert r["n_problems"] == n_problems and len(r["qpcore_formulations"]) == n_problems
     assert r["scheme"] == (scheme or ("ovr" if strategy in LINEAR_STRATEGIES else "ovo"))
-    assert r["problems"][0]["name"] in ("2 vs 5", "2 vs rest")
+    assert r["qpcore_formulations"][0]["name"] in ("2 vs 5", "2 vs rest")
     assert run(capsys, "predict", tst, model, pred, "--json", pjson)[0] == 0
     assert set(lines_of(pred)) <= {"2", "5", "7", "9"}
     assert read_json(pjson)["accuracy"] > 0.9
@@ -534,8 +534,8 @@ def test_progress_names_each_problem(capsys: pytest.CaptureFixture[str], multi: 
 def test_gap_reporter_live_and_relative(multi: tuple[Path, Path]) -> None:
     """Updates show the gap against tol and elapsed time; a terminal gets one redrawn line; the
     cutting planes are shown their relative duality gap (what their tol bounds)."""
-    from problems.risk import hinge_svm
-    from qpcore.solve import solve
+    from qpcore_formulations.risk import hinge_svm
+    from qpcore.core.solve import solve
 
     X, y = load_svmlight(multi[0], zero_based=False)
     H = hinge_svm(X, (y == 2).astype(int), 1.0)

@@ -5,7 +5,8 @@ warnings as errors, is a step of ``.ci/run``):
 
 - every ``.. automodule::`` / ``.. autoclass::`` / ``.. autofunction::`` target in docs/api
   imports (an attribute target resolves);
-- every public module of qpcore, strategies, problems, qpcore_sklearn, qpcore_cvxpy and qpcore_cli (each ``*.py`` not
+- every public module of the packages (qpcore and its sub-packages, the strategies, formulations,
+  training layer, qpcore_sklearn, qpcore_cvxpy and qpcore_cli (each ``*.py`` not
   starting with ``_``) has an ``.. automodule::`` in docs/api, so a new module cannot be forgotten;
 - every page under docs/ is in a toctree, and every tutorial executes at least one Python block;
 - the Sphinx extensions of docs/conf.py import.
@@ -26,7 +27,8 @@ pytest.importorskip("sphinx")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 API = DOCS / "api"
-PACKAGES = ("qpcore", "strategies", "problems", "qpcore_sklearn", "qpcore_cvxpy", "qpcore_cli")
+PACKAGES = ("qpcore", "qpcore_strategies", "qpcore_incremental", "qpcore_formulations", "qpcore_train", "qpcore_sklearn",
+            "qpcore_cvxpy", "qpcore_cli")
 DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(module|class|function|data|exception)::\s*(\S+)", re.M)
 
 
@@ -41,7 +43,10 @@ def _public_modules() -> list[str]:
     mods = []
     for pkg in PACKAGES:
         mods.append(pkg)
-        mods += [f"{pkg}.{p.stem}" for p in sorted((ROOT / pkg).glob("*.py")) if not p.stem.startswith("_")]
+        for p in sorted((ROOT / pkg).rglob("*.py")):
+            parts = p.relative_to(ROOT).with_suffix("").parts
+            if not any(part.startswith("_") for part in parts):
+                mods.append(".".join(parts[:-1] if p.stem == "__init__" else parts))
     return mods
 
 

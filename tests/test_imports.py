@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("qpcore", "strategies", "problems")
+PACKAGES = ("qpcore", "qpcore_strategies", "qpcore_formulations")
 
 
 def _modules() -> dict[str, Path]:
@@ -99,11 +99,11 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_graph_sees_every_package() -> None:
     graph = import_graph()
-    assert "qpcore.solve" in graph and "strategies.asvm" in graph and "problems.risk" in graph
+    assert "qpcore.core.solve" in graph and "qpcore_strategies.asvm" in graph and "qpcore_formulations.risk" in graph
     # a few edges the layering relies on, so an empty graph cannot pass
-    assert "qpcore.kkt" in graph["qpcore.solve"]
-    assert "qpcore.rowspace" in graph["strategies.asvm"]
-    assert "qpcore.kkt" in graph["qpcore.chunked"]
+    assert "qpcore.core.certificate" in graph["qpcore.core.solve"]
+    assert "qpcore.backends.rowspace" in graph["qpcore_strategies.asvm"]
+    assert "qpcore.core.certificate" in graph["qpcore.backends.chunked"]
 
 
 def test_no_import_cycle() -> None:
@@ -113,8 +113,8 @@ def test_no_import_cycle() -> None:
 
 def test_the_loop_and_the_certificate_do_not_import_the_backend() -> None:
     graph = import_graph()
-    for module in ("qpcore.solve", "qpcore.kkt", "qpcore.optimality", "qpcore.vectors", "qpcore.rowspace"):
-        assert "qpcore.chunked" not in graph[module], module
+    for module in ("qpcore.core.solve", "qpcore.core.certificate", "qpcore.core.optimality", "qpcore.backends.vectors", "qpcore.backends.rowspace"):
+        assert "qpcore.backends.chunked" not in graph[module], module
 
 
 @pytest.mark.parametrize("graph,cycle", [
@@ -130,5 +130,5 @@ def test_lazy_imports_count(tmp_path: Path) -> None:
     # an import inside a function is an edge; one under TYPE_CHECKING is not
     (tmp_path / "m.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import qpcore.kkt\n"
                                    "def f():\n    from qpcore import solve\n    return solve\n")
-    known = {"qpcore.kkt": tmp_path, "qpcore.solve": tmp_path, "qpcore": tmp_path}
-    assert _imports("pkg.m", tmp_path / "m.py", known) == {"qpcore.solve"}
+    known = {"qpcore.core.certificate": tmp_path, "qpcore.core.solve": tmp_path, "qpcore": tmp_path}
+    assert _imports("pkg.m", tmp_path / "m.py", known) == {"qpcore.core.solve"}

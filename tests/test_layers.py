@@ -1,11 +1,13 @@
-"""The layering rule: ``qpcore`` ← ``strategies`` ← ``problems`` ← ``qpcore_cli``.
+"""The layering rule, bottom up.
 
-``qpcore`` imports nothing from ``strategies``, ``problems`` or ``qpcore_cli``; ``strategies``
-nothing from ``problems`` or ``qpcore_cli``; ``problems`` nothing from ``qpcore_cli``. None of the
-three imports the adapters on top, ``qpcore_sklearn`` and ``qpcore_cvxpy``, or their libraries.  Checked two
-ways for every module: importing it in a fresh interpreter leaves no module of a higher layer in
+``qpcore`` (the problem, loop, certificate, backends, linear algebra and test kit) imports nothing
+above it. ``qpcore_formulations`` builds on qpcore alone; ``qpcore_strategies`` and
+``qpcore_incremental`` build on qpcore alone; ``qpcore_train`` (multiclass, calibration, model
+selection, the lockstep batches) on all of these; the adapters (``qpcore_cli``, ``qpcore_sklearn``,
+``qpcore_cvxpy``) sit on top, and no layer below imports them or their libraries. Checked two ways
+for every module: importing it in a fresh interpreter leaves no module of a forbidden package in
 ``sys.modules``, and no ``import`` statement in its source (also inside functions, where a lazy
-import hides from the first check) names a higher layer.
+import hides from the first check) names one.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 #: package → the packages it must never import
+_ADAPTERS = ("qpcore_cli", "qpcore_sklearn", "sklearn", "qpcore_cvxpy", "cvxpy")
+_OLD = ("strategies", "problems")   # the deprecated 0.1 names: nothing of ours imports them
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "qpcore": ("strategies", "problems", "qpcore_cli", "qpcore_sklearn", "sklearn", "qpcore_cvxpy", "cvxpy"),
-    "strategies": ("problems", "qpcore_cli", "qpcore_sklearn", "sklearn", "qpcore_cvxpy", "cvxpy"),
-    "problems": ("qpcore_cli", "qpcore_sklearn", "sklearn", "qpcore_cvxpy", "cvxpy"),
+    "qpcore": ("qpcore_strategies", "qpcore_incremental", "qpcore_formulations", "qpcore_train", *_OLD, *_ADAPTERS),
+    "qpcore_formulations": ("qpcore_strategies", "qpcore_incremental", "qpcore_train", *_OLD, *_ADAPTERS),
+    "qpcore_strategies": ("qpcore_formulations", "qpcore_incremental", "qpcore_train", *_OLD, *_ADAPTERS),
+    "qpcore_incremental": ("qpcore_strategies", "qpcore_formulations", "qpcore_train", *_OLD, *_ADAPTERS),
+    "qpcore_train": (*_OLD, *_ADAPTERS),
 }
 
 #: optional extras no module may import at import time
@@ -39,8 +45,9 @@ def _modules(package: str) -> list[tuple[str, Path]]:
     """``(dotted name, source file)`` of the package and of each of its modules, from the checkout."""
     folder = REPO / package
     found = []
-    for path in sorted(folder.glob("*.py")):
-        name = package if path.stem == "__init__" else f"{package}.{path.stem}"
+    for path in sorted(folder.rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if path.stem == "__init__" else parts)
         if path.stem != "__main__" and name not in PENDING:
             found.append((name, path))
     return found
@@ -57,7 +64,8 @@ def _is_within(module: str, packages: tuple[str, ...]) -> bool:
 def test_every_layer_has_modules() -> None:
     for pkg in FORBIDDEN:
         assert _modules(pkg), f"no modules found in {REPO / pkg}"
-    assert "qpcore.solve" in IDS and "strategies.smo" in IDS and "problems.svm" in IDS
+    assert "qpcore.core.solve" in IDS and "qpcore_strategies.smo" in IDS and "qpcore_formulations.svm" in IDS
+    assert "qpcore_train.multiclass" in IDS and "qpcore.backends.operators" in IDS
 
 
 @pytest.mark.parametrize(("package", "module", "path"), CASES, ids=IDS)
@@ -96,9 +104,9 @@ def test_source_names_no_higher_layer(package: str, module: str, path: Path) -> 
 
 #: the adapters on top: package → the packages beside it that it must never import (source check)
 ADAPTERS: dict[str, tuple[str, ...]] = {
-    "qpcore_cli": ("qpcore_cvxpy", "cvxpy"),
-    "qpcore_sklearn": ("qpcore_cvxpy", "cvxpy"),
-    "qpcore_cvxpy": ("qpcore_cli", "qpcore_sklearn", "sklearn"),
+    "qpcore_cli": ("qpcore_cvxpy", "cvxpy", *_OLD),
+    "qpcore_sklearn": ("qpcore_cvxpy", "cvxpy", *_OLD),
+    "qpcore_cvxpy": ("qpcore_cli", "qpcore_sklearn", "sklearn", *_OLD),
 }
 
 

@@ -1,4 +1,4 @@
-"""Model selection that shares its work: problems.model_selection and SVMGridSearchCV.
+"""Model selection that shares its work: qpcore_train.model_selection and SVMGridSearchCV.
 
 The shared grid search must score every cell as GridSearchCV(SVC()) does on the same folds, its
 fold operator must give KernelQ's rows, and its warm starts along C the cold solutions.
@@ -23,13 +23,13 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.svm import SVC
 
 import qpcore
-from problems.model_selection import FoldQ, SharedKernel, cross_validation, grid_cv, stratified_folds
-from problems.svmlight import load_svmlight
-from qpcore.operators import Kernel, KernelQ
-from qpcore.problem import QP, ProblemError
+from qpcore_train.model_selection import FoldQ, SharedKernel, cross_validation, grid_cv, stratified_folds
+from qpcore_formulations.data.svmlight import load_svmlight
+from qpcore.backends.operators import Kernel, KernelQ
+from qpcore.core.problem import QP, ProblemError
 from qpcore_sklearn.model_selection import SVMGridSearchCV
 from qpcore_sklearn.svm import KernelSVC
-from strategies.smo import SMO
+from qpcore_strategies.smo import SMO
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""problems.probability: Platt's sigmoid against a general minimizer, pairwise coupling against a
+"""qpcore_train.probability: Platt's sigmoid against a general minimizer, pairwise coupling against a
 direct solve of its linear system, LIBSVM's fold special cases, MulticlassSVM.predict_proba and
 the model file's sigmoids."""
 
@@ -14,13 +14,13 @@ import scipy.optimize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from problems.multiclass import train_multiclass
-from problems.probability import (MIN_PROB, calibrate, calibrate_rows, couple, fit_sigmoid, proba_from_raw,
+from qpcore_train.multiclass import train_multiclass
+from qpcore_train.probability import (MIN_PROB, calibrate, calibrate_rows, couple, fit_sigmoid, proba_from_raw,
                                   sigmoid_proba)
-from qpcore.operators import Kernel
-from qpcore.problem import ProblemError
+from qpcore.backends.operators import Kernel
+from qpcore.core.problem import ProblemError
 from qpcore_cli.model import ModelFileError, load_model, save_model
-from strategies.smo import SMO
+from qpcore_strategies.smo import SMO
 
 
 def _targets(y: np.ndarray) -> np.ndarray:

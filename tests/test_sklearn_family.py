@@ -252,7 +252,7 @@ def test_one_row_and_weights_refused() -> None:
 def test_adult_subset_agrees_with_libsvm(strategy: str) -> None:
     """ν-SVC (ν = 0.4: adult's 24% positives make ν = 0.5 infeasible) and the one-class SVM
     (ν = 0.1) on 600 rows of adult (RBF γ = 0.05)."""
-    from problems.data import load_dataset
+    from qpcore_formulations.data.files import load_dataset
 
     X, y = load_dataset("adult")
     X, y = X[:600], y[:600]
@@ -269,8 +269,8 @@ def test_adult_subset_agrees_with_libsvm(strategy: str) -> None:
 @pytest.mark.parametrize("strategy", ["smo", "decomposition"])
 def test_abalone_subset_agrees_with_libsvm(strategy: str) -> None:
     """ε-SVR and ν-SVR on 500 rows of abalone_scale (RBF γ = 1, C = 10, ε = 0.1, ν = 0.5)."""
-    from problems.data import data_dir
-    from problems.svmlight import load_svmlight
+    from qpcore_formulations.data.files import data_dir
+    from qpcore_formulations.data.svmlight import load_svmlight
 
     X, t = load_svmlight(data_dir() / "abalone.trn.bz2", dense=True)
     X, t = X[:500], t[:500]

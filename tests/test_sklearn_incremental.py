@@ -16,7 +16,7 @@ from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from qpcore import QP, DenseQ, Kernel, kkt
-from qpcore.reference import dense_reference
+from qpcore.testkit.reference import dense_reference
 from qpcore_sklearn import KernelSVC
 from qpcore_sklearn.incremental import IncrementalSVC
 

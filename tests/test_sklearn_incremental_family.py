@@ -15,7 +15,7 @@ from sklearn.svm import NuSVC, OneClassSVM
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from qpcore import QP, DenseQ, Kernel
-from qpcore.reference import dense_reference
+from qpcore.testkit.reference import dense_reference
 from qpcore_sklearn import IncrementalNuSVC, IncrementalOneClassSVM, KernelNuSVC, KernelOneClassSVM
 
 GAMMA = 0.5

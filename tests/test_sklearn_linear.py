@@ -93,7 +93,7 @@ def test_sklearn_compatible(estimator: LinearSVMClassifier, check: Any) -> None:
 # The formulations: LIBLINEAR (-B s, sklearn's intercept_scaling) appends the constant feature s to
 # every example and regularizes its weight v, the intercept being b = s·v:
 #     min ½(‖w‖² + v²) + C Σ loss(y_i(x_iᵀw + s·v)).
-# loss="hinge" is exactly problems.risk.hinge_svm(X, y, C, bias=s) (OCAS & co. solve it); for
+# loss="hinge" is exactly qpcore_formulations.risk.hinge_svm(X, y, C, bias=s) (OCAS & co. solve it); for
 # loss="squared_hinge" the ASVM primal min ν/2‖ξ‖² + ½(‖w̄‖² + γ²) on X/s with ν = 2Cs² is the same
 # problem after w̄ = s·w, γ = −s·v. So both sides minimize the same strictly convex function, and
 # `primal_objective` above compares them. The tolerances differ in kind: ours is the relative duality
@@ -174,7 +174,7 @@ def test_digits_one_vs_rest_matches_liblinear(digits: tuple[np.ndarray, np.ndarr
 # class_weight and sample_weight in both losses: C_i = C · sample_weight_i · class weight (weighted_C)
 # is the same on both sides, so both minimize the same weighted primal and `primal_objective` with
 # sample_C = weighted_C(...) compares them. The squared hinge's weights are ASVM's diagonal
-# d_i = 1/(2 C_i s²) (problems.asvm), the hinge's the cutting planes' box.
+# d_i = 1/(2 C_i s²) (qpcore_formulations.asvm), the hinge's the cutting planes' box.
 _WEIGHTINGS = ["dict", "balanced", "sample", "sample+dict", "sample+balanced", "sample spread", "sample zeros"]
 
 
@@ -251,7 +251,7 @@ def test_weights_match_liblinear_one_vs_rest(loss: str, kind: str) -> None:
 @pytest.mark.parametrize("kind", ["dict", "balanced", "sample", "sample+balanced"])
 def test_adult_weights_match_liblinear(loss: str, kind: str) -> None:
     """Adult (sparse one-hot rows, 24% positive), a 4000-row subset, with each weighting."""
-    from problems.data import load_dataset
+    from qpcore_formulations.data.files import load_dataset
 
     X, y = load_dataset("adult")
     X, y = X[:4000], y[:4000]
@@ -491,7 +491,7 @@ def test_predict_before_fit_and_wrong_width() -> None:
 @pytest.mark.parametrize("loss,solver", [("squared_hinge", "asvm"), ("hinge", "ocas"), ("hinge", "ocas-active")])
 def test_adult_matches_liblinear(loss: str, solver: str) -> None:
     """Adult (the issue's third set): one-hot sparse features, train and test split as shipped."""
-    from problems.data import load_dataset
+    from qpcore_formulations.data.files import load_dataset
 
     X, y = load_dataset("adult")
     Xt, yt = load_dataset("adult", "tst")

@@ -22,7 +22,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, NuSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from problems.data import load_dataset
+from qpcore_formulations.data.files import load_dataset
 from qpcore_sklearn import KernelNuSVC, KernelSVC
 
 

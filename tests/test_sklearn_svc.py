@@ -21,7 +21,7 @@ from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from qpcore_sklearn import KernelSVC
-from strategies.smo import SMO
+from qpcore_strategies.smo import SMO
 
 _WEIGHTS = ("fitting with sample_weight equals repeating samples only at the exact optimum: our solutions "
             "meet tol (1e-3 on the gap), the check wants 1e-7; and gamma='scale' follows the data's variance, "
@@ -99,7 +99,7 @@ def test_digits_one_vs_rest() -> None:
 
 @pytest.mark.data
 def test_adult_agrees_with_libsvm() -> None:
-    from problems.data import load_dataset
+    from qpcore_formulations.data.files import load_dataset
 
     X, y = load_dataset("adult")
     X, y = X[:2000], y[:2000]

@@ -18,13 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from problems.data import load_dataset
-from problems.svm import csvc
-from qpcore.problem import ProblemError
-from qpcore.reference import assert_kkt, dense_reference
-from qpcore.testing import svm_duals
-from strategies.decomposition import Decomposition, SteepestFeasible
-from strategies.smo import SMO
+from qpcore_formulations.data.files import load_dataset
+from qpcore_formulations.svm import csvc
+from qpcore.core.problem import ProblemError
+from qpcore.testkit.reference import assert_kkt, dense_reference
+from qpcore.testkit.testing import svm_duals
+from qpcore_strategies.decomposition import Decomposition, SteepestFeasible
+from qpcore_strategies.smo import SMO
 
 PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "tutorials" / "working_set_rules.md"
 NAMES = ("RandomViolatingPair", "SecondOrderTopK", "RateCertifyingTopK")
@@ -152,7 +152,7 @@ def test_rule_kinds_are_checked_when_built() -> None:
     with pytest.raises(ProblemError, match="kind"):
         SMO(rule=NoKind())
     # a pair rule is a set rule of size 2: LIBSVM's rule drives decomposition
-    from strategies.smo import SecondOrderRule
+    from qpcore_strategies.smo import SecondOrderRule
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3))

@@ -1,5 +1,5 @@
-"""Tests of the data modules: the SVMlight reader (problems.svmlight), the shared data (problems.data), Platt's
-generators (problems.synthetic), and problems.datasets, the name that re-exports them."""
+"""Tests of the data modules: the SVMlight reader (qpcore_formulations.data.svmlight), the shared data (qpcore_formulations.data.files), Platt's
+generators (qpcore_formulations.data.synthetic)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,14 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-import problems.data
-import problems.datasets
-import problems.float_text
-import problems.svmlight
-import problems.synthetic
-from problems import svmlight
-from problems.data import data_dir, load_dataset
-from problems.svmlight import DataFormatError, load_svmlight
-from problems.synthetic import platt_hyperplane, platt_random_labels, platt_sparse_separable
+import qpcore_formulations.data.files
+import qpcore_formulations.data.float_text
+import qpcore_formulations.data.svmlight
+import qpcore_formulations.data.synthetic
+from qpcore_formulations.data import svmlight
+from qpcore_formulations.data.files import data_dir, load_dataset
+from qpcore_formulations.data.svmlight import DataFormatError, load_svmlight
+from qpcore_formulations.data.synthetic import platt_hyperplane, platt_random_labels, platt_sparse_separable
 
 #: where a checkout's real data live (beside the repository)
 CHECKOUT_DATA = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -128,14 +127,14 @@ def test_data_dir_env(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -
 
 @pytest.fixture()
 def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> pathlib.Path:
-    """``problems.data`` as if installed in ``tmp_path/site/lib/site-packages``, no QPCORE_DATA.
+    """``qpcore_formulations.data.files`` as if installed in ``tmp_path/site/lib/site-packages``, no QPCORE_DATA.
 
     Returns a working folder four levels below ``tmp_path/work`` (the search stays in tmp_path).
     """
     site = tmp_path / "site" / "lib" / "site-packages"
-    (site / "problems").mkdir(parents=True)
+    (site / "qpcore_formulations").mkdir(parents=True)
     (site.parent / "shared" / "data").mkdir(parents=True)  # site-packages/../shared/data: never used
-    monkeypatch.setattr(problems.data, "__file__", str(site / "problems" / "data.py"))
+    monkeypatch.setattr(qpcore_formulations.data.files, "__file__", str(site / "qpcore_formulations" / "data.py"))
     monkeypatch.delenv("QPCORE_DATA", raising=False)
     cwd = tmp_path / "work" / "a" / "b" / "c" / "d"
     cwd.mkdir(parents=True)
@@ -159,12 +158,12 @@ def test_data_dir_env_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Pa
 def test_data_dir_from_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path,
                                 installed: pathlib.Path) -> None:
     repo = tmp_path / "checkout" / "repo"
-    (repo / "problems").mkdir(parents=True)
-    (repo / "problems" / "data.py").write_text("")
+    (repo / "qpcore_formulations").mkdir(parents=True)
+    (repo / "qpcore_formulations" / "data.py").write_text("")
     (repo / "pyproject.toml").write_text("")
     (tmp_path / "checkout" / "shared" / "data").mkdir(parents=True)
     (installed / "shared" / "data").mkdir(parents=True)
-    monkeypatch.setattr(problems.data, "__file__", str(repo / "problems" / "data.py"))
+    monkeypatch.setattr(qpcore_formulations.data.files, "__file__", str(repo / "qpcore_formulations" / "data.py"))
     assert data_dir() == (tmp_path / "checkout" / "shared" / "data").resolve()  # before the working folder
 
 
@@ -418,18 +417,13 @@ def test_platt_random_labels() -> None:
     assert big.shape == (20_000, 300)
 
 
-@pytest.mark.parametrize("module", [problems.svmlight, problems.float_text, problems.data, problems.synthetic,
-                                    problems.datasets])
+@pytest.mark.parametrize("module", [qpcore_formulations.data.svmlight, qpcore_formulations.data.float_text, qpcore_formulations.data.files, qpcore_formulations.data.synthetic])
 def test_module_does_not_import_sklearn(module: object) -> None:
     path = pathlib.Path(str(getattr(module, "__file__")))
     assert "sklearn" not in path.read_text().replace("scikit-learn", "")
-    assert path.parent.name == "problems"
+    assert path.parent.parent.name == "qpcore_formulations"
 
 
-def test_datasets_reexports_the_data_modules() -> None:
-    # the former single module is only a second name: every name is the object of its home module
-    homes = (problems.svmlight, problems.data, problems.synthetic)
-    for name in problems.datasets.__all__:
-        owners = [m for m in homes if name in m.__all__]
-        assert len(owners) == 1, name
-        assert getattr(problems.datasets, name) is getattr(owners[0], name)
+def test_data_modules_export_what_they_hold() -> None:
+    for module in (qpcore_formulations.data.svmlight, qpcore_formulations.data.files, qpcore_formulations.data.synthetic):
+        assert all(hasattr(module, n) for n in module.__all__)

@@ -12,9 +12,9 @@ from scipy.optimize import lsq_linear
 from scipy.optimize import nnls as scipy_nnls
 
 import qpcore
-from problems.least_squares import LeastSquaresProblem, bounded_least_squares, nnls
+from qpcore_formulations.least_squares import LeastSquaresProblem, bounded_least_squares, nnls
 from qpcore import DenseQ, ProblemError
-from qpcore.gram import GramQ
+from qpcore.backends.gram import GramQ
 
 SHAPES = [(40, 15), (10, 25)]  # tall (auto → dense) and wide (auto → gram)
 
@@ -102,7 +102,7 @@ def test_kkt_at_scipy_bvls(m: int, n: int, seed: int, sparse: bool) -> None:
 
 def test_decode_after_solve() -> None:
     # end to end through a qpcore strategy on a finite box (what SMO accepts) over GramQ
-    from strategies.smo import SMO
+    from qpcore_strategies.smo import SMO
 
     A, d = data(30, 8, seed=4)
     lb, ub = np.full(8, -0.2), np.full(8, 0.2)

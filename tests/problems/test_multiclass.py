@@ -1,4 +1,4 @@
-"""problems.multiclass: the assembled one-vs-one / one-vs-rest model equals its binary problems
+"""qpcore_train.multiclass: the assembled one-vs-one / one-vs-rest model equals its binary problems
 solved one by one, and predicts by LIBSVM's vote."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from problems.multiclass import problems_of, train_multiclass, votes
-from problems.svm import csvc
-from qpcore.operators import Kernel
-from qpcore.problem import ProblemError
-from strategies.smo import SMO
+from qpcore_train.multiclass import problems_of, train_multiclass, votes
+from qpcore_formulations.svm import csvc
+from qpcore.backends.operators import Kernel
+from qpcore.core.problem import ProblemError
+from qpcore_strategies.smo import SMO
 
 
 def _blobs(seed: int, n: int, k: int, d: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -80,7 +80,7 @@ def test_precomputed_and_refusals() -> None:
 
 
 def test_binary_model_predicts_from_a_precomputed_block() -> None:
-    """problems.svm's own model: fit on the Gram matrix, predict from K(test, train), as SVC does."""
+    """qpcore_formulations.svm's own model: fit on the Gram matrix, predict from K(test, train), as SVC does."""
     X, y = _blobs(1, 60, 2)
     tr, te = np.arange(30), np.arange(30, 60)
     kern = Kernel("rbf", gamma=0.3)
@@ -98,8 +98,8 @@ def test_binary_model_predicts_from_a_precomputed_block() -> None:
 def test_linear_binary_squared_hinge_scaling_and_refusals() -> None:
     """The squared hinge through ASVM with intercept scaling β: the optimum of
     ½(‖w‖² + v²) + C Σ max(0, 1 − y(xᵀw + βv))², checked by its stationarity in (w, v)."""
-    from problems.multiclass import linear_binary
-    from strategies.asvm import ASVM
+    from qpcore_train.multiclass import linear_binary
+    from qpcore_strategies.asvm import ASVM
 
     X, y = _blobs(2, 80, 2, d=3)
     for beta in (1.0, 0.3, 5.0):

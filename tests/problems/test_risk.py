@@ -1,5 +1,5 @@
-"""problems.risk (the hinge-loss linear SVM: primal, dual QP, certificate) and the SVMlight writer
-problems.svmlight.dump_svmlight: bad input, the objectives against brute force, weak duality, the
+"""qpcore_formulations.risk (the hinge-loss linear SVM: primal, dual QP, certificate) and the SVMlight writer
+qpcore_formulations.data.svmlight.dump_svmlight: bad input, the objectives against brute force, weak duality, the
 certificate of a tight solve against LIBLINEAR, and writer round trips."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import qpcore
-from problems.asvm import LinearSVMModel
-from problems.svmlight import dump_svmlight, load_svmlight
-from problems.risk import HingeCertificate, HingeProblem, hinge_svm
-from qpcore.lowrank import DiagPlusLowRankQ
-from strategies.active_set import DenseActiveSet
+from qpcore_formulations.asvm import LinearSVMModel
+from qpcore_formulations.data.svmlight import dump_svmlight, load_svmlight
+from qpcore_formulations.risk import HingeCertificate, HingeProblem, hinge_svm
+from qpcore.backends.lowrank import DiagPlusLowRankQ
+from qpcore_strategies.active_set import DenseActiveSet
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 
@@ -444,7 +444,7 @@ def test_writer_text_is_mostly_repr(tmp_path: pathlib.Path) -> None:
 
 
 def test_writer_many_rows_in_chunks(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from problems import svmlight
+    from qpcore_formulations.data import svmlight
 
     monkeypatch.setattr(svmlight, "_WRITE_NNZ", 64)           # many chunks, some rows alone
     rng = np.random.default_rng(9)

@@ -1,5 +1,5 @@
-"""Small multiclass data: the one-vs-one problems solved together (strategies.batched_smo through
-problems.multiclass) give LIBSVM's model, each problem certified by qpcore's KKT certificate."""
+"""Small multiclass data: the one-vs-one problems solved together (qpcore_train.batched_smo through
+qpcore_train.multiclass) give LIBSVM's model, each problem certified by qpcore's KKT certificate."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import qpcore
-from problems.multiclass import train_multiclass
-from problems.svm import csvc
-from qpcore.kkt import kkt
-from qpcore.operators import Kernel
-from strategies.batched_smo import batched_smo
-from strategies.smo import SMO
+from qpcore_train.multiclass import train_multiclass
+from qpcore_formulations.svm import csvc
+from qpcore.core.certificate import kkt
+from qpcore.backends.operators import Kernel
+from qpcore_train.batched_smo import batched_smo
+from qpcore_strategies.smo import SMO
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn import datasets  # noqa: E402

@@ -1,4 +1,4 @@
-"""The SVM family (problems.svm_family) against LIBSVM through scikit-learn, and its certificates.
+"""The SVM family (qpcore_formulations.svm_family) against LIBSVM through scikit-learn, and its certificates.
 
 Each formulation is solved by every strategy that accepts it and compared with scikit-learn's
 NuSVC, OneClassSVM, SVR and NuSVR at tight tolerances: the objective of LIBSVM's solution mapped
@@ -18,15 +18,15 @@ from hypothesis import strategies as st
 from numpy.typing import NDArray
 from sklearn.svm import SVR, NuSVC, NuSVR, OneClassSVM
 
-from problems.svm import csvc
-from problems.svm_family import (FamilyProblem, abstract_form, epsilon_svr, nu_svc, nu_svr, one_class, standard,
+from qpcore_formulations.svm import csvc
+from qpcore_formulations.svm_family import (FamilyProblem, abstract_form, epsilon_svr, nu_svc, nu_svr, one_class, standard,
                                  svdd)
-from qpcore.kkt import kkt
-from qpcore.operators import Kernel
-from qpcore.problem import ProblemError
-from qpcore.reference import dense_reference
-from qpcore.solve import solve
-from strategies.registry import make
+from qpcore.core.certificate import kkt
+from qpcore.backends.operators import Kernel
+from qpcore.core.problem import ProblemError
+from qpcore.testkit.reference import dense_reference
+from qpcore.core.solve import solve
+from qpcore_strategies.registry import make
 
 FloatArray = NDArray[np.float64]
 STRATEGIES = ("smo", "decomposition", "incas", "active-set", "gpcg")
@@ -121,7 +121,7 @@ def test_generated_with_duplicates_against_libsvm(kind: str) -> None:
 @pytest.mark.parametrize("kind,data", [("nu-svc", "adult"), ("nu-svc", "ijcnn1"), ("one-class", "adult"),
                                        ("one-class", "ijcnn1"), ("epsilon-svr", "abalone"), ("nu-svr", "abalone")])
 def test_real_data_against_libsvm(kind: str, data: str) -> None:
-    from problems.data import load_dataset
+    from qpcore_formulations.data.files import load_dataset
 
     X, y = load_dataset(data)
     n = 400

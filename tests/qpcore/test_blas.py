@@ -1,4 +1,4 @@
-"""qpcore.blas: scipy-BLAS products equal numpy's for every memory order and shape."""
+"""qpcore.linalg.blas: scipy-BLAS products equal numpy's for every memory order and shape."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qpcore.blas import gemm, gemv
+from qpcore.linalg.blas import gemm, gemv
 
 
 def _layout(A: np.ndarray, kind: str) -> np.ndarray:

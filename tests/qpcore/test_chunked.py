@@ -1,4 +1,4 @@
-"""The chunked backend's primitives (qpcore.chunked, problems.chunked) against numpy, on 2 worker processes.
+"""The chunked backend's primitives (qpcore.backends.chunked, qpcore_formulations.chunked) against numpy, on 2 worker processes.
 
 Every quantity a chunked pass reduces is compared with the same quantity computed in process on
 the gathered data: vector arithmetic and reductions, the operator's products, the certificate
@@ -14,11 +14,11 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
-from qpcore.chunked import (ChunkedLowRankQ, ChunkedVector, PerChunk, RowSpace, all_finite, connect, max_abs_diff,
+from qpcore.backends.chunked import (ChunkedLowRankQ, ChunkedVector, PerChunk, RowSpace, all_finite, connect, max_abs_diff,
                             same_point)
-from qpcore.kkt import kkt
-from qpcore.optimality import lagrangian_bound
-from qpcore.problem import ProblemError
+from qpcore.core.certificate import kkt
+from qpcore.core.optimality import lagrangian_bound
+from qpcore.core.problem import ProblemError
 
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")
@@ -125,8 +125,8 @@ def _data(m: int = 90, n: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarra
 @pytest.mark.parametrize("kind", ["dense", "sparse"])
 @pytest.mark.parametrize("sizes", [(30, 30, 30), (1, 0, 60, 29), (90,)])
 def test_operator_products_match_in_process(dask_client: Any, kind: str, sizes: tuple[int, ...]) -> None:
-    from problems.asvm import asvm_dual
-    from problems.risk import hinge_svm
+    from qpcore_formulations.asvm import asvm_dual
+    from qpcore_formulations.risk import hinge_svm
 
     X, y = _data()
     Xd = da.from_array(X, chunks=(sizes, (X.shape[1],)))
@@ -156,8 +156,8 @@ def test_operator_products_match_in_process(dask_client: Any, kind: str, sizes: 
 
 
 def test_labels_and_data_are_checked_before_any_work(dask_client: Any) -> None:
-    from problems.asvm import asvm_dual
-    from problems.risk import hinge_svm
+    from qpcore_formulations.asvm import asvm_dual
+    from qpcore_formulations.risk import hinge_svm
 
     X, y = _data()
     Xd = da.from_array(X, chunks=((40, 50), (4,)))
@@ -180,7 +180,7 @@ def test_labels_and_data_are_checked_before_any_work(dask_client: Any) -> None:
 
 
 def test_column_chunks_are_merged_and_labels_may_be_dask(dask_client: Any) -> None:
-    from problems.asvm import asvm_dual
+    from qpcore_formulations.asvm import asvm_dual
 
     X, y = _data()
     Xd = da.from_array(X, chunks=((45, 45), (2, 2)))

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 import qpcore
 from qpcore import Capability, Kernel, ProblemError, QOperator
-from qpcore.capabilities import cross_block, prefetch_rows, principal_block, row_budget, row_cached
-from qpcore.doubled import DoubledKernelQ
-from qpcore.reference import assert_kkt
+from qpcore.backends.capabilities import cross_block, prefetch_rows, principal_block, row_budget, row_cached
+from qpcore.backends.doubled import DoubledKernelQ
+from qpcore.testkit.reference import assert_kkt
 
 pairwise = pytest.importorskip("sklearn.metrics.pairwise")
 
@@ -225,7 +225,7 @@ def epsilon_svr_qp(Q: DoubledKernelQ, y: np.ndarray, C: float, eps: float) -> qp
 @pytest.mark.parametrize("name", ["rbf", "linear", "poly"])
 def test_smo_on_epsilon_svr_matches_sklearn(name: str) -> None:
     from sklearn.svm import SVR
-    from strategies.smo import SMO
+    from qpcore_strategies.smo import SMO
 
     rng = np.random.default_rng(11)
     # four dimensions keep the RBF matrix well conditioned (smallest eigenvalue 0.03): LIBSVM
@@ -263,7 +263,7 @@ def test_smo_on_epsilon_svr_matches_sklearn(name: str) -> None:
 
 
 def test_float32_rows_solve_the_same_svr() -> None:
-    from strategies.smo import SMO
+    from qpcore_strategies.smo import SMO
 
     rng = np.random.default_rng(12)
     n = 40
@@ -279,8 +279,8 @@ def test_float32_rows_solve_the_same_svr() -> None:
 
 
 def test_decomposition_reads_the_doubled_rows_through_cross_and_block() -> None:
-    from strategies.decomposition import Decomposition
-    from strategies.smo import SMO
+    from qpcore_strategies.decomposition import Decomposition
+    from qpcore_strategies.smo import SMO
 
     rng = np.random.default_rng(13)
     n = 70

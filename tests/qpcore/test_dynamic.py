@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpcore.dynamic import DynamicKernelQ
-from qpcore.operators import Kernel, KernelQ
-from qpcore.problem import QP, ProblemError
+from qpcore.backends.dynamic import DynamicKernelQ
+from qpcore.backends.operators import Kernel, KernelQ
+from qpcore.core.problem import QP, ProblemError
 
 KERNELS = [Kernel("rbf", gamma=0.4), Kernel("linear"), Kernel("poly", gamma=0.5, degree=2, coef0=1.0)]
 

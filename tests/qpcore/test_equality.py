@@ -2,7 +2,7 @@
 
 Disjoint groups are measured group by group (LIBSVM's Solver_NU), general rows by the projected
 reduced gradient with the best multipliers; both are checked at independent reference optima
-(``qpcore.reference.dense_reference``, which shares nothing with ``qpcore.kkt``) and at points
+(``qpcore.testkit.reference.dense_reference``, which shares nothing with ``qpcore.kkt``) and at points
 moved off them along a feasible descent direction.
 """
 
@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from qpcore.optimality import group_gaps, maximal_violating_pair, measure, scores_of
-from qpcore.reference import dense_reference
+from qpcore.core.optimality import group_gaps, maximal_violating_pair, measure, scores_of
+from qpcore.testkit.reference import dense_reference
 
 
 def _group_qp(seed: int, n: int, groups: int, singles: int, unit: bool = True) -> qpcore.QP:

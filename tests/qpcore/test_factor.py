@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpcore.factor import BorderedCholesky, Dependence, Factor
-from qpcore.operators import DenseQ
-from qpcore.problem import ProblemError
+from qpcore.linalg.factor import BorderedCholesky, Dependence, Factor
+from qpcore.backends.operators import DenseQ
+from qpcore.core.problem import ProblemError
 
 
 def _kernel_problem(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""qpcore.generators_general and the references for general QPs: the generators make what they promise
+"""qpcore.testkit.generators_general and the references for general QPs: the generators make what they promise
 (feasible, PSD, the planted optimum satisfies the KKT conditions with the signs and the structure asked
 for, and is optimal per Clarabel), clarabel_reference reports multipliers in qpcore's convention, and
 dense_reference is cross-checked on several equality rows and on inequality rows."""
@@ -13,11 +13,11 @@ import pytest
 from hypothesis import event, given
 
 import qpcore
-from qpcore.generators import feasible_point
-from qpcore.feasible_points import inequality_rows
-from qpcore.generators_general import Form, GeneralQP, Optimum, planted_general_qp
-from qpcore.reference import clarabel_reference, dense_reference
-from qpcore.testing import general_problems
+from qpcore.testkit.generators import feasible_point
+from qpcore.linalg.feasible_points import inequality_rows
+from qpcore.testkit.generators_general import Form, GeneralQP, Optimum, planted_general_qp
+from qpcore.testkit.reference import clarabel_reference, dense_reference
+from qpcore.testkit.testing import general_problems
 
 pytest.importorskip("clarabel")
 
@@ -286,7 +286,7 @@ def test_clarabel_reference_reports_infeasibility() -> None:
 
 
 def test_reference_does_not_import_clarabel() -> None:
-    code = ("import sys, qpcore, qpcore.reference, qpcore.generators_general; "
+    code = ("import sys, qpcore, qpcore.testkit.reference, qpcore.testkit.generators_general; "
             "sys.exit('clarabel imported' if 'clarabel' in sys.modules else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr

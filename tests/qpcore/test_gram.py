@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qpcore import ProblemError, QOperator
-from qpcore.gram import GramQ
+from qpcore.backends.gram import GramQ
 
 M, N = 17, 9
 
@@ -111,7 +111,7 @@ def test_bad_input(bad: Any, match: str) -> None:
        seed=st.integers(0, 2**31))
 def test_blocked_matvec_matches_two_products(m: int, n: int, block: int, order: str, seed: int) -> None:
     """The fused Aᵀ(A x), a block of rows at a time, equals the two plain products (any block size)."""
-    import qpcore.gram as gram
+    import qpcore.backends.gram as gram
 
     rng = np.random.default_rng(seed)
     A = np.asarray(rng.standard_normal((m, n)), order=order)

@@ -13,10 +13,10 @@ from scipy.optimize import minimize
 
 import qpcore
 from qpcore import QP, ProblemError, kkt, solve_qp
-from qpcore.kkt import BOUND_BAND
-from qpcore.sparse import SparseQ
-from strategies import DenseActiveSet
-from strategies.gradient_projection import GPCG
+from qpcore.core.certificate import BOUND_BAND
+from qpcore.backends.sparse import SparseQ
+from qpcore_strategies import DenseActiveSet
+from qpcore_strategies.gradient_projection import GPCG
 
 
 def _random_qp(seed: int, n: int = 9, k: int = 6, m: int = 1) -> QP:

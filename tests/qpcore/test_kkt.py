@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from problems.random import planted_qp, random_svm_dual
+from qpcore.testkit.generators import planted_qp, random_svm_dual
 from qpcore import QP, kkt
-from qpcore.testing import planted_qps
+from qpcore.testkit.testing import planted_qps
 
 # min ½‖x‖² + cᵀx over [−1, 1]³: x* = clip(−c) = (0.5, −1, 1), g* = x* + c = (0, 1, −2)
 C3 = np.array([-0.5, 2.0, -3.0])

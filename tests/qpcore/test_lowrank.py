@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from qpcore.capabilities import cross_block, principal_block
-import qpcore.lowrank as lr
-from qpcore.lowrank import DiagPlusLowRankQ, factor_identity_plus
-from qpcore.testing import lowrank_qps
+from qpcore.backends.capabilities import cross_block, principal_block
+import qpcore.backends.lowrank as lr
+from qpcore.backends.lowrank import DiagPlusLowRankQ, factor_identity_plus
+from qpcore.testkit.testing import lowrank_qps
 
 
 def _dense(Q: DiagPlusLowRankQ) -> np.ndarray:

@@ -228,7 +228,7 @@ def test_dense_q() -> None:
 def _principal_cases() -> list[tuple[str, object, np.ndarray]]:
     import scipy.sparse as sp
 
-    from qpcore.gram import GramQ
+    from qpcore.backends.gram import GramQ
 
     rng = np.random.default_rng(2)
     X = rng.normal(size=(30, 4))
@@ -249,7 +249,7 @@ def _principal_cases() -> list[tuple[str, object, np.ndarray]]:
 
 @pytest.mark.parametrize("case", _principal_cases(), ids=lambda c: c[0])
 def test_principal_block_every_backend(case: tuple[str, object, np.ndarray]) -> None:
-    from qpcore.capabilities import principal_block
+    from qpcore.backends.capabilities import principal_block
 
     _, Q, ref = case
     idx = np.array([5, 0, 17, 5, 29])   # unordered, with a repeat
@@ -259,7 +259,7 @@ def test_principal_block_every_backend(case: tuple[str, object, np.ndarray]) -> 
 
 
 def test_principal_block_falls_back_to_rows() -> None:
-    from qpcore.capabilities import principal_block
+    from qpcore.backends.capabilities import principal_block
 
     class RowsOnly:
         capabilities: frozenset[Capability] = frozenset()   # declares no block: rows it is
@@ -299,9 +299,9 @@ def test_float32_block_compute_within_row_eps(gamma: float) -> None:
 
 @pytest.mark.parametrize("kind", ["dense", "kernel64", "kernel32", "kernel_sparse", "gram", "gram_sparse", "poly"])
 def test_cross_block_matches_rows(kind: str) -> None:
-    from qpcore.gram import GramQ
-    from qpcore.capabilities import cross_block
-    from qpcore.operators import DenseQ, Kernel, KernelQ
+    from qpcore.backends.gram import GramQ
+    from qpcore.backends.capabilities import cross_block
+    from qpcore.backends.operators import DenseQ, Kernel, KernelQ
 
     rng = np.random.default_rng(5)
     X = rng.standard_normal((60, 7))
@@ -332,7 +332,7 @@ def test_cross_block_matches_rows(kind: str) -> None:
 
 
 def test_kernel_cache_slab_views_stay_valid() -> None:
-    from qpcore.operators import Kernel, KernelQ
+    from qpcore.backends.operators import Kernel, KernelQ
 
     rng = np.random.default_rng(6)
     X = rng.standard_normal((50, 4))
@@ -426,7 +426,7 @@ def _planted(n: int, smallest: float, largest: float, seed: int = 0) -> np.ndarr
 
 
 def test_psd_check_is_relative_to_the_largest_eigenvalue() -> None:
-    from qpcore.operators import PSD_TOL
+    from qpcore.backends.operators import PSD_TOL
 
     # rounding-sized negative eigenvalues (VALUES has −1.2e-6 of the largest) are accepted ...
     assert DenseQ(_planted(40, -1e-6 * 10.8, 10.8)).psd is True
@@ -476,7 +476,7 @@ def test_psd_check_takes_the_cholesky_path_when_it_can(monkeypatch: pytest.Monke
 @pytest.mark.parametrize("seed", range(6))
 def test_psd_check_decides_by_the_ratio(seed: int) -> None:
     # planted spectra on either side of the tolerance (a factor 3 away) are judged by it
-    from qpcore.operators import negative_curvature
+    from qpcore.backends.operators import negative_curvature
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(2, 60))
@@ -494,7 +494,7 @@ def test_values_is_accepted_as_convex() -> None:
     # VALUES (Maros–Meszaros): P given to six decimals, eigenvalues down to −1.27e-5 of 10.77
     import scipy.io
 
-    from problems.data import data_dir
+    from qpcore_formulations.data.files import data_dir
 
     path = data_dir() / "maros_meszaros" / "VALUES.mat"
     if not path.exists():

@@ -11,9 +11,9 @@ import pytest
 import scipy.sparse as sp
 
 import qpcore
-from problems.random import random_box_qp
+from qpcore.testkit.generators import random_box_qp
 from qpcore import QP, DenseQ, Kernel, KernelQ, ProblemError
-from qpcore.capabilities import Operator
+from qpcore.backends.capabilities import Operator
 
 I2 = np.eye(2)
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qpcore import QP, ProblemError
-from qpcore.problem import Equality
-from qpcore.projection import (bound_start, breakpoints_box, feasible_start, project_box, project_box_equality,
+from qpcore.core.problem import Equality
+from qpcore.linalg.projection import (bound_start, breakpoints_box, feasible_start, project_box, project_box_equality,
                                project_groups, project_rows)
 
 Arr = np.ndarray
@@ -232,7 +232,7 @@ def test_breakpoints_box_matches_direct(rows: tuple[tuple[float, float, float, b
 
 
 def test_bound_steps_ratio_test() -> None:
-    from qpcore.projection import bound_steps
+    from qpcore.linalg.projection import bound_steps
 
     x = np.array([0.0, 1.0, 0.5, 2.0, 0.2])
     p = np.array([-1.0, 2.0, 0.0, 1.0, -0.1])
@@ -420,7 +420,7 @@ def test_a_model_error_is_no_verdict_of_infeasibility() -> None:
     # scipy reports HiGHS's "model error" with status 2, the status of an infeasible LP
     from types import SimpleNamespace
 
-    from qpcore.projection import _infeasible_verdict
+    from qpcore.linalg.projection import _infeasible_verdict
 
     assert not _infeasible_verdict(SimpleNamespace(status=2, message="(HiGHS Status 2: Model error)"))
     assert _infeasible_verdict(SimpleNamespace(status=2, message="The problem is infeasible. (HiGHS Status 8)"))
@@ -448,7 +448,7 @@ def mm_slack(name: str) -> QP:
     import scipy.io
     import scipy.sparse as sp
 
-    from problems.data import data_dir
+    from qpcore_formulations.data.files import data_dir
 
     path = data_dir() / "maros_meszaros" / f"{name}.mat"
     if not path.exists():

@@ -1,6 +1,6 @@
 """dense_reference, the oracle of the property tests, checked against an independent solver (OSQP).
 
-Every problem family of qpcore.testing (box, box + equality, SVM duals, nonnegative, degenerate,
+Every problem family of qpcore.testkit.testing (box, box + equality, SVM duals, nonnegative, degenerate,
 planted, low-rank), with fixed variables and zero equality coefficients turned on, is solved by
 dense_reference and by OSQP at tight tolerances (eps 1e-10, polished). The checks:
 
@@ -30,9 +30,9 @@ from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from qpcore import QP, kkt
-from qpcore.projection import project_box_equality
-from qpcore.reference import dense_reference, gradient_scale
-from qpcore.testing import box_equality_qps, box_qps, lowrank_qps, nonneg_qps, planted_qps, svm_duals
+from qpcore.linalg.projection import project_box_equality
+from qpcore.testkit.reference import dense_reference, gradient_scale
+from qpcore.testkit.testing import box_equality_qps, box_qps, lowrank_qps, nonneg_qps, planted_qps, svm_duals
 
 osqp = pytest.importorskip("osqp")
 sp = pytest.importorskip("scipy.sparse")

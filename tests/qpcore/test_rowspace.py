@@ -1,4 +1,4 @@
-"""qpcore.rowspace's in-process backend and qpcore.vectors' seam (the chunked backend's own tests
+"""qpcore.backends.rowspace's in-process backend and qpcore.backends.vectors' seam (the chunked backend's own tests
 are in test_chunked.py): a kernel runs once on the whole arrays, a distributed vector answers the
 loop's questions itself."""
 
@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from qpcore.lowrank import DiagPlusLowRankQ
-from qpcore.rowspace import LocalRows
-from qpcore.vectors import DistributedVector, all_finite, is_distributed, max_abs_diff, same_point
+from qpcore.backends.lowrank import DiagPlusLowRankQ
+from qpcore.backends.rowspace import LocalRows
+from qpcore.backends.vectors import DistributedVector, all_finite, is_distributed, max_abs_diff, same_point
 
 
 def _kernel(block: DiagPlusLowRankQ, u: np.ndarray, scale: float) -> tuple[np.ndarray, tuple[np.ndarray, float]]:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import qpcore
-from problems.random import random_box_qp
+from qpcore.testkit.generators import random_box_qp
 from qpcore import QP, Progress, ProblemError, Result, State, Status, Strategy, Work, bound_status, kkt, solve
-from qpcore.reference import assert_kkt, dense_reference
+from qpcore.testkit.reference import assert_kkt, dense_reference
 
 
 @attrs.define

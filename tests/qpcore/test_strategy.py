@@ -9,10 +9,10 @@ import pytest
 
 import qpcore
 from qpcore import QP, Capability, DenseQ, ProblemError, State, Status, Strategy, Work, bound_status
-from qpcore.capabilities import Operator, OperatorStats
-from qpcore.operators import Kernel, KernelQ
-from qpcore.rowcache import RowCache
-from qpcore.solve import iterate
+from qpcore.backends.capabilities import Operator, OperatorStats
+from qpcore.backends.operators import Kernel, KernelQ
+from qpcore.backends.rowcache import RowCache
+from qpcore.core.solve import iterate
 
 
 @attrs.define

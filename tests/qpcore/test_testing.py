@@ -1,4 +1,4 @@
-"""qpcore.testing, qpcore.reference and qpcore.generators (re-exported by problems.random): generated
+"""qpcore.testkit.testing, qpcore.testkit.reference and qpcore.testkit.generators: generated
 problems are valid (also with fixed variables and zero equality coefficients), warm starts are what
 they claim, assert_kkt catches wrong points, dense_reference is accurate."""
 
@@ -13,17 +13,16 @@ import pytest
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
-import problems.random
 import qpcore
-import qpcore.generators
-import qpcore.reference
-import qpcore.testing
-from problems.random import (planted_qp, psd_matrix, random_box_qp, random_degenerate_qp, random_nonneg_qp,
+import qpcore.testkit.generators
+import qpcore.testkit.reference
+import qpcore.testkit.testing
+from qpcore.testkit.generators import (planted_qp, psd_matrix, random_box_qp, random_degenerate_qp, random_nonneg_qp,
                              random_one_sided_qp, random_svm_dual)
 from qpcore import QP, DenseQ, Kernel, KernelQ, Result, State, Status, kkt
-from qpcore.generators import feasible_point, fix_variables, random_box_point
-from qpcore.reference import assert_kkt, dense_reference
-from qpcore.testing import box_equality_qps, box_qps, nonneg_qps, planted_qps, qps, svm_duals, warm_starts
+from qpcore.testkit.generators import feasible_point, fix_variables, random_box_point
+from qpcore.testkit.reference import assert_kkt, dense_reference
+from qpcore.testkit.testing import box_equality_qps, box_qps, nonneg_qps, planted_qps, qps, svm_duals, warm_starts
 
 
 def min_eig(qp: QP) -> tuple[float, float]:
@@ -49,16 +48,16 @@ def fake_result(qp: QP, x: np.ndarray, status: Status = Status.CONVERGED) -> Res
 
 
 def test_import_qpcore_does_not_import_testing_or_hypothesis() -> None:
-    code = ("import sys, qpcore; bad = [m for m in ('qpcore.testing', 'hypothesis') if m in sys.modules]; "
+    code = ("import sys, qpcore; bad = [m for m in ('qpcore.testkit.testing', 'hypothesis') if m in sys.modules]; "
             "sys.exit(str(bad) if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_qpcore_testing_imports_nothing_from_problems_or_strategies() -> None:
-    # qpcore is the bottom layer: its test kit draws from qpcore.generators
-    code = ("import sys, qpcore.testing, qpcore.reference; "
-            "bad = [m for m in sys.modules if m.startswith(('problems', 'strategies'))]; "
+    # qpcore is the bottom layer: its test kit draws from qpcore.testkit.generators
+    code = ("import sys, qpcore.testkit.testing, qpcore.testkit.reference; "
+            "bad = [m for m in sys.modules if m.startswith(('qpcore_formulations', 'qpcore_strategies'))]; "
             "sys.exit(str(bad) if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -66,25 +65,21 @@ def test_qpcore_testing_imports_nothing_from_problems_or_strategies() -> None:
 
 def test_qpcore_reference_needs_no_hypothesis() -> None:
     # the reference solve and the KKT assertion serve scripts and benchmarks without the test extra
-    code = ("import sys, qpcore.reference; bad = [m for m in ('qpcore.testing', 'hypothesis') if m in sys.modules]; "
+    code = ("import sys, qpcore.testkit.reference; bad = [m for m in ('qpcore.testkit.testing', 'hypothesis') if m in sys.modules]; "
             "sys.exit(str(bad) if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_the_kit_modules_do_not_share_names() -> None:
-    # each public name has one home: the strategies in qpcore.testing, the checks in qpcore.reference
-    assert not set(qpcore.testing.__all__) & set(qpcore.reference.__all__)
-    assert {"assert_kkt", "dense_reference"} <= set(qpcore.reference.__all__)
-    assert not hasattr(qpcore.testing, "dense_reference")
+    # each public name has one home: the strategies in qpcore.testkit.testing, the checks in qpcore.testkit.reference
+    assert not set(qpcore.testkit.testing.__all__) & set(qpcore.testkit.reference.__all__)
+    assert {"assert_kkt", "dense_reference"} <= set(qpcore.testkit.reference.__all__)
+    assert not hasattr(qpcore.testkit.testing, "dense_reference")
 
 
-def test_problems_random_reexports_the_generators() -> None:
-    names = [n for n in problems.random.__all__ if n != "FloatArray"]
-    assert "random_lowrank_qp" in names and "random_svm_dual" in names
-    for name in names:
-        assert getattr(problems.random, name) is getattr(qpcore.generators, name), name
-    for module in (qpcore.generators, qpcore.testing, qpcore.reference, problems.random):
+def test_test_kit_modules_export_what_they_name() -> None:
+    for module in (qpcore.testkit.generators, qpcore.testkit.testing, qpcore.testkit.reference):
         assert all(hasattr(module, n) for n in module.__all__)
 
 

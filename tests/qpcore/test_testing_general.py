@@ -1,4 +1,4 @@
-"""qpcore.testing's general QPs and the certificate on them.
+"""qpcore.testkit.testing's general QPs and the certificate on them.
 
 - the strategies (general_qps, general_problems) draw valid problems, and warm_starts is what it
   says on problems with inequality rows (feasible, or off a row while in the box and on A x = b);
@@ -31,11 +31,11 @@ from hypothesis import strategies as st
 
 import qpcore
 from qpcore import QP
-from qpcore.generators import planted_qp
-from qpcore.feasible_points import inequality_rows, lp_point
-from qpcore.generators_general import GeneralQP, planted_general_qp
-from qpcore.reference import clarabel_reference
-from qpcore.testing import general_problems, general_qps, warm_starts
+from qpcore.testkit.generators import planted_qp
+from qpcore.linalg.feasible_points import inequality_rows, lp_point
+from qpcore.testkit.generators_general import GeneralQP, planted_general_qp
+from qpcore.testkit.reference import clarabel_reference
+from qpcore.testkit.testing import general_problems, general_qps, warm_starts
 
 FloatArray = np.ndarray
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -88,7 +88,7 @@ def test_general_qps_are_valid_qps(qp: QP) -> None:
     assert isinstance(qp, QP)
     C, l, u = inequality_rows(qp)
     event(f"rows: m={min(qp.m, 2)}+ k={min(C.shape[0], 3)}+")
-    x = qpcore.generators.feasible_point(qp, seed=0)
+    x = qpcore.testkit.generators.feasible_point(qp, seed=0)
     assert qpcore.kkt(qp, x).feasible()
 
 
@@ -352,7 +352,7 @@ def _claimed(qp: QP, x: FloatArray) -> qpcore.Result:
 
 
 def test_assert_kkt_with_inequality_rows() -> None:
-    from qpcore.reference import assert_kkt
+    from qpcore.testkit.reference import assert_kkt
 
     p = planted_general_qp(6, 1, 3, seed=1, p_active=1.0)
     qp = p.qp()

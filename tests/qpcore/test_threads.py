@@ -1,4 +1,4 @@
-"""qpcore.threads: the thread decision (cores, quota, other processes' load, a user's variables, an
+"""qpcore.linalg.threads: the thread decision (cores, quota, other processes' load, a user's variables, an
 explicit count) and the context that applies it to every BLAS pool and restores them."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import qpcore
-import qpcore.threads as threads
-from qpcore.threads import THREAD_VARIABLES, blas_threads, cgroup_cpu_limit, decide_threads
+import qpcore.linalg.threads as threads
+from qpcore.linalg.threads import THREAD_VARIABLES, blas_threads, cgroup_cpu_limit, decide_threads
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 
@@ -187,14 +187,14 @@ def test_without_threadpoolctl_a_noop_with_reason(monkeypatch: pytest.MonkeyPatc
         assert d.threads is None and "threadpoolctl is not installed" in d.reason
     rng = np.random.default_rng(0)
     qp = qpcore.QP(np.eye(3), rng.standard_normal(3), -np.ones(3), np.ones(3))
-    from strategies.registry import make
+    from qpcore_strategies.registry import make
 
     res = qpcore.solve(qp, make("gpcg"), threads=1)
     assert res.stats["blas_threads"] is None and "threadpoolctl" in res.stats["blas_threads_reason"]
 
 
 def test_solve_records_and_restores(no_user_variables: None) -> None:
-    from strategies.registry import make
+    from qpcore_strategies.registry import make
 
     rng = np.random.default_rng(1)
     M = rng.standard_normal((40, 30))

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from scipy.optimize import nnls as scipy_nnls
 
 import qpcore
-from problems.least_squares import nnls
-from qpcore.reference import check_against_reference
-from qpcore.testing import box_equality_qps, box_qps, nonneg_qps, svm_duals
-from strategies.active_set import DenseActiveSet
+from qpcore_formulations.least_squares import nnls
+from qpcore.testkit.reference import check_against_reference
+from qpcore.testkit.testing import box_equality_qps, box_qps, nonneg_qps, svm_duals
+from qpcore_strategies.active_set import DenseActiveSet
 
 
 def _check(qp: qpcore.QP, rel: float = 1e-8) -> qpcore.Result:
@@ -103,7 +103,7 @@ def test_face_whose_only_direction_the_equality_forbids() -> None:
 
 
 def _linear_svm_dual(X: list[float] | list[list[float]], y: list[int], C: float, fixed: dict[int, float]) -> qpcore.QP:
-    """The C-SVC dual of a linear kernel, Q = yyᵀ ∘ XXᵀ (as ``qpcore.generators.random_svm_dual``
+    """The C-SVC dual of a linear kernel, Q = yyᵀ ∘ XXᵀ (as ``qpcore.testkit.generators.random_svm_dual``
     forms it, bit for bit), c = −1, 0 ≤ x ≤ C, yᵀx = 0, with the given variables fixed."""
     ya = np.asarray(y, dtype=np.float64)
     Xa = np.asarray(X, dtype=np.float64).reshape(ya.size, -1)

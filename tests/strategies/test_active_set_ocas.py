@@ -1,4 +1,4 @@
-"""The active-set OCAS (Xiao and Zhou 2013) as implemented in strategies.active_set_ocas.
+"""The active-set OCAS (Xiao and Zhou 2013) as implemented in qpcore_strategies.active_set_ocas.
 
 It reaches the optimum OCAS and an independent reference (OSQP on the primal QP) reach, on generated
 problems with rows of any norm, duplicated rows, per-example weights and warm starts; F(w_b) it
@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from problems.risk import HingeProblem, hinge_svm
-from strategies.active_set_ocas import ActiveSetOCAS
-from strategies.cutting_plane import OCAS, CutState
+from qpcore_formulations.risk import HingeProblem, hinge_svm
+from qpcore_strategies.active_set_ocas import ActiveSetOCAS
+from qpcore_strategies.cutting_plane import OCAS, CutState
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 

@@ -1,4 +1,4 @@
-"""The dense active set's engine for several rows (strategies.active_set_rows): the factor updated
+"""The dense active set's engine for several rows (qpcore_strategies.active_set_rows): the factor updated
 per pivot against a fresh factorization, Bland's rule against a textbook cycle, degenerate
 vertices with many redundant constraints, the exact multipliers it proposes, and small
 Maros–Meszaros problems in slack form."""
@@ -12,12 +12,12 @@ from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
 import qpcore
-import strategies.active_set_rows as engine
-from qpcore.generators_general import GeneralQP
-from qpcore.reference import clarabel_reference
-from qpcore.testing import general_problems
-from strategies.active_set import DenseActiveSet
-from strategies.active_set_rows import RowsFactor, RowsWork
+import qpcore_strategies.active_set_rows as engine
+from qpcore.testkit.generators_general import GeneralQP
+from qpcore.testkit.reference import clarabel_reference
+from qpcore.testkit.testing import general_problems
+from qpcore_strategies.active_set import DenseActiveSet
+from qpcore_strategies.active_set_rows import RowsFactor, RowsWork
 
 FloatArray = np.ndarray
 
@@ -235,7 +235,7 @@ def _maros_meszaros(name: str) -> qpcore.QP:
     """A problem of the shared Maros–Meszaros set: l ≤ A x ≤ u with the variable bounds as the last n
     rows (±1e20 = ±inf); rows with l = u become equality rows, the others inequality rows (the
     strategy sees them as slack variables)."""
-    from problems.data import data_dir
+    from qpcore_formulations.data.files import data_dir
 
     d = scipy.io.loadmat(str(data_dir() / "maros_meszaros" / f"{name}.mat"))
     P = np.asarray(d["P"].toarray(), dtype=np.float64)

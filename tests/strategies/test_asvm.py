@@ -10,14 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from problems.asvm import asvm_dual
-from problems.data import load_dataset
-from problems.random import random_lowrank_qp
-from qpcore.lowrank import DiagPlusLowRankQ
-from qpcore.reference import check_against_reference, dense_reference, gradient_scale
-from qpcore.testing import lowrank_qps, nonneg_qps
-from strategies.asvm import ASVM
-from strategies.gradient_projection import GPCG
+from qpcore_formulations.asvm import asvm_dual
+from qpcore_formulations.data.files import load_dataset
+from qpcore.testkit.generators import random_lowrank_qp
+from qpcore.backends.lowrank import DiagPlusLowRankQ
+from qpcore.testkit.reference import check_against_reference, dense_reference, gradient_scale
+from qpcore.testkit.testing import lowrank_qps, nonneg_qps
+from qpcore_strategies.asvm import ASVM
+from qpcore_strategies.gradient_projection import GPCG
 
 SAFEGUARDS = ("face_solves", "decrease_fails", "face_optimal", "face_moves", "projection_steps")
 
@@ -191,7 +191,7 @@ def test_duplicate_and_constant_columns(nu: float) -> None:
 
 
 def test_smw_fallback_is_used_and_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    import qpcore.lowrank as lr
+    import qpcore.backends.lowrank as lr
 
     def broken(*args: object, **kwargs: object) -> None:
         raise np.linalg.LinAlgError("forced")

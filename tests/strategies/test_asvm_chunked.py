@@ -1,4 +1,4 @@
-"""ASVM over row chunks on a Dask cluster (strategies.asvm over qpcore.chunked) against the in-process ASVM.
+"""ASVM over row chunks on a Dask cluster (qpcore_strategies.asvm over qpcore.backends.chunked) against the in-process ASVM.
 
 The user changes only where the data are: ``asvm_dual(dask_X, y, nu)`` instead of numpy ``X``.
 Each run here is checked against the in-process ASVM on the same numpy data (objective to 1e-9
@@ -19,10 +19,10 @@ import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
 import qpcore
-from problems.asvm import asvm_dual
-from qpcore.chunked import ChunkedVector, ClusterError
-from qpcore.reference import gradient_scale
-from strategies.asvm import ASVM
+from qpcore_formulations.asvm import asvm_dual
+from qpcore.backends.chunked import ChunkedVector, ClusterError
+from qpcore.testkit.reference import gradient_scale
+from qpcore_strategies.asvm import ASVM
 
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")

@@ -10,14 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import qpcore
-from problems.svm import csvc
-from problems.svm_family import nu_svc
-from qpcore.operators import Kernel
-from qpcore.reference import assert_kkt, dense_reference
-from qpcore.testing import svm_duals, warm_starts
-from strategies.auto import Auto, AutoWork
-from strategies.registry import make
-from strategies.smo import SMO
+from qpcore_formulations.svm import csvc
+from qpcore_formulations.svm_family import nu_svc
+from qpcore.backends.operators import Kernel
+from qpcore.testkit.reference import assert_kkt, dense_reference
+from qpcore.testkit.testing import svm_duals, warm_starts
+from qpcore_strategies.auto import Auto, AutoWork
+from qpcore_strategies.registry import make
+from qpcore_strategies.smo import SMO
 
 
 def _blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

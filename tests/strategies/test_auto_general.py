@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import HealthCheck
 
 import qpcore
-from qpcore.generators_general import GeneralQP
-from qpcore.reference import clarabel_reference
-from qpcore.testing import general_problems
-from strategies.auto import Auto
-from strategies.smo import SMO
+from qpcore.testkit.generators_general import GeneralQP
+from qpcore.testkit.reference import clarabel_reference
+from qpcore.testkit.testing import general_problems
+from qpcore_strategies.auto import Auto
+from qpcore_strategies.smo import SMO
 
 pytest.importorskip("clarabel")
 

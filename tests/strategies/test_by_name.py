@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from qpcore.problem import ProblemError
-from qpcore.solve import Strategy
-from strategies import (ASVM, Auto, BMRM, GPCG, INCAS, KERNEL_STRATEGIES, LINEAR_STRATEGIES, OCAS, SMO, ActiveSetOCAS,
+from qpcore.core.problem import ProblemError
+from qpcore.core.solve import Strategy
+from qpcore_strategies import (ASVM, Auto, BMRM, GPCG, INCAS, KERNEL_STRATEGIES, LINEAR_STRATEGIES, OCAS, SMO, ActiveSetOCAS,
                         Decomposition, DenseActiveSet, InteriorPoint, by_name)
 
 EXPECTED = {"auto": Auto, "smo": SMO, "decomposition": Decomposition, "incas": INCAS, "gpcg": GPCG, "active-set": DenseActiveSet,

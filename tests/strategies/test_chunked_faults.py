@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 import qpcore
-from problems.asvm import asvm_dual
-from problems.risk import hinge_svm
-from qpcore.chunked import ClusterError
-from strategies.asvm import ASVM
-from strategies.active_set_ocas import ActiveSetOCAS
-from strategies.cutting_plane import OCAS
+from qpcore_formulations.asvm import asvm_dual
+from qpcore_formulations.risk import hinge_svm
+from qpcore.backends.chunked import ClusterError
+from qpcore_strategies.asvm import ASVM
+from qpcore_strategies.active_set_ocas import ActiveSetOCAS
+from qpcore_strategies.cutting_plane import OCAS
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -101,7 +101,7 @@ def test_cutting_planes_survive_a_killed_worker(own_client: Any, strategy: Any) 
 def test_a_lost_source_is_a_clear_error_with_the_best_point(own_client: Any) -> None:
     """Chunks scattered from the client have no recipe: once their worker dies they cannot be
     recomputed, and the run must say so (ClusterError with the best point), not go on wrong."""
-    from problems.chunked import chunked_data  # noqa: F401  (the builder the dask path uses)
+    from qpcore_formulations.chunked import chunked_data  # noqa: F401  (the builder the dask path uses)
 
     X, y = _data(m=2000)
     # data put on the workers with scatter: no lineage to recompute them from

@@ -1,8 +1,8 @@
-"""The cutting planes' reduced solver (strategies.cut_qp.CutQP): on random Gram matrices, rank-deficient
+"""The cutting planes' reduced solver (qpcore_strategies.cut_qp.CutQP): on random Gram matrices, rank-deficient
 (more cuts than dimensions), with duplicated and nearly parallel cuts, every answer is feasible
 exactly and optimal to its tolerance by the Frank–Wolfe gap computed from G here, agrees with the
 dense active set on the same problem as a qpcore QP, and stays so when warm-started across
-appends, removals and aggregations of the cut model (strategies.cut_store.Cuts)."""
+appends, removals and aggregations of the cut model (qpcore_strategies.cut_store.Cuts)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from strategies import DenseActiveSet
-from strategies.cut_qp import SLACK, CutQP
-from strategies.cut_store import Cuts
+from qpcore_strategies import DenseActiveSet
+from qpcore_strategies.cut_qp import SLACK, CutQP
+from qpcore_strategies.cut_store import Cuts
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 
@@ -171,8 +171,8 @@ def test_pivot_limit_keeps_feasibility() -> None:
 def test_default_and_dense_inner_agree(variant: str) -> None:
     """The cutting planes with the kept-factor solver and with the dense active set reach the same
     optimum, and the default counts its pivots as inner iterations."""
-    from problems.risk import hinge_svm
-    from strategies.cutting_plane import BMRM, OCAS
+    from qpcore_formulations.risk import hinge_svm
+    from qpcore_strategies.cutting_plane import BMRM, OCAS
 
     cls: Any = {"BMRM": BMRM, "OCAS": OCAS}[variant]
     rng = np.random.default_rng(5)
@@ -196,8 +196,8 @@ def test_flat_models_at_large_C_converge(variant: str, sparse: bool) -> None:
     run used to stall at a relative gap of 1e-5."""
     import scipy.sparse as sp
 
-    from problems.risk import hinge_svm
-    from strategies.cutting_plane import BMRM, OCAS
+    from qpcore_formulations.risk import hinge_svm
+    from qpcore_strategies.cutting_plane import BMRM, OCAS
 
     cls: Any = {"BMRM": BMRM, "OCAS": OCAS}[variant]
     rng = np.random.default_rng(17)

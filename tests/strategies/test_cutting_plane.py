@@ -1,5 +1,5 @@
 """Cutting planes (BMRM, OCAS, ActiveSetOCAS) on the hinge-loss linear SVM: every variant reaches its
-TolRel with a duality-gap certificate computed from the data alone (problems.risk), its objective
+TolRel with a duality-gap certificate computed from the data alone (qpcore_formulations.risk), its objective
 agrees with an exact dual solve and with LIBLINEAR's hinge-loss solution, the inner strategies give
 the same iterates, the active set matches OCAS and refreshes, cut management keeps convergence,
 honest statuses at the limits, bad input, and the exact line search against its optimality
@@ -16,12 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from problems.asvm import asvm_dual
-from problems.risk import HingeProblem, hinge_svm
-from problems.svm import csvc
-from strategies import GPCG, SMO, DenseActiveSet
-from strategies.active_set_ocas import ActiveSetOCAS
-from strategies.cutting_plane import BMRM, OCAS, CutState, line_search
+from qpcore_formulations.asvm import asvm_dual
+from qpcore_formulations.risk import HingeProblem, hinge_svm
+from qpcore_formulations.svm import csvc
+from qpcore_strategies import GPCG, SMO, DenseActiveSet
+from qpcore_strategies.active_set_ocas import ActiveSetOCAS
+from qpcore_strategies.cutting_plane import BMRM, OCAS, CutState, line_search
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 VARIANTS = {"BMRM": BMRM, "OCAS": OCAS, "ActiveSetOCAS": ActiveSetOCAS}
@@ -450,7 +450,7 @@ def test_line_search_is_exact(seed: int, n: int, dd: float, wd: float, slope: fl
 def test_cut_over_the_violators_rows(sparse: bool, fraction: float) -> None:
     """A cut's product reads only the violators' rows when they are few on a large block, and gives
     the full product's a and b (to rounding) and the rows it read."""
-    from strategies.cutting_plane_kernels import CUT_SUBSET_ROWS, _cut_of
+    from qpcore_strategies.cutting_plane_kernels import CUT_SUBSET_ROWS, _cut_of
 
     rng = np.random.default_rng(7)
     m, d = CUT_SUBSET_ROWS + 100, 6

@@ -1,4 +1,4 @@
-"""The cutting planes over row chunks on a Dask cluster (strategies.cutting_plane over qpcore.chunked), against the
+"""The cutting planes over row chunks on a Dask cluster (qpcore_strategies.cutting_plane over qpcore.backends.chunked), against the
 same strategies in process on the same numpy data, on 2 worker processes.
 
 OCAS, the active-set OCAS and BMRM reach the in-process objective (dual f(α) and primal F(w_b)) to
@@ -23,12 +23,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from problems.risk import HingeProblem, hinge_svm
-from qpcore.chunked import ChunkedRows, ChunkedVector, ClusterError, RowSpace
-from qpcore.problem import QP
-from strategies.active_set_ocas import ActiveSetOCAS
-from strategies.cutting_plane import BMRM, OCAS, CutState, line_search
-from strategies.line_search import rows_line_search
+from qpcore_formulations.risk import HingeProblem, hinge_svm
+from qpcore.backends.chunked import ChunkedRows, ChunkedVector, ClusterError, RowSpace
+from qpcore.core.problem import QP
+from qpcore_strategies.active_set_ocas import ActiveSetOCAS
+from qpcore_strategies.cutting_plane import BMRM, OCAS, CutState, line_search
+from qpcore_strategies.line_search import rows_line_search
 
 
 def _touched(qp: QP, strategy: Any, **kw: Any) -> tuple[qpcore.Result, list[int]]:

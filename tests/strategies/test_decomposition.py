@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given
 
 import qpcore
-from problems.data import load_dataset
-from problems.svm import csvc
-from qpcore.reference import assert_kkt, dense_reference
-from qpcore.testing import svm_duals
-from strategies.active_set import DenseActiveSet
-from qpcore.rules import RuleView
-from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
-from strategies.gradient_projection import GPCG
-from strategies.smo import SMO
+from qpcore_formulations.data.files import load_dataset
+from qpcore_formulations.svm import csvc
+from qpcore.testkit.reference import assert_kkt, dense_reference
+from qpcore.testkit.testing import svm_duals
+from qpcore_strategies.active_set import DenseActiveSet
+from qpcore.core.rules import RuleView
+from qpcore_strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
+from qpcore_strategies.gradient_projection import GPCG
+from qpcore_strategies.smo import SMO
 
 RULES = {
     "steepest q=4": SteepestFeasible(q=4, reuse=0.0),
@@ -216,8 +216,8 @@ def test_chunking_and_osuna_agree_with_libsvm(rule: object) -> None:
 from hypothesis import settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from qpcore.capabilities import cross_block  # noqa: E402
-from strategies import decomposition as dmod  # noqa: E402
+from qpcore.backends.capabilities import cross_block  # noqa: E402
+from qpcore_strategies import decomposition as dmod  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,7 +1,7 @@
 """Several equality rows (issue 24): general rows and disjoint groups solved, certified and checked
 against independent references.
 
-Problems come from :func:`qpcore.generators.planted_rows_qp` (the optimum planted, so its objective
+Problems come from :func:`qpcore.testkit.generators.planted_rows_qp` (the optimum planted, so its objective
 is known exactly) with 2–5 general rows or 2–3 disjoint groups, degenerate on purpose: dependent
 rows, a row whose variables are all fixed, duplicated variables, fixed variables, infinite bounds,
 ill-conditioned and singular (PSD) Q, no strict complementarity, infeasible warm starts. Each run
@@ -20,11 +20,11 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 import qpcore
-from qpcore.generators import planted_rows_qp
-from qpcore.capabilities import Operator, OperatorStats
-from qpcore.reference import dense_reference
-from strategies.active_set import DenseActiveSet
-from strategies.gradient_projection import GPCG
+from qpcore.testkit.generators import planted_rows_qp
+from qpcore.backends.capabilities import Operator, OperatorStats
+from qpcore.testkit.reference import dense_reference
+from qpcore_strategies.active_set import DenseActiveSet
+from qpcore_strategies.gradient_projection import GPCG
 
 FloatArray = np.ndarray
 
@@ -128,7 +128,7 @@ def test_gpcg_disjoint_groups(case: tuple[qpcore.QP, FloatArray, Any]) -> None:
 
 @given(rows_problems(kind="general", max_n=24))
 def test_gpcg_general_rows(case: tuple[qpcore.QP, FloatArray, Any]) -> None:
-    # general rows: the projection is the exact dual Newton method (qpcore.projection.project_rows),
+    # general rows: the projection is the exact dual Newton method (qpcore.linalg.projection.project_rows),
     # CG runs on an orthonormal basis of the rows' null space on the face, the stuck-cycle fallback
     # is the steepest feasible descent direction of a small LP
     qp, xs, x0 = case

@@ -1,6 +1,6 @@
 """Fixed variables (lb = ub) and zero equality coefficients (a_i = 0) in GPCG and DenseActiveSet.
 
-Both reach the KKT tolerance (``qpcore.reference.assert_kkt``) and the dense reference's objective
+Both reach the KKT tolerance (``qpcore.testkit.reference.assert_kkt``) and the dense reference's objective
 on box QPs and box QPs with one equality row, some variables fixed and some outside the equality;
 DenseActiveSet never releases a fixed variable. ASVM is not tested here: its problem class is
 u ≥ 0 (lb = 0, ub = inf, no equality), where no variable can be fixed.
@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from qpcore.reference import check_against_reference
-from qpcore.testing import box_equality_qps, box_qps, nonneg_qps, svm_duals
-from strategies.active_set import DenseActiveSet
-from strategies.gradient_projection import GPCG
+from qpcore.testkit.reference import check_against_reference
+from qpcore.testkit.testing import box_equality_qps, box_qps, nonneg_qps, svm_duals
+from qpcore_strategies.active_set import DenseActiveSet
+from qpcore_strategies.gradient_projection import GPCG
 
 STRATEGIES = {"gpcg": GPCG(), "dense": DenseActiveSet()}
 FRACTIONS = st.sampled_from([0.1, 0.3, 1.0])

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from scipy.optimize import lsq_linear
 
 import qpcore
-from problems.least_squares import bounded_least_squares
-from qpcore.generators import random_degenerate_qp
-from qpcore.operators import DenseQ
-from qpcore.reference import assert_kkt, check_against_reference
-from qpcore.testing import box_qps, nonneg_qps
-from strategies.gradient_projection import GPCG, _FaceFactor
+from qpcore_formulations.least_squares import bounded_least_squares
+from qpcore.testkit.generators import random_degenerate_qp
+from qpcore.backends.operators import DenseQ
+from qpcore.testkit.reference import assert_kkt, check_against_reference
+from qpcore.testkit.testing import box_qps, nonneg_qps
+from qpcore_strategies.gradient_projection import GPCG, _FaceFactor
 
 NEWTON = GPCG(face_solver="cholesky")
 

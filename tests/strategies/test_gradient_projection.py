@@ -12,23 +12,23 @@ from scipy.optimize import lsq_linear
 from scipy.optimize import nnls as scipy_nnls
 
 import qpcore
-from problems.data import load_dataset
-from problems.least_squares import bounded_least_squares, nnls
-from problems.svm import csvc
-from qpcore.gram import GramQ
-from qpcore.operators import Kernel, KernelQ
-from qpcore.reference import check_against_reference
-from qpcore.testing import box_equality_qps, box_qps, nonneg_qps, planted_qps, svm_duals
-from qpcore.optimality import projected_gradient
-from strategies.gradient_projection import GPCG, projected_search
-from strategies.smo import SMO
+from qpcore_formulations.data.files import load_dataset
+from qpcore_formulations.least_squares import bounded_least_squares, nnls
+from qpcore_formulations.svm import csvc
+from qpcore.backends.gram import GramQ
+from qpcore.backends.operators import Kernel, KernelQ
+from qpcore.testkit.reference import check_against_reference
+from qpcore.testkit.testing import box_equality_qps, box_qps, nonneg_qps, planted_qps, svm_duals
+from qpcore.core.optimality import projected_gradient
+from qpcore_strategies.gradient_projection import GPCG, projected_search
+from qpcore_strategies.smo import SMO
 
 
 def _check(qp: qpcore.QP, rel: float = 1e-8) -> qpcore.Result:
     return check_against_reference(qp, GPCG(), rel)
 
 
-# --- property tests: every shape qpcore.testing draws, condition up to 1e8 ------------------------
+# --- property tests: every shape qpcore.testkit.testing draws, condition up to 1e8 ------------------------
 
 @given(qp=box_qps())
 def test_box_kkt_and_reference(qp: qpcore.QP) -> None:
@@ -101,7 +101,7 @@ def test_box_search_finds_the_first_path_minimum(qp: qpcore.QP, seed: int, segme
 
 @given(qp=box_equality_qps(max_n=12), seed=st.integers(0, 2**32 - 1))
 def test_equality_search_stays_feasible_and_descends(qp: qpcore.QP, seed: int) -> None:
-    from qpcore.projection import project_box_equality
+    from qpcore.linalg.projection import project_box_equality
 
     rng = np.random.default_rng(seed)
     x = project_box_equality(rng.normal(size=qp.n), qp.lb, qp.ub, qp.A[0], float(qp.b[0]))[0]
@@ -245,8 +245,8 @@ def test_two_identical_general_rows() -> None:
 def test_rows_search_keeps_every_row_and_descends(seed: int, n: int, m: int, kind: str) -> None:
     # several rows: the search projects group by group, or by the dual Newton method for general
     # rows; every accepted point meets every row
-    from qpcore.generators import planted_rows_qp
-    from qpcore.projection import project
+    from qpcore.testkit.generators import planted_rows_qp
+    from qpcore.linalg.projection import project
 
     qp, _ = planted_rows_qp(max(n, m + 2), m, seed=seed, kind=kind, infinite=0.0)  # type: ignore[arg-type]
     rng = np.random.default_rng(seed)
@@ -283,7 +283,7 @@ def test_counters_are_reported() -> None:
 def test_face_basis_spans_the_rows_on_the_face() -> None:
     # dependent rows and rows that vanish on the face: the basis is orthonormal, zero off the face,
     # and spans exactly the rows restricted to it (an unpivoted QR lost that span)
-    from strategies.projected_search import _row_basis
+    from qpcore_strategies.projected_search import _row_basis
 
     rng = np.random.default_rng(3)
     n = 12
@@ -329,7 +329,7 @@ def _mm(name: str) -> tuple[qpcore.QP, dict[str, np.ndarray]]:
     the arrays in qpsolvers' terms."""
     import scipy.io
 
-    from problems.data import data_dir
+    from qpcore_formulations.data.files import data_dir
 
     path = data_dir() / "maros_meszaros" / f"{name}.mat"
     if not path.exists():

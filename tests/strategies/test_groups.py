@@ -14,13 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from qpcore.generators import psd_matrix
-from qpcore.reference import assert_kkt, dense_reference
-from qpcore.testing import warm_starts
-from strategies.active_set import DenseActiveSet
-from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
-from strategies.incas import INCAS
-from strategies.smo import SMO
+from qpcore.testkit.generators import psd_matrix
+from qpcore.testkit.reference import assert_kkt, dense_reference
+from qpcore.testkit.testing import warm_starts
+from qpcore_strategies.active_set import DenseActiveSet
+from qpcore_strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
+from qpcore_strategies.incas import INCAS
+from qpcore_strategies.smo import SMO
 
 
 @st.composite

@@ -16,17 +16,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from problems.asvm import asvm_dual
-from problems.svm import csvc
-from qpcore.problem import ProblemError
-from qpcore.state import State, Status
-from qpcore.reference import assert_kkt, dense_reference
-from qpcore.testing import box_equality_qps, box_qps, svm_duals, warm_starts
-from strategies.active_set import DenseActiveSet
-from strategies.asvm import ASVM
-from strategies.decomposition import Decomposition, SteepestFeasible
-from strategies.gradient_projection import GPCG
-from strategies.smo import SMO
+from qpcore_formulations.asvm import asvm_dual
+from qpcore_formulations.svm import csvc
+from qpcore.core.problem import ProblemError
+from qpcore.core.state import State, Status
+from qpcore.testkit.reference import assert_kkt, dense_reference
+from qpcore.testkit.testing import box_equality_qps, box_qps, svm_duals, warm_starts
+from qpcore_strategies.active_set import DenseActiveSet
+from qpcore_strategies.asvm import ASVM
+from qpcore_strategies.decomposition import Decomposition, SteepestFeasible
+from qpcore_strategies.gradient_projection import GPCG
+from qpcore_strategies.smo import SMO
 
 
 def test_issue_repro_infeasible_warm_start_is_projected() -> None:

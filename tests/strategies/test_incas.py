@@ -9,11 +9,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import qpcore
-from problems.data import load_dataset
-from problems.svm import csvc
-from qpcore.reference import assert_kkt, check_against_reference, dense_reference
-from qpcore.testing import box_equality_qps, svm_duals, warm_starts
-from strategies.incas import INCAS, INCASWork
+from qpcore_formulations.data.files import load_dataset
+from qpcore_formulations.svm import csvc
+from qpcore.testkit.reference import assert_kkt, check_against_reference, dense_reference
+from qpcore.testkit.testing import box_equality_qps, svm_duals, warm_starts
+from qpcore_strategies.incas import INCAS, INCASWork
 
 
 def _finite(qp: qpcore.QP) -> bool:
@@ -136,7 +136,7 @@ def test_incremental_resume_from_shrunk_or_stopped_state(max_iter: int | None) -
 
 
 def test_resume_falls_back_when_not_incas() -> None:
-    from strategies.smo import SMO
+    from qpcore_strategies.smo import SMO
 
     qp0, qp = _grown_svm(120, 100)
     old = qpcore.solve(qp0, SMO(), tol=1e-6)

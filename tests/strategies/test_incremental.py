@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpcore.operators import Kernel
-from qpcore.reference import dense_reference
-from strategies.incremental import IncrementalSVM
+from qpcore.backends.operators import Kernel
+from qpcore.testkit.reference import dense_reference
+from qpcore_incremental.incremental import IncrementalSVM
 
 REL = 1e-9
 
@@ -209,7 +209,7 @@ def test_learns_rows_of_sparse_arrays_and_matrices() -> None:
     import scipy.sparse as sp
 
     import qpcore
-    from strategies.incremental import IncrementalSVM
+    from qpcore_incremental.incremental import IncrementalSVM
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((30, 3))

@@ -10,9 +10,9 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from qpcore.operators import Kernel
-from qpcore.reference import dense_reference
-from strategies.incremental import IncrementalSVM
+from qpcore.backends.operators import Kernel
+from qpcore.testkit.reference import dense_reference
+from qpcore_incremental.incremental import IncrementalSVM
 
 
 def assert_optimal(m: IncrementalSVM, rel: float = 1e-9) -> None:
@@ -131,8 +131,8 @@ def test_batch_fit_on_an_ill_conditioned_cubic_kernel_is_bounded() -> None:
 def test_polish_from_a_rough_point_is_exact(iters: int) -> None:
     # the polish (M = the free α, then exact repairs) must turn any feasible point into the optimum;
     # it once let the violators not yet repaired join M with g = 0 by fiat (KKT measure 27 and 1.2)
-    from qpcore.solve import solve
-    from strategies.smo import SMO
+    from qpcore.core.solve import solve
+    from qpcore_strategies.smo import SMO
 
     m = IncrementalSVM(Kernel("poly", gamma=2.0, degree=3, coef0=1), 620.0)
     y = Y_POLY.astype(np.float64)
@@ -172,7 +172,7 @@ def test_nu_svc_batch_fit_on_far_blobs() -> None:
     # −γ(‖x‖² + ‖y‖² − 2x·y) loses digits to cancellation, so every kernel entry carries ~1e-11 and
     # g = Qα − c + ab that times ‖α‖₁ (≈ 3e4 at the C of ν = 0.5); the guard's tolerance ignored it
     # and refused the batch fit's correct state (violation 8.0e-9 > 6.2e-9 after the C path to ν)
-    from strategies.incremental import IncrementalNuSVC
+    from qpcore_incremental.incremental import IncrementalNuSVC
 
     rng = np.random.RandomState(42)
     X = rng.normal(loc=100, size=(100, 2))
@@ -180,7 +180,7 @@ def test_nu_svc_batch_fit_on_far_blobs() -> None:
     kernel = Kernel("rbf", gamma=1 / (2 * X.var()))
     # the operator declares that error (row_eps), and it bounds the entries' distance to K computed
     # from centred points (RBF is translation invariant: no cancellation there)
-    from qpcore.dynamic import DynamicKernelQ
+    from qpcore.backends.dynamic import DynamicKernelQ
 
     op = DynamicKernelQ(kernel)
     op.append(X, y)

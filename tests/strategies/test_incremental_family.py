@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpcore.operators import Kernel
-from qpcore.problem import QP, ProblemError
-from qpcore.reference import dense_reference
-from strategies.incremental import IncrementalNuSVC, IncrementalSVM
-from strategies.incremental_oneclass import IncrementalOneClass
+from qpcore.backends.operators import Kernel
+from qpcore.core.problem import QP, ProblemError
+from qpcore.testkit.reference import dense_reference
+from qpcore_incremental.incremental import IncrementalNuSVC, IncrementalSVM
+from qpcore_incremental.incremental_oneclass import IncrementalOneClass
 
 RBF = Kernel("rbf", gamma=0.5)
 

@@ -1,4 +1,4 @@
-"""Leave-one-out through M₀'s KKT inverse (strategies.incremental_loo) against the general step and
+"""Leave-one-out through M₀'s KKT inverse (qpcore_incremental.incremental_loo) against the general step and
 against refits: the same values, the state restored exactly, the margin factor never written."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-import strategies.incremental_loo as loo_mod
-from qpcore.operators import Kernel
-from strategies.incremental import IncrementalSVM
-from strategies.incremental_oneclass import IncrementalOneClass
+import qpcore_incremental.incremental_loo as loo_mod
+from qpcore.backends.operators import Kernel
+from qpcore_incremental.incremental import IncrementalSVM
+from qpcore_incremental.incremental_oneclass import IncrementalOneClass
 
 
 @st.composite

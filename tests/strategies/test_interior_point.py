@@ -1,4 +1,4 @@
-"""strategies.interior_point: the Mehrotra predictor–corrector IPM over arrays and as a strategy.
+"""qpcore_strategies.interior_point: the Mehrotra predictor–corrector IPM over arrays and as a strategy.
 
 Cross-checked against Clarabel (random general QPs, dense and sparse) and PIQP (Maros–Meszaros
 problems from the shared data); infeasible and unbounded problems end with a proved verdict;
@@ -15,12 +15,12 @@ import scipy.sparse as sp
 from hypothesis import given
 
 import qpcore
-from qpcore.generators_general import GeneralQP, planted_general_qp
-from qpcore.sparse import SparseQ
-from qpcore.state import Status
-from qpcore.testing import general_problems
-from strategies import InteriorPoint, by_name
-from strategies.interior_point import IPMCore, IPMSettings, ipm_solve
+from qpcore.testkit.generators_general import GeneralQP, planted_general_qp
+from qpcore.backends.sparse import SparseQ
+from qpcore.core.state import Status
+from qpcore.testkit.testing import general_problems
+from qpcore_strategies import InteriorPoint, by_name
+from qpcore_strategies.interior_point import IPMCore, IPMSettings, ipm_solve
 
 FEATURES: dict[str, dict[str, Any]] = {
     "box": dict(m=0, k=0, p_bound=0.6, infinite=0.0, free=0.0),
@@ -50,7 +50,7 @@ def _solve(g: GeneralQP, sparse: bool, **options: Any) -> Any:
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 @pytest.mark.parametrize("feature", sorted(FEATURES))
 def test_random_problems_agree_with_clarabel(feature: str, sparse: bool) -> None:
-    from qpcore.reference import clarabel_reference
+    from qpcore.testkit.reference import clarabel_reference
 
     kw = dict(FEATURES[feature])
     n, m, k = 24, kw.pop("m"), kw.pop("k")
@@ -264,7 +264,7 @@ MM_SMALL = ("HS21", "HS35", "HS51", "QPTEST", "GENHS28", "DUALC1", "LOTSCHD", "Q
 def _mm(name: str) -> dict[str, Any]:
     import scipy.io
 
-    from problems.data import data_dir
+    from qpcore_formulations.data.files import data_dir
 
     path = data_dir() / "maros_meszaros" / f"{name}.mat"
     if not path.exists():

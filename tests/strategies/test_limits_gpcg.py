@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import qpcore
-from qpcore.capabilities import Operator, OperatorStats
-from qpcore.operators import DenseQ, Kernel, KernelQ
-from qpcore.lowrank import DiagPlusLowRankQ
-from problems.random import random_box_qp, random_svm_dual
-from strategies.decomposition import Decomposition, SteepestFeasible
-from strategies.gradient_projection import GPCG, projected_search
+from qpcore.backends.capabilities import Operator, OperatorStats
+from qpcore.backends.operators import DenseQ, Kernel, KernelQ
+from qpcore.backends.lowrank import DiagPlusLowRankQ
+from qpcore.testkit.generators import random_box_qp, random_svm_dual
+from qpcore_strategies.decomposition import Decomposition, SteepestFeasible
+from qpcore_strategies.gradient_projection import GPCG, projected_search
 
 LIMIT = 0.5
 

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from qpcore.capabilities import Operator, OperatorStats
-from qpcore.testing import box_equality_qps, box_qps, svm_duals
-from strategies.active_set import DenseActiveSet
-from strategies.gradient_projection import GPCG
+from qpcore.backends.capabilities import Operator, OperatorStats
+from qpcore.testkit.testing import box_equality_qps, box_qps, svm_duals
+from qpcore_strategies.active_set import DenseActiveSet
+from qpcore_strategies.gradient_projection import GPCG
 
 STRATEGIES = {"gpcg": GPCG(), "dense": DenseActiveSet()}
 

@@ -1,4 +1,4 @@
-"""The exact active-set finish (strategies.polish): from loose optima of Clarabel, OSQP and PIQP
+"""The exact active-set finish (qpcore_strategies.polish): from loose optima of Clarabel, OSQP and PIQP
 to KKT residuals at rounding level, block pivoting's recovery from wrong active sets, its
 safeguard, and the rule that a finish never makes a point worse."""
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import qpcore
 from qpcore import QP
-from strategies.polish import (ROUNDING_LEVEL, Polish, PolishFinish, _Data, _QPFace, block_principal_pivoting, polish,
+from qpcore_strategies.polish import (ROUNDING_LEVEL, Polish, PolishFinish, _Data, _QPFace, block_principal_pivoting, polish,
                                polish_arrays, residuals)
 
 qpsolvers = pytest.importorskip("qpsolvers")
@@ -308,7 +308,7 @@ def test_qadlittl_face_at_rounding(start: str) -> None:
         x, lam, y, z = _solve(data, "clarabel", tol_gap_abs=1e-6, tol_gap_rel=1e-6, tol_feas=1e-6)
         multipliers: tuple[Any, ...] = (lam, y, z)
     else:
-        from strategies.interior_point import InteriorPoint
+        from qpcore_strategies.interior_point import InteriorPoint
 
         qp = qpcore.QP(data[0], *data[1:6], C=data[6], l=data[7], u=data[8])
         r = qpcore.solve(qp, InteriorPoint(), tol=1e-9)
@@ -521,7 +521,7 @@ def test_polish_stage_and_finish() -> None:
 
 def _maros_meszaros(name: str) -> Arrays:
     import scipy.io
-    from problems.data import data_dir
+    from qpcore_formulations.data.files import data_dir
 
     path = pathlib.Path(data_dir()) / "maros_meszaros" / f"{name}.mat"
     if not path.exists():
@@ -575,7 +575,7 @@ def test_maros_meszaros_all() -> None:
     input kept where the finish does not improve it), and all but QFORPLAN (17 rounds from
     PIQP's point) are polished within the default rounds. Prints the table (``pytest -s``)."""
     pytest.importorskip("piqp")
-    from problems.data import data_dir
+    from qpcore_formulations.data.files import data_dir
 
     names = sorted(p.stem for p in (pathlib.Path(data_dir()) / "maros_meszaros").glob("*.mat"))
     assert len(names) == 31

@@ -1,4 +1,4 @@
-"""The one registry of strategies (strategies.registry) and composition that keeps its word.
+"""The one registry of strategies (qpcore_strategies.registry) and composition that keeps its word.
 
 Names and options mean the same strategy everywhere (by_name, the command line, the estimators,
 the benchmarks); Decomposition takes SMO's rule names and picks an inner strategy that accepts
@@ -15,16 +15,16 @@ import pytest
 from hypothesis import given, settings
 
 import qpcore
-from problems.svm import csvc
-from qpcore.problem import ProblemError
-from qpcore.reference import assert_kkt
-from qpcore.testing import box_equality_qps
-from strategies import by_name
-from strategies.active_set import DenseActiveSet
-from strategies.active_set_ocas import ActiveSetOCAS
-from strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
-from strategies.gradient_projection import GPCG
-from strategies.registry import (
+from qpcore_formulations.svm import csvc
+from qpcore.core.problem import ProblemError
+from qpcore.testkit.reference import assert_kkt
+from qpcore.testkit.testing import box_equality_qps
+from qpcore_strategies import by_name
+from qpcore_strategies.active_set import DenseActiveSet
+from qpcore_strategies.active_set_ocas import ActiveSetOCAS
+from qpcore_strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
+from qpcore_strategies.gradient_projection import GPCG
+from qpcore_strategies.registry import (
     KERNEL_STRATEGIES,
     LINEAR_STRATEGIES,
     REGISTRY,
@@ -34,7 +34,7 @@ from strategies.registry import (
     parse_spec,
     settings as spec_settings,
 )
-from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule
+from qpcore_strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule
 
 
 def _svm(n: int = 60, seed: int = 0) -> qpcore.QP:

@@ -9,12 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import qpcore
-from qpcore.rules import RuleView
-from problems.data import load_dataset
-from problems.svm import csvc, fixed_threshold_svm
-from qpcore.reference import assert_kkt, dense_reference
-from qpcore.testing import svm_duals
-from strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule, SMOWork, make_rule
+from qpcore.core.rules import RuleView
+from qpcore_formulations.data.files import load_dataset
+from qpcore_formulations.svm import csvc, fixed_threshold_svm
+from qpcore.testkit.reference import assert_kkt, dense_reference
+from qpcore.testkit.testing import svm_duals
+from qpcore_strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule, SMOWork, make_rule
 
 RULES = ["wss2", "mvp", "platt"]
 

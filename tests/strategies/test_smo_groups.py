@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import qpcore
-from problems.svm import csvc
-from problems.svm_family import nu_svc
-from qpcore.operators import Kernel
-from qpcore.reference import assert_kkt, dense_reference
-from strategies.smo import SMO
+from qpcore_formulations.svm import csvc
+from qpcore_formulations.svm_family import nu_svc
+from qpcore.backends.operators import Kernel
+from qpcore.testkit.reference import assert_kkt, dense_reference
+from qpcore_strategies.smo import SMO
 
 
 def two_class(n: int, seed: int, shift: float = 1.2) -> tuple[np.ndarray, np.ndarray]:

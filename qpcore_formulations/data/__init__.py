@@ -1,0 +1,3 @@
+"""Data sets: LIBSVM/SVMlight text files, the shared real sets and Platt's synthetic sets."""
+
+__all__: list[str] = []
