@@ -1,7 +1,7 @@
-"""No import cycle in ``qpcore``, ``strategies`` or ``problems``.
+"""No import cycle in ``qpcore`` and the packages built on it, and the module paths that moved.
 
 The module import graph is built from the source (``ast``): an edge for every ``import`` of a
-module of these packages, also inside functions (a lazy import hides a cycle from the
+module of these packages (sub-packages included), also inside functions (a lazy import hides a cycle from the
 interpreter, not from the reader), but not under ``if TYPE_CHECKING:`` (annotations only).
 ``from package import name`` is an edge to the submodule when ``name`` is one, else to the
 package. The graph must be acyclic: a cycle means two modules that can only be understood (and
@@ -11,19 +11,25 @@ fixed) together, which is what the seam between the loop and the backends avoids
 from __future__ import annotations
 
 import ast
+import importlib
+import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("qpcore", "qpcore_strategies", "qpcore_formulations")
+PACKAGES = ("qpcore", "qpcore_strategies", "qpcore_incremental", "qpcore_formulations", "qpcore_train")
 
 
 def _modules() -> dict[str, Path]:
+    """Dotted name → source file of every module of :data:`PACKAGES`, sub-packages included."""
     out = {}
     for pkg in PACKAGES:
-        for path in sorted((REPO / pkg).glob("*.py")):
-            out[pkg if path.stem == "__init__" else f"{pkg}.{path.stem}"] = path
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            out[".".join(parts[:-1] if path.stem == "__init__" else parts)] = path
     return out
 
 
@@ -128,7 +134,35 @@ def test_find_cycle(graph: dict[str, set[str]], cycle: list[str] | None) -> None
 
 def test_lazy_imports_count(tmp_path: Path) -> None:
     # an import inside a function is an edge; one under TYPE_CHECKING is not
-    (tmp_path / "m.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import qpcore.kkt\n"
-                                   "def f():\n    from qpcore import solve\n    return solve\n")
-    known = {"qpcore.core.certificate": tmp_path, "qpcore.core.solve": tmp_path, "qpcore": tmp_path}
+    (tmp_path / "m.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import qpcore.core.certificate\n"
+                                   "def f():\n    from qpcore.core import solve\n    return solve\n")
+    known = {"qpcore.core.certificate": tmp_path, "qpcore.core.solve": tmp_path, "qpcore.core": tmp_path}
     assert _imports("pkg.m", tmp_path / "m.py", known) == {"qpcore.core.solve"}
+
+
+def test_certificate_module_and_kkt_function() -> None:
+    """The certificate's module is ``qpcore.core.certificate``; ``qpcore.kkt`` is the function, and
+    no module path ``qpcore.kkt`` shadows it (an import of it would rebind the attribute)."""
+    import qpcore
+    import qpcore.core.certificate as c
+
+    assert isinstance(c, types.ModuleType) and c.__name__ == "qpcore.core.certificate"
+    assert callable(qpcore.kkt) and not isinstance(qpcore.kkt, types.ModuleType)
+    assert qpcore.kkt is c.kkt and qpcore.KKT is c.KKT
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("qpcore.kkt")
+    assert qpcore.kkt is c.kkt
+
+
+@pytest.mark.parametrize(("old", "new"), [("qpcore.operators", "qpcore.backends.operators"),
+                                          ("qpcore.problem", "qpcore.core.problem")])
+def test_old_module_path_warns_and_is_the_same_module(old: str, new: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import qpcore
+
+    # a fresh import: the finder warns when it loads the alias, not on later lookups in sys.modules
+    monkeypatch.delitem(sys.modules, old, raising=False)
+    monkeypatch.delattr(qpcore, old.rpartition(".")[2], raising=False)
+    with pytest.warns(DeprecationWarning, match=rf"{re.escape(old)} is deprecated.*import {re.escape(new)}"):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(new)
+    assert module.__name__ == new and module.__spec__ is not None and module.__spec__.name == new
