@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from benchmarks import ab
+from benchmarks.harness import ab
 
 
 @pytest.mark.data

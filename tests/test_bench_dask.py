@@ -1,4 +1,4 @@
-"""Smoke tests of ``benchmarks/dask_scale.py`` (issue 16) on tiny sizes, on the session's 2-worker cluster.
+"""Smoke tests of ``benchmarks/studies/dask_scale.py`` (issue 16) on tiny sizes, on the session's 2-worker cluster.
 
 The generator: the dask array built chunk by chunk on the workers is the in-process array, whatever
 the chunking, and a smaller row count is a prefix. The benchmark's functions end to end in a
@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from benchmarks import dask_scale as ds  # noqa: E402
+from benchmarks.studies import dask_scale as ds  # noqa: E402
 
 ROWS, FEATURES, CHUNKS = 20_000, 8, 4
 #: the benchmark's tolerances, the cutting planes' loosened (each of their iterations is a few round

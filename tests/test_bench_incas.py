@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("sklearn.svm")
 pytest.importorskip("threadpoolctl")
 
-from benchmarks import incas  # noqa: E402
+from benchmarks.studies import incas  # noqa: E402
 
 ROWS = "hard_small,weak,incremental,loo,window"
 

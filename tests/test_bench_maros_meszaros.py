@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks import maros_meszaros as mm
+from benchmarks.studies import maros_meszaros as mm
 
 pytestmark = pytest.mark.data
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import qp as bench
+from benchmarks.studies import qp as bench
 
 _MODULES = {"piqp": "piqp", "proxqp": "proxsuite", "clarabel": "clarabel", "osqp": "qpsolvers",
             "daqp": "daqp", "highs": "highspy"}

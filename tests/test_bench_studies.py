@@ -36,7 +36,7 @@ def study(name: str) -> ModuleType:
     # some studies pin the BLAS thread variables at import: keep this process's as they were
     env = dict(os.environ)
     try:
-        return importlib.import_module(f"benchmarks.{name}")
+        return importlib.import_module(f"benchmarks.{'harness' if name == 'run' else 'studies'}.{name}")
     finally:
         os.environ.clear()
         os.environ.update(env)

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("sklearn.svm")
 pytest.importorskip("threadpoolctl")
 
-from benchmarks import svm_family  # noqa: E402
+from benchmarks.studies import svm_family  # noqa: E402
 from benchmarks.harness import fmt_ratio  # noqa: E402
 
 ONE_ROW = ("one-class", "epsilon-svr")     # INCAS takes these (one equality row)

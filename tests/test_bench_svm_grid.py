@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("sklearn.svm")
 pytest.importorskip("threadpoolctl")
 
-from benchmarks import svm_grid  # noqa: E402
+from benchmarks.studies import svm_grid  # noqa: E402
 from benchmarks.harness import fmt_ratio  # noqa: E402
 
 N = 300

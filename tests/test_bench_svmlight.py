@@ -1,8 +1,8 @@
-"""The SVMlight anchor (benchmarks/anchor_svmlight.py).
+"""The SVMlight anchor (benchmarks/anchors/svmlight.py).
 
 The model-file parser, the objective from a model, the data writer and the command line run
 always (hand-written files, no binary). The runs of ``svm_learn`` itself skip unless
-``bash benchmarks/setup_svmlight.sh`` has built it; nothing here builds it.
+``bash benchmarks/anchors/setup_svmlight.sh`` has built it; nothing here builds it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from benchmarks import anchor_svmlight as sl
+from benchmarks.anchors import svmlight as sl
 from qpcore import Kernel
 
 # A hand-written V6.02 RBF model: two support vectors, coefficients α·y = 0.5 and −0.5, b = 0.25,
@@ -135,7 +135,7 @@ def test_timeout_is_reported_as_stopped(tmp_path: Path) -> None:
 # --- with the binary ---------------------------------------------------------------------------
 
 needs_binary = pytest.mark.skipif(sl.find_svm_learn() is None,
-                                  reason="SVMlight not built: bash benchmarks/setup_svmlight.sh")
+                                  reason="SVMlight not built: bash benchmarks/anchors/setup_svmlight.sh")
 
 
 def _svc_objective(X: np.ndarray, y: np.ndarray, C: float, kernel: Kernel, tol: float) -> float:
@@ -183,7 +183,7 @@ def test_incas_hard_rows_have_an_svmlight_column(built: bool, tmp_path: Path,
     pytest.importorskip("threadpoolctl")
     import json
 
-    from benchmarks import incas
+    from benchmarks.studies import incas
 
     if not built:
         monkeypatch.setenv("QPCORE_SVMLIGHT_DIR", str(tmp_path / "absent"))

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build SVMlight V6.02's `svm_learn` for the benchmarks (an anchor beside LIBSVM; issue 26).
 #
-#   bash benchmarks/setup_svmlight.sh            # build once; later runs only check the binary
-#   bash benchmarks/setup_svmlight.sh --force    # rebuild
+#   bash benchmarks/anchors/setup_svmlight.sh            # build once; later runs only check the binary
+#   bash benchmarks/anchors/setup_svmlight.sh --force    # rebuild
 #
 # What it does (docs/benchmarks/svmlight.md):
 #   1. `pip download --no-binary :all: --no-deps svmlight==0.4`: the sdist of the Python binding,
@@ -12,7 +12,7 @@
 #      the alternative back end; svm_classify.c is the other program);
 #   3. the executable and a BUILD_INFO file go to the cache folder
 #         $QPCORE_SVMLIGHT_DIR, else ${XDG_CACHE_HOME:-~/.cache}/qpcore/svmlight
-#      which is where benchmarks/anchor_svmlight.py looks for `svm_learn`.
+#      which is where benchmarks/anchors/svmlight.py looks for `svm_learn`.
 # Nothing of SVMlight enters the repository: its licence allows non-commercial use and forbids
 # redistributing modified copies, so each machine fetches and builds its own.
 # Idempotent: with the binary present and built from the pinned sdist, it does nothing.

@@ -1,6 +1,6 @@
 """SVMlight V6.02 (Joachims) as a benchmark anchor: run ``svm_learn``, read its model, judge it.
 
-    bash benchmarks/setup_svmlight.sh        # once per machine: builds svm_learn into the cache
+    bash benchmarks/anchors/setup_svmlight.sh        # once per machine: builds svm_learn into the cache
     python -m benchmarks.anchor_svmlight --rows 3185 --gamma 0.01 -C 100 --tol 1e-6   # one run, printed
 
 Scheinberg compared INCAS with SVMlight, so the INCAS study (:mod:`benchmarks.incas`) runs it
@@ -54,7 +54,7 @@ from qpcore.backends.operators import KernelName
 FloatArray = NDArray[np.float64]
 
 VERSION = "V6.02"
-SETUP = "bash benchmarks/setup_svmlight.sh"
+SETUP = "bash benchmarks/anchors/setup_svmlight.sh"
 
 # SVMlight's kernel types (-t) by our kernel names; poly and sigmoid use -s for γ and -r for coef0
 _KERNEL_TYPE: dict[KernelName, int] = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     if find_svm_learn() is None:
         print(missing_message(), file=sys.stderr)
         return 2
-    from benchmarks.svm import judge
+    from benchmarks.studies.svm import judge
     from qpcore_formulations.data.files import load_dataset
     from qpcore_formulations.svm import csvc
     from qpcore import Kernel

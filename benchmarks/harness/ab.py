@@ -39,16 +39,33 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GAMMA = {"adult": 0.05, "ijcnn1": 1.0}
 DEFAULT_ROWS = ("smo:adult:8000,smo:ijcnn1:20000,decomp:adult:8000,asvm:adult,asvm:ijcnn1,ocas:reuters,ocas:adult,"
                 "gpcg:box:2000,dask-asvm:7m")
 
 
-def _dataset(name: str, n: int | None) -> tuple[Any, Any]:
-    from qpcore_formulations.data.files import load_dataset
+# the package names of a checkout: strategies → qpcore_strategies and problems → qpcore_formulations
+# in 0e04592, so a base before it (the default a09b887) is imported by its old names
+NEW_NAMES = {"strategies": "qpcore_strategies", "formulations": "qpcore_formulations",
+             "datasets": "qpcore_formulations.data.files"}
+OLD_NAMES = {"strategies": "strategies", "formulations": "problems", "datasets": "problems.datasets"}
 
-    X, y = load_dataset(name)
+
+def _module(root: str, kind: str, sub: str = "") -> Any:
+    """The module ``kind`` (+ ``.sub``) of the checkout at ``root``, by that checkout's names; it
+    must come from ``root`` (not from the editable install of the working tree)."""
+    import importlib
+
+    names = NEW_NAMES if (Path(root) / "qpcore_strategies").is_dir() else OLD_NAMES
+    mod = importlib.import_module(names[kind] + (f".{sub}" if sub else ""))
+    if not Path(mod.__file__ or "").resolve().is_relative_to(Path(root).resolve()):
+        raise SystemExit(f"imported {mod.__file__}, not from {root}")
+    return mod
+
+
+def _dataset(root: str, name: str, n: int | None) -> tuple[Any, Any]:
+    X, y = _module(root, "datasets").load_dataset(name)
     return (X[:n], y[:n]) if n else (X, y)
 
 
@@ -93,33 +110,25 @@ def child(root: str, kind: str, data: str, n: int | None) -> None:
 
     client = None
     if kind in ("smo", "decomp"):
-        from qpcore_formulations.svm import csvc
-
-        X, y = _dataset(data, n)
-        qp = csvc(X, y, 1.0, Kernel("rbf", gamma=GAMMA[data]), cache_bytes=200 << 20).qp
+        X, y = _dataset(root, data, n)
+        qp = _module(root, "formulations", "svm").csvc(X, y, 1.0, Kernel("rbf", gamma=GAMMA[data]), cache_bytes=200 << 20).qp
         if kind == "smo":
-            from qpcore_strategies.smo import SMO
-            strategy: Any = SMO()
+            strategy: Any = _module(root, "strategies", "smo").SMO()
         else:
-            from qpcore_strategies.decomposition import Decomposition
-            strategy = Decomposition()
+            strategy = _module(root, "strategies", "decomposition").Decomposition()
         tol = 1e-3
     elif kind == "asvm":
-        from qpcore_formulations.asvm import asvm_dual
-        from qpcore_strategies.asvm import ASVM
-
-        X, y = _dataset(data, n)
+        asvm_dual, ASVM = _module(root, "formulations", "asvm").asvm_dual, _module(root, "strategies", "asvm").ASVM
+        X, y = _dataset(root, data, n)
         qp, strategy, tol = asvm_dual(X, y, nu=2.0).qp, ASVM(), 1e-6
     elif kind == "ocas":
-        from qpcore_formulations.risk import hinge_svm
-        from qpcore_strategies.active_set import DenseActiveSet
-        from qpcore_strategies.cutting_plane import OCAS
-
-        X, y = _dataset(data, n)
+        hinge_svm = _module(root, "formulations", "risk").hinge_svm
+        DenseActiveSet = _module(root, "strategies", "active_set").DenseActiveSet
+        OCAS = _module(root, "strategies", "cutting_plane").OCAS
+        X, y = _dataset(root, data, n)
         qp, strategy, tol = hinge_svm(X, y, C=1.0, bias=1.0).qp, OCAS(inner=DenseActiveSet()), 1e-5
     elif kind == "gpcg":
-        from qpcore_strategies.gradient_projection import GPCG
-
+        GPCG = _module(root, "strategies", "gradient_projection").GPCG
         size = n or 2000
         rng = np.random.default_rng(0)
         M = rng.standard_normal((int(1.5 * size), size))
@@ -129,9 +138,7 @@ def child(root: str, kind: str, data: str, n: int | None) -> None:
     elif kind == "dask-asvm":
         import distributed
 
-        from qpcore_formulations.asvm import asvm_dual
-        from qpcore_strategies.asvm import ASVM
-
+        asvm_dual, ASVM = _module(root, "formulations", "asvm").asvm_dual, _module(root, "strategies", "asvm").ASVM
         m = int(float(data.rstrip("m")) * 1e6)
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                            env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})

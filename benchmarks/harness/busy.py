@@ -98,7 +98,7 @@ ROWS: dict[str, Row] = {
 def _svm_solvers(row: Row, n: int, threads: int | None, cache_mb: int) -> tuple[dict[str, Callable[[], dict[str, Any]]],
                                                                                Callable[[np.ndarray], float]]:
     """LIBSVM and ours on a random n-row subset (seed 0); the objective judge of a dual point."""
-    from benchmarks.svm import SVMRow, eval_problem, judge, load_row, run_libsvm
+    from benchmarks.studies.svm import SVMRow, eval_problem, judge, load_row, run_libsvm
     from qpcore_formulations.svm import csvc
     from qpcore import Kernel, solve
     from qpcore_strategies.registry import make
@@ -130,7 +130,7 @@ def _box_solvers(row: Row, n: int, threads: int | None) -> tuple[dict[str, Calla
                                                                 Callable[[np.ndarray], float]]:
     """PIQP and GPCG on ``benchmarks.qp.box_row(n)``; the objective at a point clipped to the box."""
     import qpcore
-    from benchmarks.qp import box_row, objective, peer
+    from benchmarks.studies.qp import box_row, objective, peer
     from qpcore_strategies.registry import make
 
     data = box_row(n)

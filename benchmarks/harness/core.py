@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from benchmarks.measure import REPO, PeakMemory, machine_info, median, now_iso
+from benchmarks.harness.measure import REPO, PeakMemory, machine_info, median, now_iso
 
 __all__ = ["LOAD_MARGIN", "LOAD_TAU", "LoadMeter", "OTHERS_MARGIN", "PeakMemory", "REPO", "Runs", "Timing",
            "add_run_arguments", "append_jsonl", "blas_threads", "blas_threads_under", "busy_seconds", "clean",

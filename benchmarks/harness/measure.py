@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -166,7 +166,7 @@ def _machine_line(recs: list[Record]) -> str:
 
 
 def _shown(path: Path) -> str:
-    from benchmarks.measure import REPO
+    from benchmarks.harness.measure import REPO
 
     try:
         return path.resolve().relative_to(REPO).as_posix()

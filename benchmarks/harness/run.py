@@ -26,11 +26,11 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
-from benchmarks import report  # noqa: E402
+from benchmarks.harness import report  # noqa: E402
 from benchmarks.harness import (REPO, Runs, Study, clean, command_line, interleave, log, machine_info,  # noqa: E402
                                 median, need_sklearn, now_iso, resolve_run_arguments, run_study, study_parser,
                                 thread_limit)
-from benchmarks.svm import ROWS, eval_problem, judge, load_row, reference, run_libsvm, run_ours, warm_memory  # noqa: E402
+from benchmarks.studies.svm import ROWS, eval_problem, judge, load_row, reference, run_libsvm, run_ours, warm_memory  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 LONG_RUN_S = 60.0   # a first run at least this long is not repeated (BENCHMARKS.md: median of 3 below a minute)

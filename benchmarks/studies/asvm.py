@@ -40,7 +40,7 @@ from benchmarks.harness import (Runs, Study, fmt_flag, interleave, log, median, 
                                 resolve_run_arguments, run_study, study_parser,
                                 thread_limit)
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]   # benchmarks/
 ROWS = ("adult", "ijcnn1", "synth2m")
 
 

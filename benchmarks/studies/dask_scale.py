@@ -114,7 +114,7 @@ from benchmarks.harness import (  # noqa: E402
     thread_limit,
     timed,
 )
-from benchmarks.measure import REPO, _status_kb, machine_info, median, now_iso  # noqa: E402
+from benchmarks.harness.measure import REPO, _status_kb, machine_info, median, now_iso  # noqa: E402
 
 FloatArray = NDArray[np.float64]
 
@@ -530,7 +530,7 @@ def make_strategy(name: str) -> Any:
     from qpcore_strategies.registry import make
 
     if name == "ocas-active-paper":
-        from benchmarks.ocas import make_strategy as ocas_variant
+        from benchmarks.studies.ocas import make_strategy as ocas_variant
 
         return ocas_variant("asocas-paper")
     return make(name)
@@ -599,7 +599,7 @@ def solve_run(prob: Any, family: str, strategy: str, tol: float, time_limit: flo
     steps: list[dict[str, Any]] = []
     callback = None
     if trace:
-        from benchmarks.ocas import _trace_entry
+        from benchmarks.studies.ocas import _trace_entry
 
         def callback(p: Any) -> None:
             steps.append(_trace_entry(p))
@@ -891,7 +891,7 @@ def bench_table3(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: An
     bound brackets it). Per strategy: time, status, iterations, worker peaks, and Table 3's points
     (``benchmarks.ocas.table3_points``); each active-set variant against OCAS
     (``table3_compare``, no bar: the row is dense)."""
-    from benchmarks.ocas import TABLE3_GAPS, table3_compare, table3_points, table3_summary
+    from benchmarks.studies.ocas import TABLE3_GAPS, table3_compare, table3_points, table3_summary
 
     spec = row.data
     hinge = tuple(s for s in strategies if s in T3_STRATEGIES)
@@ -1149,7 +1149,7 @@ def render(store: dict[str, Any], page: Path) -> None:
 
 def _render_table3_rows(L: list[str], table3: dict[str, Any]) -> None:
     """The table3 rows: each strategy's run, then Table 3 (``benchmarks.ocas``'s rendering)."""
-    from benchmarks.ocas import _render_table3
+    from benchmarks.studies.ocas import _render_table3
 
     L += ["## Table 3 on the cluster: active-set OCAS against OCAS", "",
           "Xiao and Zhou's Table 3 on chunked data held by the workers only (2 workers × 1 thread): the "
@@ -1336,6 +1336,6 @@ __all__ = ["DataSpec", "RowSpec", "Ctx", "ClusterSpec", "bench_compare", "bench_
            "engines_available", "parse_rows", "render", "main"]
 
 if __name__ == "__main__":
-    from benchmarks.dask_scale import main as _main    # tasks must reference an importable module, not __main__
+    from benchmarks.studies.dask_scale import main as _main    # tasks must reference an importable module, not __main__
 
     sys.exit(_main())

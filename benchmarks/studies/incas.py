@@ -5,7 +5,7 @@
     python -m benchmarks.incas --rows incremental,loo,window       # the incremental SVM
     python -m benchmarks.incas --quick                             # every row on small subsets (< 1 min)
 
-SVMlight V6.02 (issue 26; build it once with ``bash benchmarks/setup_svmlight.sh``) runs beside LIBSVM
+SVMlight V6.02 (issue 26; build it once with ``bash benchmarks/anchors/setup_svmlight.sh``) runs beside LIBSVM
 in the hard rows (RBF problems; ``--svmlight all`` adds the linear ones, ``off`` none): one run per
 pass, its ratio to LIBSVM like ours, its α judged like LIBSVM's (:mod:`benchmarks.anchor_svmlight`:
 the subprocess's wall time, ``-e tol/2``). Without the binary the table says so and the row goes on.
@@ -263,7 +263,7 @@ def eval_qp(X: Any, y: np.ndarray, spec: Spec) -> Any:
 
 
 def judge(qp: Any, x: np.ndarray) -> dict[str, float]:
-    from benchmarks.svm import judge as _judge
+    from benchmarks.studies.svm import judge as _judge
 
     return _judge(qp, np.asarray(x, dtype=np.float64))
 
@@ -303,7 +303,7 @@ def run_svmlight(X: Any, y: np.ndarray, spec: Spec, ctx: Ctx) -> dict[str, Any]:
     """SVMlight's ``svm_learn`` as a subprocess (benchmarks.anchor_svmlight): the timer covers the
     subprocess alone (its reading of the data file, the optimization, its model and α files); -e
     is tol/2 (LIBSVM's guarantee), -m the shared cache size; killed after ``--anchor-timeout``."""
-    from benchmarks.anchor_svmlight import run_svmlight as _run
+    from benchmarks.anchors.svmlight import run_svmlight as _run
 
     return _run(X, y, spec.C, spec.qkernel(), tol=spec.tol, cache_mb=ctx.cache_mb, timeout=ctx.anchor_timeout,
                 model_objective_too=False)
@@ -379,7 +379,7 @@ def bench_batch(src: Source, spec: Spec, solvers: list[str], ctx: Ctx) -> dict[s
     unavailable: dict[str, str] = {}
     fns: dict[str, Callable[[], dict[str, Any]]] = {"libsvm": lambda: run_anchor(Xin, y, spec, ctx)}
     if wants_svmlight(spec, ctx):
-        from benchmarks.anchor_svmlight import find_svm_learn, missing_message
+        from benchmarks.anchors.svmlight import find_svm_learn, missing_message
 
         if find_svm_learn() is None:
             unavailable["svmlight"] = missing_message()
@@ -1044,7 +1044,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="LIBSVM (and SVMlight) runs longer are stopped (s)")
     p.add_argument("--svmlight", default="rbf", choices=("rbf", "all", "off"),
                    help="kernels of the hard rows that also run SVMlight V6.02 (default rbf; built by "
-                        "benchmarks/setup_svmlight.sh, skipped with a message when absent)")
+                        "benchmarks/anchors/setup_svmlight.sh, skipped with a message when absent)")
     p.add_argument("--anchor-input", default="auto", choices=("auto", "dense", "sparse"),
                    help="LIBSVM's input; auto: time both once on the first problem, use the faster (ours gets the same)")
     p.add_argument("--out-dir", type=Path, default=None,

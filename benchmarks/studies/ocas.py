@@ -274,17 +274,17 @@ def real_row(name: str, n: int, C: float = 1.0, bias: float = 1.0) -> Row:
 
 
 def dense_row(rows: int, C: float = 1.0, bias: float = 1.0, seed: int = 13, name: str = "dense2m") -> Row:
-    from benchmarks.generators import DenseSpec, tall_dense
+    from benchmarks.harness.generators import DenseSpec, tall_dense
 
     spec = DenseSpec(rows=rows, seed=seed)
     X, y = tall_dense(rows, spec.features, bayes_error=spec.bayes_error, flip=spec.flip, seed=seed)
     return Row(name, X, y, C, bias,
-               f"benchmarks.generators.tall_dense({rows}, {spec.features}, bayes_error={spec.bayes_error:g}, "
+               f"benchmarks.harness.generators.tall_dense({rows}, {spec.features}, bayes_error={spec.bayes_error:g}, "
                f"flip={spec.flip:g}, seed={seed})", spec.key())
 
 
 def text_source(rows: int, seed: int = 13) -> tuple[Any, np.ndarray, Any]:
-    from benchmarks.generators import TextSpec, sparse_text
+    from benchmarks.harness.generators import TextSpec, sparse_text
 
     spec = TextSpec(rows=rows, seed=seed)
     X, y = sparse_text(rows, spec.features, nnz_per_row=spec.nnz_per_row, zipf_s=spec.zipf_s, zipf_q=spec.zipf_q,
@@ -301,7 +301,7 @@ def text_row(X: Any, y: np.ndarray, spec: Any, n: int, C: float = 1.0, bias: flo
         X, y = X[:n], y[:n]
     sub = replace(spec, rows=n)
     return Row(name, X, y, C, bias,
-               f"benchmarks.generators.sparse_text({n}, {sub.features}, nnz_per_row={sub.nnz_per_row:g}, "
+               f"benchmarks.harness.generators.sparse_text({n}, {sub.features}, nnz_per_row={sub.nnz_per_row:g}, "
                f"zipf=({sub.zipf_s:g}, {sub.zipf_q:g}), support={sub.support}, skip_top={sub.skip_top}, "
                f"flip={sub.flip:g}, seed={sub.seed})", sub.key())
 

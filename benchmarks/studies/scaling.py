@@ -30,12 +30,12 @@ import scipy.sparse as sp  # noqa: E402
 
 from benchmarks.harness import (Runs, Study, interleave, log, median, resolve_run_arguments,  # noqa: E402
                                 run_study, study_parser)
-from benchmarks.svm import make_strategy, warm_memory  # noqa: E402
+from benchmarks.studies.svm import make_strategy, warm_memory  # noqa: E402
 
 SIZES = [1605, 2265, 3185, 4781, 6414, 11221, 16101, 22697, 32561]
 KERNELS: dict[str, dict[str, Any]] = {"linear": dict(C=0.05, gamma=None), "rbf": dict(C=1.0, gamma=0.05)}
 SOLVERS = ["libsvm", "wss2", "decomp:16", "decomp:64", "decomp:256", "decomp:1024", "chunk:256"]
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]   # benchmarks/
 
 
 def _label(s: str) -> str:

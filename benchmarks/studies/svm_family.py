@@ -104,7 +104,7 @@ from benchmarks.harness import (  # noqa: E402
     thread_limit,
     summarize_runs,
 )
-from benchmarks.svm import judge  # noqa: E402
+from benchmarks.studies.svm import judge  # noqa: E402
 
 SEED = 25                      # the adult subsets: rows default_rng(SEED).permutation(n_adult)[:n]
 REF_TOL = 1e-9                 # the tight reference solve

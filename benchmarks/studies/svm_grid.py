@@ -98,7 +98,7 @@ from benchmarks.harness import (  # noqa: E402
     summarize_runs,
     thread_limit,
 )
-from benchmarks.svm import judge  # noqa: E402
+from benchmarks.studies.svm import judge  # noqa: E402
 
 __all__ = ["BAR", "C_GRID", "GAMMA_FACTORS", "QUICK_CELLS", "QUICK_N", "ROWS", "RowSpec", "cell_key", "main",
            "parse_cells", "render", "row_summary"]

@@ -132,7 +132,7 @@ def test_benchmark_quick_run_reports_the_runs_ratio(tmp_path: Any) -> None:
     pytest.importorskip("sklearn.svm")
     import json
 
-    from benchmarks import loo as bench
+    from benchmarks.studies import loo as bench
 
     out = tmp_path / "loo.json"
     assert bench.main(["--quick", "--data", "synthetic", "--C", "10", "--out", str(out)]) == 0
