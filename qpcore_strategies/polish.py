@@ -6,51 +6,25 @@ An interior point method, an ADMM code or any loose solver ends near the optimum
 constraint a little off its bound; what it has nearly found is *which* constraints are active.
 The finish takes that guess and does linear algebra:
 
-1. **Guess the active set** from the point and its multipliers, as OSQP's polish does: a bound or
-   a side of a row is active when its multiplier (of the right sign) exceeds its distance, or when
-   the distance is within ``active_tol`` (relative); fixed variables (lb = ub) and equality rows
-   (A x = b, and rows with l = u) always are. That rule compares a distance with a multiplier,
-   which depends on the units: when the first guess does not end clean, a second one puts both
-   on the problem's scale (‖x‖∞ against ‖Qx + c‖∞, ‖c‖∞). Without multipliers, least squares on
-   the face of the sides within 1e-3 (relative) give them.
-2. **Solve the face exactly**: with the free variables F and the active rows E (the equality rows
-   and the active rows of C), one factorization of the KKT matrix
-   ``[[Q_FF + ρI, E_Fᵀ], [E_F, −δI]]`` (symmetrically equilibrated first), refined iteratively
-   against the unregularized matrix and warm-started at the current point and multipliers. Each
-   refinement step is then a proximal step of the face problem, so a singular but consistent face
-   (duplicated rows, a rank-deficient Q_FF, a degenerate vertex) converges to the solution nearest
-   the start, and an unbounded face moves far along its descent direction, into the constraints
-   that the next step activates. The refinement ends only when the residual stops falling in
-   absolute terms, block by block (the active rows in their units, stationarity in the
-   gradient's), or when every row is at the rounding of its own terms: a normwise test over the
-   whole vector is dominated by multipliers of 1e7 and calls a warm start solved whose rows are
-   still off by 1e-10 (an interior point's own residual), which those multipliers turn into a
-   duality gap of 1e-7. Fixed variables and active bounds are set exactly; the multipliers of
-   the bounds are the reduced gradient at the final point. Dense LAPACK for small or dense
-   systems, scipy's sparse LU (SuperLU) otherwise.
-3. **Check** the face point with one product: the inactive sides (a free variable outside its
-   box, an inactive row outside [l, u]) and the sign of the active sides' multipliers. When some
-   are violated, **block principal pivoting** (Júdice and Pires 1994; Portugal, Júdice and
-   Vicente 1994; Kim and Park 2011) moves them all at once: a violated inactive side becomes
-   active, an active side whose multiplier has the wrong sign becomes inactive.
-   With general rows one side missing from the guess can send the face's solution through many
-   others, and exchanging all of those multiplies the violators round after round (measured on
-   random problems of 25 variables and 15 rows: from one side flipped, plain block exchanges
-   reach the optimum within 40 rounds on 40 to 75% of them; from a third flipped, on 0 to 40%).
-   So the finish keeps a feasible point (the input at first) and
-   reads the segment from it to the face's solution, issue 35's **ratio step toward the block
-   solution**: when the segment leaves the feasible set before ``ratio`` (0.9) of its length,
-   the point moves to where it leaves, only the sides met there become active (several when
-   met together), and the wrong-signed sides are released as a block. Otherwise the round is
-   the plain block exchange. (The same 300 problems, from one side to a third flipped: all
-   reach the optimum, in 2 to 8 rounds on average.)
-   **Safeguard** (Kim and Park's counter): after ``backup`` rounds in which the number of
-   violators has not fallen below its smallest value so far, single moves until it does: the
-   textbook primal active-set step (activate the sides met first, release nothing; at a
-   feasible face solution release the wrong-signed side of largest index), or, without a
-   feasible point, Murty's single principal pivot on the violator of largest index.
-   ``max_rounds`` caps the rounds of each guess, each one factorization.
-4. **Accept** the best face point met (by the residuals below) only when its residuals are
+1. **Guess the active set** from the point and its multipliers, as OSQP's polish does
+   (:func:`qpcore_strategies.block_pivoting.guess_active`): a bound or a side of a row is active
+   when its multiplier (of the right sign) exceeds its distance, or when the distance is within
+   ``active_tol`` (relative); fixed variables (lb = ub) and equality rows (A x = b, and rows with
+   l = u) always are. That rule compares a distance with a multiplier, which depends on the
+   units: when the first guess does not end clean, a second one puts both on the problem's scale
+   (‖x‖∞ against ‖Qx + c‖∞, ‖c‖∞). Without multipliers, least squares on the face of the sides
+   within 1e-3 (relative) give them.
+2. **Solve the face exactly** (:mod:`qpcore_strategies.qp_face`): one factorization of the face's
+   KKT matrix, regularized and equilibrated, refined against the unregularized matrix from the
+   current point and multipliers; a singular face converges to its solution nearest the start.
+3. **Check and move** (:func:`qpcore_strategies.block_pivoting.block_principal_pivoting`): the
+   face point is checked with one product (the inactive sides and the sign of the active sides'
+   multipliers), and the violators move in blocks (Júdice and Pires; Kim and Park's safeguard
+   with Murty's single pivot), with the ratio step toward the face's solution from a feasible
+   point (the input at first) for general rows. ``max_rounds`` caps the rounds of each guess,
+   each one factorization.
+4. **Accept** the best face point met (by the residuals,
+   :func:`qpcore_strategies.qp_face.residuals`) only when its residuals are
    smaller than the input's, or when it is the optimum's active set (no violators left) and its
    residuals are at the input's rounding level (``ROUNDING_LEVEL``, relative, or within 10× of
    the input's): an exact face has exact complementarity, which an interior point's relative
@@ -63,56 +37,37 @@ The finish takes that guess and does linear algebra:
    data's rounding (a right-hand side of 1e-15), and times a multiplier of 1e6 taken from the
    warm start it was a duality gap of 1e-9 (QBORE3D).
 
-**The guarantee relied on.** Murty's single-pivot rule (Murty 1974), and with it the safeguarded
-block method (Júdice and Pires 1994), terminates finitely on a linear complementarity problem
-with a P-matrix: a strictly convex QP with bounds only (``block_principal_pivoting`` without a
-feasible point; tested from random starts). With a feasible point, the safeguard's single moves
-are the primal active-set method, which terminates on a strictly convex problem whose steps are
-not degenerate (Nocedal and Wright, §16.5: the objective falls at every step, so no working set
-repeats). On a degenerate or singular problem (a merely semidefinite Q, rows active with a zero
-multiplier, dependent rows, more active rows than free variables) neither argument holds and
-single moves can cycle in principle; there the regularized, refined face solve still returns a
-well-defined point for every face (a solution of the face when it has one, the proximal point
-nearest the start when the face is singular), the cap on rounds ends the loop, and the
-acceptance test keeps the input whenever the finish did not improve it: **termination is
-unconditional, improvement is checked, never assumed.** In practice a guess from a point optimal
+**Termination is unconditional, improvement is checked, never assumed** (why:
+:mod:`qpcore_strategies.block_pivoting`). In practice a guess from a point optimal
 to 1e-6 is right or a few constraints off, and one to a few factorizations end it. The finish
 does not help when the free set is too large to factor, or when the guess is far from the
 optimum's active set (sets that keep changing, e.g. QFORPLAN from PIQP at 1e-6 needs 17 rounds:
 give it a tighter point, or more rounds).
 
-**Residuals** (:func:`residuals`), in the user's terms and the sign convention of
-:func:`qpcore.kkt` (stationarity Qx + c − Aᵀλ − Cᵀy − z = 0; z ≥ 0 at a lower bound, ≤ 0 at an
-upper one; y ≥ 0 where C x = l, ≤ 0 where C x = u), as qpbenchmark defines them: the primal
-residual (largest violation of the box, of A x = b and of l ≤ C x ≤ u), the dual residual
-‖Qx + c − Aᵀλ − Cᵀy − z‖∞ with the multipliers projected on their sign cones (a multiplier of an
-infinite bound is 0), and the duality gap |xᵀQx + cᵀx − bᵀλ − Σ bounds·multipliers|. Each is
-also given relative to the size of its terms; :meth:`Residuals.measure` is the largest relative
-one, which the acceptance test compares.
-
-The block loop (:func:`block_principal_pivoting`) is written over any :class:`Face`, a solver
-of the equality-constrained problem on a given set, so that the same loop serves operators whose
-faces are solved another way (a kernel SVM dual with a factor kept across block moves).
+This module is the finish's driver: :func:`polish` (a :class:`~qpcore.QP`), :func:`polish_arrays`
+(arrays), :class:`PolishFinish` (the finish as a stage other strategies run) and :class:`Polish`
+(the finish alone, as a strategy). The block loop and the residuals are re-exported here.
 """
 
 from __future__ import annotations
 
 import time
-import warnings
-from typing import Any, Callable, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal
 
 import attrs
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from numpy.typing import ArrayLike, NDArray
 
-from qpcore.core.problem import QP, ProblemError
 from qpcore.backends.sparse import matrix_of
+from qpcore.core.problem import QP, ProblemError
 from qpcore.core.state import State, Status, Work, bound_status
 from qpcore.core.strategy import Strategy
 from qpcore.linalg.threads import blas_threads
+from qpcore_strategies.block_pivoting import BPPOutcome, Face, FaceSolution, block_principal_pivoting, guess_active
+from qpcore_strategies.qp_face import (_EPS, Residuals, _cols, _cone, _Data, _norm, _Point, _QPFace, _rows,
+                                       residuals)
 
 __all__ = ["ROUNDING_LEVEL", "BPPOutcome", "Face", "FaceSolution", "Polish", "PolishFinish", "PolishResult", "Residuals",
            "block_principal_pivoting", "guess_active", "polish", "polish_arrays", "residuals"]
@@ -124,12 +79,9 @@ ROUNDING_LEVEL = 1e-12
 
 FloatArray = NDArray[np.float64]
 Int8Array = NDArray[np.int8]
-BoolArray = NDArray[np.bool_]
-IndexArray = NDArray[np.intp]
 Matrix = Any            # an ndarray or a scipy.sparse matrix
 Multipliers = tuple[Any, ...]
 
-_EPS = float(np.finfo(np.float64).eps)
 #: without multipliers, sides within this relative distance are the face of the least-squares estimate
 _NEAR = 1e-3
 #: problems with n·(n + m + k) up to this many entries are held dense
@@ -137,621 +89,7 @@ _DENSIFY = 1 << 18
 
 
 # --------------------------------------------------------------------------------------------------
-# residuals in the user's terms
-
-
-@attrs.frozen
-class Residuals:
-    """Residuals of a point and its multipliers (qpbenchmark's three measures).
-
-    Attributes
-    ----------
-    primal : float
-        Largest violation of lb ≤ x ≤ ub, A x = b and l ≤ C x ≤ u (absolute).
-    dual : float
-        ‖Qx + c − Aᵀλ − Cᵀy − z‖∞ with the multipliers projected on their sign cones.
-    gap : float
-        |xᵀQx + cᵀx − bᵀλ − (lᵀy⁺ + uᵀy⁻) − (lbᵀz⁺ + ubᵀz⁻)| with the projected multipliers.
-    primal_scale, dual_scale, gap_scale : float
-        max(1, the ∞-norms of the terms of each residual): ‖x‖, ‖Ax‖, ‖b‖, ‖Cx‖; ‖Qx‖, ‖c‖,
-        ‖Aᵀλ‖, ‖Cᵀy‖, ‖z‖; |xᵀQx|, |cᵀx|, |bᵀλ| and the bound terms.
-    """
-
-    primal: float
-    dual: float
-    gap: float
-    primal_scale: float = 1.0
-    dual_scale: float = 1.0
-    gap_scale: float = 1.0
-
-    @property
-    def relative(self) -> tuple[float, float, float]:
-        """(primal, dual, gap), each divided by its scale."""
-        return (self.primal / self.primal_scale, self.dual / self.dual_scale, self.gap / self.gap_scale)
-
-    @property
-    def measure(self) -> float:
-        """The largest relative residual (inf when any is not finite): what the finish compares."""
-        m = max(self.relative)
-        return float(m) if np.isfinite(m) else float("inf")
-
-    def __str__(self) -> str:
-        p, d, g = self.relative
-        return f"primal {self.primal:.2e} ({p:.1e} rel), dual {self.dual:.2e} ({d:.1e}), gap {self.gap:.2e} ({g:.1e})"
-
-
-def _cone(v: FloatArray, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """(v⁺ where lo is finite, v⁻ where hi is finite): a multiplier projected on its sign cone."""
-    pos = np.where(np.isfinite(lo), np.maximum(v, 0.0), 0.0)
-    neg = np.where(np.isfinite(hi), np.minimum(v, 0.0), 0.0)
-    return pos, neg
-
-
-def _bound_term(pos: FloatArray, neg: FloatArray, lo: FloatArray, hi: FloatArray) -> float:
-    """loᵀpos + hiᵀneg, with 0·inf = 0 (a projected multiplier vanishes on an infinite bound)."""
-    a = float(np.dot(np.where(pos != 0, lo, 0.0), pos))
-    b = float(np.dot(np.where(neg != 0, hi, 0.0), neg))
-    return a + b
-
-
-def _norm(v: FloatArray) -> float:
-    return float(np.abs(v).max(initial=0.0))
-
-
-def residuals(Q: Matrix, c: FloatArray, lb: FloatArray, ub: FloatArray, A: Matrix, b: FloatArray, C: Matrix,
-              l: FloatArray, u: FloatArray, x: FloatArray, lam: FloatArray, y: FloatArray,
-              z: FloatArray) -> Residuals:
-    """The residuals of ``x`` with multipliers ``(lam, y, z)`` (see :class:`Residuals`).
-
-    Parameters
-    ----------
-    Q : ndarray or scipy.sparse matrix
-        The Hessian (n × n).
-    c, lb, ub : ndarray
-        Linear term and bounds (±inf allowed).
-    A, b : matrix, ndarray
-        Equality rows (m × n) and right-hand side.
-    C, l, u : matrix, ndarray
-        Inequality rows (k × n) and their bounds (±inf allowed).
-    x, lam, y, z : ndarray
-        The point, the multipliers of A x = b, of l ≤ C x ≤ u and of the box.
-
-    Returns
-    -------
-    Residuals
-    """
-    Qx = np.asarray(Q @ x, dtype=np.float64)
-    Ax = np.asarray(A @ x, dtype=np.float64)
-    Cx = np.asarray(C @ x, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        primal = max(_norm(np.maximum(np.maximum(lb - x, x - ub), 0.0)), _norm(Ax - b),
-                     _norm(np.maximum(np.maximum(l - Cx, Cx - u), 0.0)))
-    zp, zn = _cone(z, lb, ub)
-    yp, yn = _cone(y, l, u)
-    ATl = np.asarray(A.T @ lam, dtype=np.float64)
-    CTy = np.asarray(C.T @ (yp + yn), dtype=np.float64)
-    zz = zp + zn
-    dual = _norm(Qx + c - ATl - CTy - zz)
-    xQx, cx, bl = float(x @ Qx), float(c @ x), float(b @ lam)
-    rows, box = _bound_term(yp, yn, l, u), _bound_term(zp, zn, lb, ub)
-    gap = abs(xQx + cx - bl - rows - box)
-    return Residuals(primal=primal, dual=dual, gap=gap,
-                     primal_scale=max(1.0, _norm(x), _norm(Ax), _norm(b), _norm(Cx)),
-                     dual_scale=max(1.0, _norm(Qx), _norm(c), _norm(ATl), _norm(CTy), _norm(zz)),
-                     gap_scale=max(1.0, abs(xQx), abs(cx), abs(bl), abs(rows), abs(box)))
-
-
-# --------------------------------------------------------------------------------------------------
-# block principal pivoting over any face solver
-
-
-class FaceSolution(Protocol):
-    """What :func:`block_principal_pivoting` reads of a face's solution, per complementarity pair
-    (a variable's bounds or a row's two sides): the constrained ``value`` (x_i or C_i x) and the
-    multiplier ``mult`` (≥ 0 at the lower side, ≤ 0 at the upper one)."""
-
-    @property
-    def value(self) -> FloatArray: ...
-
-    @property
-    def mult(self) -> FloatArray: ...
-
-
-S = TypeVar("S", bound=FaceSolution)
-S_co = TypeVar("S_co", bound=FaceSolution, covariant=True)
-
-
-class Face(Protocol[S_co]):
-    """A solver of the equality-constrained problem on a face.
-
-    ``solve(state)`` returns the solution with every pair in ``state`` fixed as it says: −1 at
-    its lower side, +1 at its upper side (the value pinned, the multiplier free), 0 inactive (the
-    multiplier 0, the value free).
-    """
-
-    def solve(self, state: Int8Array) -> S_co: ...
-
-
-@attrs.frozen(eq=False)
-class BPPOutcome(Generic[S]):
-    """The result of :func:`block_principal_pivoting`.
-
-    Attributes
-    ----------
-    solution : FaceSolution
-        The best face solution met (by ``score``; the last one without a score).
-    state : ndarray of int8
-        Its active set.
-    rounds : int
-        Faces solved.
-    converged : bool
-        Whether the best solution has no violator (an exact KKT point up to ``tol``).
-    violators : tuple of int
-        The number of violators after each round.
-    single_pivots : int
-        Rounds that moved one violator only (Murty's rule, the safeguard).
-    score : float
-        The best solution's score (NaN without a score function).
-    ratio_steps : int
-        Rounds that took the primal ratio step (a far face).
-    """
-
-    solution: S
-    state: Int8Array
-    rounds: int
-    converged: bool
-    violators: tuple[int, ...]
-    single_pivots: int
-    score: float
-    ratio_steps: int = 0
-
-
-def _violations(state: Int8Array, value: FloatArray, mult: FloatArray, lo: FloatArray, hi: FloatArray,
-                pinned: BoolArray, tol_value: FloatArray | float, tol_mult: float) -> tuple[IndexArray, Int8Array]:
-    """The violating pairs and the state each moves to."""
-    with np.errstate(invalid="ignore"):
-        below = (state == 0) & (value < lo - tol_value)
-        above = (state == 0) & (value > hi + tol_value)
-        release = ~pinned & (((state == -1) & (mult < -tol_mult)) | ((state == 1) & (mult > tol_mult)))
-    target = np.zeros(state.shape, dtype=np.int8)
-    target[below] = -1
-    target[above] = 1
-    return np.flatnonzero(below | above | release), target
-
-
-def block_principal_pivoting(face: Face[S], state: Int8Array, lo: FloatArray, hi: FloatArray,
-                             pinned: BoolArray, *, max_rounds: int = 10, backup: int = 3,
-                             tol_value: FloatArray | float = 0.0, tol_mult: float = 0.0,
-                             score: Callable[[S], float] | None = None,
-                             base: FloatArray | None = None, ratio: float = 0.9, band: float = 0.0,
-                             deadline: float = float("inf")) -> BPPOutcome[S]:
-    """Block principal pivoting with Kim and Park's safeguard (Murty's single pivot).
-
-    Each round solves the face that ``state`` describes, finds the pairs whose inactive side is
-    violated (value outside [lo, hi] beyond ``tol_value``) or whose active side has a multiplier
-    of the wrong sign (beyond ``tol_mult``), and moves them all. With a feasible ``base`` point,
-    a face whose solution lies far beyond the constraints (the segment from ``base`` leaves the
-    feasible set before ``ratio`` of its length) gets the ratio step instead: ``base`` moves to
-    where the segment leaves, only the sides met there (within ``band`` of the rest of the
-    segment) become active, and the wrong-signed sides are released. After ``backup`` rounds
-    without a new smallest number of violators, single moves until the number falls below that
-    smallest value again: with ``base``, the primal active-set step (the sides met first, no
-    release; at a feasible face solution, the release of the largest index), without it Murty's
-    pivot of the violator of largest index. See the module for what guarantees termination.
-
-    Parameters
-    ----------
-    face : Face
-        The face solver.
-    state : ndarray of int8
-        The starting active set, one entry per pair (−1 lower side, 0 inactive, +1 upper side).
-        Not modified.
-    lo, hi : ndarray
-        The pairs' sides (±inf allowed: an infinite side is never activated).
-    pinned : ndarray of bool
-        Pairs that never move (fixed variables, equality rows).
-    max_rounds : int
-        The most faces solved.
-    backup : int
-        Rounds of full exchanges allowed without progress before single pivots (Kim and Park's
-        p̄ = 3).
-    tol_value, tol_mult : float or ndarray
-        What counts as a violation.
-    score : callable, optional
-        Smaller is better; the outcome keeps the best-scoring solution (else the last).
-    base : ndarray, optional
-        The pairs' values at a feasible point (clipped into [lo, hi]); None: block exchanges only.
-    ratio : float
-        The fraction of the segment below which a round takes the ratio step (see above).
-    band : float
-        Sides met within ``band · (1 − α_min)`` beyond the first are activated with it.
-    deadline : float
-        A ``time.perf_counter()`` value after which no further face is solved.
-
-    Returns
-    -------
-    BPPOutcome
-    """
-    state = np.array(state, dtype=np.int8, copy=True)
-    best_count, p = np.iinfo(np.int64).max, backup
-    counts: list[int] = []
-    singles = ratio_steps = 0
-    if base is not None:
-        base = np.clip(np.asarray(base, dtype=np.float64), lo, hi)
-    best: tuple[float, S, Int8Array, bool] | None = None
-    rounds = 0
-    while rounds < max_rounds:
-        sol = face.solve(state)
-        rounds += 1
-        idx, target = _violations(state, sol.value, sol.mult, lo, hi, pinned, tol_value, tol_mult)
-        counts.append(int(idx.size))
-        s = score(sol) if score is not None else float("nan")
-        clean = idx.size == 0
-        if best is None or score is None or s < best[0] or (clean and not best[3] and not s > best[0]):
-            best = (s, sol, state.copy(), clean)
-        if clean or time.perf_counter() >= deadline:
-            break
-        # Kim and Park's counter: a new smallest number of violators earns ``backup`` more rounds
-        # of block moves; without one, single moves until it falls below that number again
-        if idx.size < best_count:
-            best_count, p = int(idx.size), backup
-            blocks = True
-        elif p > 0:
-            p -= 1
-            blocks = True
-        else:
-            blocks = False
-        primal = idx[state[idx] == 0]
-        release = idx[state[idx] != 0]
-        if base is not None and primal.size:
-            # the segment from the feasible base point to the face's solution: where it leaves
-            # the feasible set first, and how far along
-            v, b0 = sol.value[primal], base[primal]
-            side = np.where(target[primal] < 0, lo[primal], hi[primal])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                alpha = np.clip((side - b0) / (v - b0), 0.0, 1.0)
-            alpha = np.where(np.isfinite(alpha), alpha, 0.0)
-            a_min = float(alpha.min())
-            base = base + a_min * (sol.value - base)
-            if a_min < ratio or not blocks:
-                # a far face (a wrong guess runs away along a ray), or the safeguard: the primal
-                # active-set step, activating the sides met first (several when met together);
-                # a block round also releases the wrong-signed sides, a single one releases none
-                first = primal[alpha <= a_min + band * (1.0 - a_min)]
-                move = np.concatenate([first, release]) if blocks else first
-                state[move] = target[move]
-                ratio_steps += 1
-                if not blocks:
-                    singles += 1
-                continue
-        elif base is not None:
-            base = np.clip(sol.value, lo, hi)
-        if blocks:
-            move = idx
-        else:
-            # Murty: the largest index only (with a base point, no primal violator is left: the
-            # textbook primal active-set method's single release)
-            move = idx[-1:]
-            singles += 1
-        state[move] = target[move]
-    assert best is not None
-    return BPPOutcome(solution=best[1], state=best[2], rounds=rounds, converged=best[3], violators=tuple(counts),
-                      single_pivots=singles, score=best[0], ratio_steps=ratio_steps)
-
-
-# --------------------------------------------------------------------------------------------------
-# the general QP's face
-
-
-@attrs.frozen(eq=False)
-class _Data:
-    """The problem as arrays (Q, A, C dense or CSR)."""
-
-    Q: Matrix
-    c: FloatArray
-    lb: FloatArray
-    ub: FloatArray
-    A: Matrix
-    b: FloatArray
-    C: Matrix
-    l: FloatArray
-    u: FloatArray
-
-    @property
-    def n(self) -> int:
-        return int(self.c.shape[0])
-
-    @property
-    def m(self) -> int:
-        return int(self.b.shape[0])
-
-    @property
-    def k(self) -> int:
-        return int(self.l.shape[0])
-
-    @property
-    def sparse(self) -> bool:
-        return bool(sp.issparse(self.Q) or sp.issparse(self.A) or sp.issparse(self.C))
-
-    def residuals(self, x: FloatArray, lam: FloatArray, y: FloatArray, z: FloatArray) -> Residuals:
-        return residuals(self.Q, self.c, self.lb, self.ub, self.A, self.b, self.C, self.l, self.u, x, lam, y, z)
-
-    def gradient(self, x: FloatArray) -> FloatArray:
-        return np.asarray(self.Q @ x, dtype=np.float64) + self.c
-
-    def reduced(self, g: FloatArray, lam: FloatArray, y: FloatArray) -> FloatArray:
-        """g − Aᵀλ − Cᵀy: the bound multipliers that stationarity asks for."""
-        return g - np.asarray(self.A.T @ lam, dtype=np.float64) - np.asarray(self.C.T @ y, dtype=np.float64)
-
-
-@attrs.frozen(eq=False)
-class _Point:
-    """A face solution of the general QP (a :class:`FaceSolution`)."""
-
-    x: FloatArray
-    lam: FloatArray
-    y: FloatArray
-    z: FloatArray
-    value: FloatArray
-    mult: FloatArray
-    refine_residual: float
-    state: Int8Array | None = None
-
-
-def _rows(M: Matrix, idx: IndexArray) -> Matrix:
-    return M[idx]
-
-
-def _cols(M: Matrix, idx: IndexArray) -> Matrix:
-    return M[:, idx]
-
-
-def _equilibrate(K: Matrix, iterations: int = 20) -> FloatArray:
-    """Symmetric Ruiz scaling d (D K D has rows of largest entry ≈ 1); 1 on zero rows."""
-    N = K.shape[0]
-    d = np.ones(N)
-    absK = abs(K) if sp.issparse(K) else np.abs(K)
-    for _ in range(iterations):
-        if sp.issparse(absK):
-            scaled = sp.diags(d) @ absK @ sp.diags(d)
-            rmax = np.asarray(scaled.max(axis=1).toarray()).ravel()
-        else:
-            rmax = (absK * d[:, None] * d[None, :]).max(axis=1, initial=0.0)
-        rmax = np.where(rmax > 0, rmax, 1.0)
-        d = d / np.sqrt(rmax)
-        if np.abs(1.0 - rmax).max(initial=0.0) < 0.05:
-            break
-    return d
-
-
-class _QPFace:
-    """The face solver of the general QP: one factorization per face, refined (see the module)."""
-
-    def __init__(self, data: _Data, x: FloatArray, lam: FloatArray, y: FloatArray, *, reg: float,
-                 max_refine: int, method: Literal["auto", "dense", "sparse"], dense_max: int) -> None:
-        self.data = data
-        self.x, self.lam, self.y = x.copy(), lam.copy(), y.copy()
-        self.reg, self.max_refine, self.method, self.dense_max = reg, max_refine, method, dense_max
-        self.factorizations = 0
-        self.refinements = 0
-        self.sparse_factors = 0
-
-    def _kkt(self, F: IndexArray, N: IndexArray, W: IndexArray, xN: FloatArray,
-             tW: FloatArray) -> tuple[Matrix, FloatArray, FloatArray]:
-        """The unregularized KKT matrix of the face, its right-hand side, and the size of the
-        right-hand side's terms (|c_F| + |Q_FN||x_N|, |b| + |E_N||x_N|: the rounding it carries)."""
-        d = self.data
-        sparse = d.sparse
-        QF = _rows(d.Q, F)
-        QFF, QFN = _cols(QF, F), _cols(QF, N)
-        EF_parts = [_cols(d.A, F), _cols(_rows(d.C, W), F)]
-        EN_parts = [_cols(d.A, N), _cols(_rows(d.C, W), N)]
-        if sparse:
-            EF = sp.vstack([sp.csr_matrix(M) for M in EF_parts], format="csr")
-            EN = sp.vstack([sp.csr_matrix(M) for M in EN_parts], format="csr")
-            QFF, QFN = sp.csr_matrix(QFF), sp.csr_matrix(QFN)
-            K: Matrix = sp.bmat([[QFF, EF.T], [EF, None]], format="csc")
-        else:
-            EF, EN = np.vstack(EF_parts), np.vstack(EN_parts)
-            nE = EF.shape[0]
-            K = np.block([[QFF, EF.T], [EF, np.zeros((nE, nE))]])
-        r1 = -d.c[F] - np.asarray(QFN @ xN, dtype=np.float64)
-        bE = np.concatenate([d.b, tW])
-        r2 = bE - np.asarray(EN @ xN, dtype=np.float64)
-        axN = np.abs(xN)
-        t1 = np.abs(d.c[F]) + np.asarray(abs(QFN) @ axN, dtype=np.float64)
-        t2 = np.abs(bE) + np.asarray(abs(EN) @ axN, dtype=np.float64)
-        return K, np.concatenate([r1, r2]), np.concatenate([t1, t2])
-
-    def solve(self, state: Int8Array) -> _Point:
-        d = self.data
-        n, m = d.n, d.m
-        vs, rs = state[:n], state[n:]
-        F = np.flatnonzero(vs == 0)
-        N = np.flatnonzero(vs != 0)
-        W = np.flatnonzero(rs != 0)
-        xN = np.where(vs[N] < 0, d.lb[N], d.ub[N])
-        tW = np.where(rs[W] < 0, d.l[W], d.u[W])
-        K, rhs, rhs_terms = self._kkt(F, N, W, xN, tW)
-        nF = F.size
-        N_all = K.shape[0]
-        # warm start: the current point and multipliers (the unknowns are x_F and w = −(λ, y_W))
-        sol = np.concatenate([self.x[F], -self.lam, -self.y[W]])
-        if N_all:
-            sol, res = self._solve_kkt(K, rhs, sol, nF, rhs_terms)
-        else:
-            res = 0.0
-        x = np.empty(n)
-        x[N] = xN
-        x[F] = sol[:nF]
-        lam = -sol[nF:nF + m]
-        y = np.zeros(d.k)
-        y[W] = -sol[nF + m:]
-        g = d.gradient(x)
-        z = d.reduced(g, lam, y)
-        z[F] = 0.0
-        self.x, self.lam, self.y = x, lam, y
-        Cx = np.asarray(d.C @ x, dtype=np.float64)
-        return _Point(x=x, lam=lam, y=y, z=z, value=np.concatenate([x, Cx]), mult=np.concatenate([z, y]),
-                      refine_residual=res, state=np.array(state, dtype=np.int8, copy=True))
-
-    def _solve_kkt(self, K: Matrix, rhs: FloatArray, sol: FloatArray, nF: int,
-                   rhs_terms: FloatArray | None = None) -> tuple[FloatArray, float]:
-        """Solve K sol = rhs by a regularized factor of D K D and iterative refinement from ``sol``.
-
-        Two phases of refinement against the unregularized matrix. The first is the proximal
-        iteration of the module (any progress of the normwise residual continues it): it carries a
-        singular face to its solution nearest the start and an unbounded one far along its ray.
-        Its measure mixes the face's rows with its multipliers, whose entries can be 1e7 times
-        larger, so it calls a warm start solved whose constraint rows are still off by 1e-10 (the
-        interior point's own residual). The second phase refines until the residual stops
-        decreasing in absolute terms, block by block (the active constraints' rows, in their
-        units, and stationarity on the free variables, in the gradient's): a step is taken while
-        it halves one block's ∞-norm without raising the other's beyond its rounding level
-        (ε times the size of its terms, |K||sol| + the terms of ``rhs``), LAPACK's ``xGERFS``
-        rule per block.
-
-        ``rhs_terms`` (default |rhs|) is the size of the terms ``rhs`` was computed from
-        (|c_F| + |Q_FN||x_N|, |b_E| + |E_N||x_N|): a right-hand side that cancelled to a rounding
-        error carries that error.
-
-        Returns the solution and its residual relative to the rounding level: the larger of the
-        two blocks' ∞-norms, each divided by ε times the ∞-norm of its terms (≲ 1 at rounding).
-        """
-        N_all = K.shape[0]
-        use_sparse = self.method == "sparse" or (
-            self.method == "auto" and N_all > self.dense_max
-            and (K.nnz if sp.issparse(K) else np.count_nonzero(K)) <= 0.1 * N_all * N_all)
-        if use_sparse and not sp.issparse(K):
-            K = sp.csc_matrix(K)
-        elif not use_sparse and sp.issparse(K):
-            K = K.toarray()
-        dscale = _equilibrate(K)
-        signs = np.concatenate([np.ones(nF), -np.ones(N_all - nF)])
-        if use_sparse:
-            Ks = (sp.diags(dscale) @ K @ sp.diags(dscale)).tocsc()
-        else:
-            Ks = K * dscale[:, None] * dscale[None, :]
-        solve_reg = self._factor(Ks, signs, use_sparse)
-        self.factorizations += 1
-        rhs_s = dscale * rhs
-        us = sol / dscale
-        # relative to the sizes met, the start's included (a solution near 0 with a zero
-        # right-hand side is met to rounding, not to a ratio of vanishing numbers)
-        bscale = _norm(rhs_s) + _norm(us)
-
-        def resid(v: FloatArray) -> tuple[FloatArray, float]:
-            r = rhs_s - np.asarray(Ks @ v, dtype=np.float64)
-            return r, _norm(r) / max(bscale + _norm(v), np.finfo(float).tiny)
-
-        r, rel = resid(us)
-        steps = 0
-        while steps < self.max_refine and rel > 4 * _EPS:
-            trial = us + solve_reg(r)
-            steps += 1
-            r_new, rel_new = resid(trial)
-            if not rel_new < rel:
-                # no progress at all: rounding's level, or an inconsistent face (an unbounded or
-                # infeasible one), whose further steps would only drift along its null space
-                break
-            us, r, rel = trial, r_new, rel_new
-
-        # the second phase, in the unscaled system's absolute terms
-        absK = abs(K) if use_sparse else np.abs(K)
-        abs_rhs = np.abs(rhs) if rhs_terms is None else np.maximum(rhs_terms, np.abs(rhs))
-
-        def blocks(r_s: FloatArray, v: FloatArray) -> tuple[float, float, float, float, float]:
-            ra = np.abs(r_s / dscale)
-            terms = np.asarray(absK @ np.abs(v * dscale), dtype=np.float64) + abs_rhs
-            # every row at the rounding of its own terms: nothing left to refine (a row whose
-            # terms are all 0 has r = 0 exactly)
-            omega = _norm(ra / np.maximum(terms, np.finfo(float).tiny))
-            return (_norm(ra[nF:]), _norm(ra[:nF]), _EPS * _norm(terms[nF:]), _EPS * _norm(terms[:nF]), omega)
-
-        a_p, a_d, f_p, f_d, omega = blocks(r, us)
-        # residuals below ε² times the system's size count as zero (a component converging
-        # geometrically to 0 would otherwise halve its residual until the cap)
-        negligible = _EPS * max(1.0, f_p, f_d)
-        while steps < self.max_refine and omega > 2 * _EPS and max(a_p, a_d) > negligible:
-            trial = us + solve_reg(r)
-            steps += 1
-            r_new, rel_new = resid(trial)
-            b_p, b_d, g_p, g_d, omega_new = blocks(r_new, trial)
-            # against the smallest residuals so far: noise at the rounding level does not halve
-            # them round after round
-            if not (b_p <= max(a_p, g_p) and b_d <= max(a_d, g_d)
-                    and ((negligible < a_p and b_p <= 0.5 * a_p) or (negligible < a_d and b_d <= 0.5 * a_d))):
-                break
-            us, r, rel, f_p, f_d, omega = trial, r_new, rel_new, g_p, g_d, omega_new
-            a_p, a_d = min(a_p, b_p), min(a_d, b_d)
-        self.refinements += steps
-        tiny = np.finfo(float).tiny
-        return us * dscale, max(a_p / max(f_p, tiny), a_d / max(f_d, tiny))
-
-    def _factor(self, Ks: Matrix, signs: FloatArray, use_sparse: bool) -> Callable[[FloatArray], FloatArray]:
-        """The solve with the regularized matrix Ks + reg·diag(signs); a zero pivot (a Q_FF that
-        is not semidefinite) is met by a regularization 1e3 times larger once, then refused."""
-        for reg in (self.reg, 1e3 * self.reg):
-            if use_sparse:
-                try:
-                    lu = spla.splu((Ks + sp.diags(reg * signs)).tocsc())
-                except RuntimeError:
-                    continue
-                if not np.isfinite(lu.U.diagonal()).all():
-                    continue
-                self.sparse_factors += 1
-                return lambda r: np.asarray(lu.solve(r), dtype=np.float64)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", sla.LinAlgWarning)
-                fac = sla.lu_factor(Ks + np.diag(reg * signs), check_finite=False)
-            pivots = np.abs(np.diag(fac[0]))
-            if np.isfinite(pivots).all() and pivots.min(initial=1.0) > 0:
-                return lambda r: np.asarray(sla.lu_solve(fac, r, check_finite=False), dtype=np.float64)
-        raise np.linalg.LinAlgError("the face's KKT matrix is singular even regularized (Q not semidefinite?)")
-
-
-# --------------------------------------------------------------------------------------------------
-# the guess, the estimate, the driver
-
-
-def guess_active(value: FloatArray, mult: FloatArray, lo: FloatArray, hi: FloatArray, pinned: BoolArray,
-                 active_tol: float, weight: float = 1.0) -> Int8Array:
-    """The active set guessed from a point: −1 / +1 where a side is active, 0 elsewhere.
-
-    A side is active when the multiplier's part of its sign exceeds the distance to it (OSQP's
-    polish), or when the distance is within ``active_tol · max(1, |side|)``; a pinned pair
-    (lo = hi) is always at its lower side. Infinite sides are never active.
-
-    Parameters
-    ----------
-    value, mult : ndarray
-        Per pair, the constrained value and its multiplier (≥ 0 at the lower side).
-    lo, hi : ndarray
-        The sides.
-    pinned : ndarray of bool
-        Pairs with lo = hi.
-    active_tol : float
-        Relative distance within which a side counts as active whatever the multiplier.
-
-    Returns
-    -------
-    ndarray of int8
-    """
-    mult = weight * mult
-    with np.errstate(invalid="ignore"):
-        dl, du = value - lo, hi - value
-        near_l = np.isfinite(lo) & ((dl < np.maximum(mult, 0.0)) | (dl <= active_tol * np.maximum(1.0, np.abs(lo))))
-        near_u = np.isfinite(hi) & ((du < np.maximum(-mult, 0.0)) | (du <= active_tol * np.maximum(1.0, np.abs(hi))))
-    state = np.zeros(value.shape, dtype=np.int8)
-    state[near_l] = -1
-    state[near_u & ~near_l] = 1
-    # both sides near (a narrow box): the side the multiplier points to, else the nearer one
-    both = near_l & near_u
-    if both.any():
-        pick_u = np.where(mult[both] != 0, mult[both] < 0, du[both] < dl[both])
-        state[np.flatnonzero(both)[pick_u]] = 1
-    state[pinned] = -1
-    return state
+# the multipliers estimated and settled, the driver
 
 
 def _estimate(d: _Data, x: FloatArray, state: Int8Array) -> tuple[FloatArray, FloatArray, FloatArray]:
