@@ -11,11 +11,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from qpcore.backends.capabilities import Operator, OperatorStats
 from qpcore.backends.operators import Kernel, KernelQ
+from qpcore.backends.shifted import shift_diagonal
 from qpcore.core.problem import QP, ProblemError
 from qpcore.core.state import Result
 
-__all__ = ["CLASSIFIERS", "REGRESSIONS", "SVMModel", "SubsetKernelQ", "SVMProblem", "SVM_KINDS", "check_C", "check_X",
-           "csvc", "fixed_threshold_svm", "two_class_labels"]
+__all__ = ["SVMModel", "SubsetKernelQ", "SVMProblem", "check_C", "check_X", "csvc", "fixed_threshold_svm", "l2_svc",
+           "two_class_labels"]
 
 FloatArray = NDArray[np.float64]
 
@@ -71,20 +72,27 @@ def check_X(X: Any) -> Any:
     return arr
 
 
-#: The SVM types a model can be, LIBSVM's five (``svm-train -s 0..4``) and the abstract form's
-#: data description (Tax and Duin's SVDD, :func:`qpcore_formulations.svm_family.svdd`).
-SVM_KINDS = ("c-svc", "nu-svc", "one-class", "epsilon-svr", "nu-svr", "svdd")
-CLASSIFIERS = ("c-svc", "nu-svc")
-REGRESSIONS = ("epsilon-svr", "nu-svr")
+def _predicts_value(kind: str) -> bool:
+    """Whether the registered formulation ``kind`` predicts a value (a regression); a ProblemError
+    naming the formulations for any other name. The registry builds on this module: it is looked
+    up when a model asks, not imported with the module."""
+    from qpcore_formulations.formulation import Predicts, formulation
+
+    return formulation(kind).predicts is Predicts.VALUE
+
+
+def _registered(instance: Any, attribute: Any, kind: str) -> None:
+    _predicts_value(kind)
 
 
 @attrs.frozen(eq=False)
 class SVMModel:
     """A decoded SVM: f(x) = Σ_i coef_i K(sv_i, x) + bias (+ ``self_coef``·K(x, x)).
 
-    What f means depends on ``kind``: a classifier's label is ``classes[f(x) > 0]``; a novelty
-    detector (one-class, SVDD) says +1 (inlier) where f(x) > 0 and −1 elsewhere, LIBSVM's sign; a
-    regression predicts f(x) itself.
+    What f means depends on ``kind``, the formulation it was trained as
+    (:func:`qpcore_formulations.formulation.formulation`, its ``predicts``): a classifier's label is
+    ``classes[f(x) > 0]``; a novelty detector (one-class, SVDD) says +1 (inlier) where f(x) > 0 and
+    −1 elsewhere, LIBSVM's sign; a regression predicts f(x) itself.
 
     Attributes
     ----------
@@ -103,7 +111,7 @@ class SVMModel:
     w : ndarray or None
         Primal weight vector Σ α_i y_i x_i for the linear kernel, else None.
     kind : str
-        One of :data:`SVM_KINDS`.
+        The name of a registered formulation (:data:`qpcore_formulations.formulation.FORMULATIONS`).
     r : float or None
         ν-SVC's r (LIBSVM's ``si.r``): the decision was divided by it, so the margin is ±1 and
         the model is the C-SVC's at C = 1/r. None for the other kinds.
@@ -118,7 +126,7 @@ class SVMModel:
     kernel: Kernel
     classes: NDArray[Any]
     w: FloatArray | None
-    kind: str = attrs.field(default="c-svc", validator=attrs.validators.in_(SVM_KINDS))
+    kind: str = attrs.field(default="c-svc", validator=_registered)
     r: float | None = None
     self_coef: float = 0.0
 
@@ -164,7 +172,7 @@ class SVMModel:
         """Labels (classifiers, in the original values), ±1 (novelty detectors: +1 inside) or
         values (regressions)."""
         f = self.decision_function(X)
-        if self.kind in REGRESSIONS:
+        if _predicts_value(self.kind):
             return f
         out: NDArray[Any] = np.where(f > 0, self.classes[1], self.classes[0])
         return out
@@ -183,6 +191,8 @@ class SVMProblem:
     classes : the original label values [negative, positive]
     kernel : Kernel
     fixed_threshold : bool
+    kind : str
+        The formulation the decoded model is of (``c-svc``; ``l2-svc`` for :func:`l2_svc`).
     """
 
     qp: QP
@@ -191,6 +201,12 @@ class SVMProblem:
     classes: NDArray[Any]
     kernel: Kernel
     fixed_threshold: bool = False
+    kind: str = "c-svc"
+
+    @property
+    def x0(self) -> None:
+        """The start: None, the strategy's own (α = 0, feasible for every box)."""
+        return None
 
     def decode(self, result: Result, sv_tol: float = 0.0) -> SVMModel:
         """The model of a solved dual: support vectors α > sv_tol, bias = −rho from the multiplier."""
@@ -203,7 +219,15 @@ class SVMProblem:
         if self.kernel.name == "linear":
             w = np.asarray(sv.T @ coef, dtype=np.float64).ravel()
         return SVMModel(support=support, sv=sv, dual_coef=coef, bias=bias, kernel=self.kernel,
-                        classes=self.classes, w=w)
+                        classes=self.classes, w=w, kind=self.kind)
+
+
+def _training_rows(X: Any, what: str) -> Any:
+    """Checked data with at least one row: an empty X is said to be one, before the labels are read."""
+    X = check_X(X)
+    if X.shape[0] == 0:
+        raise ProblemError(f"X: no training rows (an empty data set); {what} needs samples of two classes")
+    return X
 
 
 def csvc(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, kernel: Kernel | None = None, *,
@@ -239,9 +263,9 @@ def csvc(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, kernel: Kernel | None
     Raises
     ------
     ProblemError
-        Bad data (NaN/inf, shapes), labels that are not two classes, C ≤ 0.
+        Bad data (NaN/inf, shapes, no rows), labels that are not two classes, C ≤ 0.
     """
-    X = check_X(X)
+    X = _training_rows(X, "the C-SVC")
     n = int(X.shape[0])
     ypm, classes = two_class_labels(y, n)
     Cv = check_C(C, n)
@@ -321,3 +345,58 @@ def fixed_threshold_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, kernel
                         **kw: Any) -> SVMProblem:
     """The SVM with threshold fixed at 0 (no equality constraint), Platt §2.6; see ``csvc``."""
     return csvc(X, y, C, kernel, fixed_threshold=True, **kw)
+
+
+def l2_svc(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, kernel: Kernel | None = None, *,
+           cache_bytes: int = 200 << 20, dtype: Any = np.float32, compute_dtype: Any = np.float64) -> SVMProblem:
+    """The L2-loss (squared hinge) kernel SVM's dual.
+
+    The primal min ½‖w‖² + Σ C_i ξ_i², y_i(wᵀφ(x_i) + b) ≥ 1 − ξ_i (LIBLINEAR's L2-loss SVM
+    with a kernel and a free intercept) has the dual
+
+        min ½αᵀ(yyᵀ∘K + D)α − eᵀα,  α ≥ 0,  yᵀα = 0,  D = diag(1/(2C_i)):
+
+    C-SVC's with the diagonal D added (:func:`qpcore.backends.shifted.shift_diagonal` over the
+    C-SVC's ``KernelQ``) and no upper bound. The model is C-SVC's: f(x) = Σ α_i y_i K(x_i, x) + b
+    with b from the equality's multiplier, and ξ_i = α_i/(2C_i).
+
+    The box the QP carries, α_i ≤ u_i = 2√(C_i Σ_j C_j), is never active at the optimum: the
+    primal optimum is at most its value at w = 0, b = 0 (Σ C_j), so C_i ξ_i² ≤ Σ C_j and
+    α_i = 2C_i ξ_i ≤ u_i; the QP has the unbounded dual's solution, and the strategies that need
+    finite bounds (SMO, decomposition, INCAS) take it.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse matrix
+        Training points (for a precomputed kernel: the n×n Gram matrix).
+    y : array_like
+        Labels: any two distinct values.
+    C : float or array_like
+        The loss weight, > 0 (per sample when an array).
+    kernel : Kernel, optional
+        Default RBF with gamma = 1 / n_features.
+    cache_bytes, dtype, compute_dtype :
+        The ``KernelQ``'s, as :func:`csvc` takes them.
+
+    Returns
+    -------
+    SVMProblem
+        Of kind ``l2-svc``.
+
+    Raises
+    ------
+    ProblemError
+        Bad data (NaN/inf, shapes, no rows), labels that are not two classes, C ≤ 0.
+    """
+    X = _training_rows(X, "the L2-loss SVM")
+    n = int(X.shape[0])
+    ypm, classes = two_class_labels(y, n)
+    Cv = check_C(C, n)
+    if kernel is None:
+        kernel = Kernel("rbf", gamma=1.0 / max(1, X.shape[1]))
+    K = KernelQ(X, kernel, scale=ypm, cache_bytes=cache_bytes, dtype=dtype, compute_dtype=compute_dtype)
+    Q = shift_diagonal(K, 0.5 / Cv)
+    ub = 2.0 * np.sqrt(Cv * float(Cv.sum()))
+    qp = QP(Q, -np.ones(n), np.zeros(n), ub, ypm[None, :], np.zeros(1))
+    return SVMProblem(qp=qp, X=K.X if kernel.name != "precomputed" else X, y=ypm, classes=classes, kernel=kernel,
+                      kind="l2-svc")

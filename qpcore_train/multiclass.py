@@ -1,7 +1,8 @@
 """Kernel SVMs over more than two classes: one-vs-one (LIBSVM's scheme) or one-vs-rest.
 
-:func:`train_multiclass` builds one C-SVC dual per pair of classes (or per class against the
-rest) with :func:`qpcore_formulations.svm.csvc`, solves each with any strategy, and collects the binary
+:func:`train_multiclass` builds one binary problem of a label formulation (C-SVC by default,
+:mod:`qpcore_formulations.formulation`) per pair of classes (or per class against the rest) and
+solves each with any strategy (:func:`qpcore_train.pipeline.fit_problem`), and collects the binary
 models into one :class:`MulticlassSVM`: the union of their support vectors, grouped by class as
 LIBSVM orders them, and a coefficient matrix D (support vectors × problems) with which every
 decision value of a block of points is one kernel block and one matrix product. Two classes are
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
@@ -21,10 +23,11 @@ from numpy.typing import NDArray
 
 import qpcore
 from qpcore_formulations.asvm import asvm_dual
+from qpcore_formulations.formulation import C_SVC, NU_SVC, Formulation, Predicts, formulation as formulation_of
+from qpcore_train.pipeline import fit_problem
 from qpcore_train.probability import proba_from_raw
 from qpcore_formulations.risk import hinge_svm
-from qpcore_formulations.svm import SubsetKernelQ, SVMProblem, csvc
-from qpcore_formulations.svm_family import FamilyProblem, check_nu, nu_svc
+from qpcore_formulations.svm import SubsetKernelQ
 from qpcore.core.certificate import kkt
 from qpcore.backends.operators import Kernel
 from qpcore.core.problem import QP, ProblemError
@@ -235,8 +238,9 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
                      time_limit: float | None = None, reporter: Reporter | None = None,
                      cache_bytes: int = 200 << 20, x0: list[FloatArray] | None = None,
                      nu: float | None = None, deadline: float | None = None,
-                     batched: bool | None = None) -> Trained:
-    """Train one C-SVC (or ν-SVC) per binary problem and collect them.
+                     batched: bool | None = None, formulation: Formulation | str | None = None,
+                     params: Mapping[str, Any] | None = None) -> Trained:
+    """Train one binary problem of a label formulation per pair of classes and collect them.
 
     Parameters
     ----------
@@ -247,7 +251,9 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
     classes : ndarray
         The label values, ``classes[k]`` for index k.
     C : ndarray
-        Per-sample box bound (C times class and sample weights); points with C = 0 are left out.
+        Per-sample weight (class and sample weights), the builder's ``weight``: a C-SVC's box
+        is the formulation's C times it, so with the default parameters (C = 1) it is the box
+        itself; points with weight 0 are left out.
     kernel : Kernel
     strategy : Strategy
         Solves every binary dual.
@@ -261,7 +267,7 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
         Warm starts, one per problem (ignored for a problem whose size differs).
     nu : float, optional
         Train ν-SVCs (:func:`qpcore_formulations.svm_family.nu_svc`, LIBSVM's ``-s 1``) with this ν for every
-        pair instead of C-SVCs; C then only says which points take part (C > 0).
+        pair instead of C-SVCs: the same as ``formulation="nu-svc", params={"nu": nu}``.
     deadline : float, optional
         A ``time.perf_counter()`` instant: each problem's time limit is at most the time left
         until it (a problem started after it gets a token limit and returns its start), so a
@@ -273,8 +279,13 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
         its exact gradient until it meets tol). None (default): when the strategy is SMO with
         LIBSVM's rule (the same iterates) and the data is small (classes × largest class ≤
         :data:`BATCH_ROWS`, its kernel matrix within ``cache_bytes``); True: whenever the problem
-        allows it (a PSD kernel on points, C-SVC, one-vs-one, no reporter); False: never. The
-        time limit then bounds the whole batch.
+        allows it (a PSD kernel on points, a formulation whose binary problem is C-SVC's dual,
+        one-vs-one, no reporter); False: never. The time limit then bounds the whole batch.
+    formulation : Formulation or str, optional
+        A label formulation (:mod:`qpcore_formulations.formulation`); default C-SVC (ν-SVC when
+        ``nu`` is given).
+    params : mapping, optional
+        Its parameters (the defaults for those not given; ``nu`` joins them).
 
     Returns
     -------
@@ -283,35 +294,40 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
     Raises
     ------
     ProblemError
-        Fewer than two classes with C > 0, an empty problem, or anything ``csvc`` refuses.
+        Fewer than two classes with weight > 0, an empty problem, parameters or a pair the
+        formulation refuses, or anything its builder refuses;
+        :class:`qpcore_train.pipeline.Refused` when the strategy cannot take a problem.
     """
+    form = formulation_of(formulation if formulation is not None else (NU_SVC if nu is not None else C_SVC))
+    if form.predicts is not Predicts.LABEL:
+        raise ProblemError(f"formulation: {form.name} predicts a {form.predicts.value}, not a label: "
+                           "qpcore_train.fit.fit_formulation trains it over all rows")
     n_classes = int(classes.size)
     keep = C > 0
     if n_classes < 2 or np.unique(y_idx[keep]).size < 2:
         raise ProblemError(f"y: training needs samples of at least two classes with C > 0, got "
                            f"{np.unique(y_idx[keep]).size} class")
+    values = form.params({**(params or {}), **({} if nu is None else {"nu": nu})})
     pairs = problems_of(n_classes, scheme)
-    if nu is not None:
-        nu = check_nu(nu)
-        counts = np.bincount(y_idx[keep], minlength=n_classes)
-        for i, j in pairs:      # every pair before any work, as svm_check_parameter does
-            ni, nj = int(counts[i]), int(counts[j]) if j >= 0 else int(counts.sum() - counts[i])
-            if nu * (ni + nj) / 2.0 > min(ni, nj):
-                other = str(classes[j]) if j >= 0 else "the rest"
-                raise ProblemError(f"nu: specified nu is infeasible for classes {classes[i]} ({ni} rows) and "
-                                   f"{other} ({nj} rows); take ν ≤ "
-                                   f"{2.0 * min(ni, nj) / (ni + nj):.6g}")
+    if form.check_pair is not None:
+        # every pair before any work, as svm_check_parameter does
+        totals = np.bincount(y_idx[keep], weights=C[keep], minlength=n_classes)
+        for i, j in pairs:
+            ni = float(totals[i])
+            nj = float(totals[j]) if j >= 0 else float(totals.sum() - totals[i])
+            form.check_pair(values, (ni, nj), (str(classes[i]), str(classes[j]) if j >= 0 else "the rest"))
     models: list[Model] = []
     results: list[Result] = []
     alphas: list[FloatArray] = []
     rows_of: list[NDArray[np.intp]] = []
-    if _batchable(batched, strategy, kernel, nu, reporter, pairs, y_idx[keep], n_classes, cache_bytes):
+    if _batchable(batched, strategy, kernel, form, reporter, pairs, y_idx[keep], n_classes, cache_bytes):
         limit = time_limit
         if deadline is not None:
             left = max(deadline - time.perf_counter(), 1e-6)
             limit = left if limit is None else min(limit, left)
-        models, results, alphas, rows_of = _train_batched(X, y_idx, classes, C, kernel, pairs, tol=tol,
-                                                          max_iter=max_iter, time_limit=limit, x0=x0)
+        # a standard dual's box is C times the weight
+        models, results, alphas, rows_of = _train_batched(X, y_idx, classes, values["C"] * C, kernel, pairs,
+                                                          tol=tol, max_iter=max_iter, time_limit=limit, x0=x0)
     for p, (i, j) in enumerate(pairs if not results else []):
         member = (y_idx == i) | (y_idx == j) if j >= 0 else np.ones(y_idx.size, dtype=bool)
         rows = np.flatnonzero(keep & member)
@@ -320,20 +336,13 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
             raise ProblemError(f"y: class {classes[i] if (labels > 0).all() else classes[j]} has no samples "
                                "with C > 0 in its problem")
         Xp = X[rows][:, rows] if kernel.name == "precomputed" else X[rows]
-        prob: SVMProblem | FamilyProblem
-        start = x0[p] if x0 is not None and p < len(x0) and x0[p].size == rows.size else None
-        if nu is None:
-            prob = csvc(Xp, labels, C[rows], kernel, cache_bytes=cache_bytes)
-        else:
-            prob = nu_svc(Xp, labels, nu, kernel, cache_bytes=cache_bytes)
-            start = prob.x0 if start is None else start
+        start = x0[p] if x0 is not None and p < len(x0) else None
         limit = time_limit
         if deadline is not None:
             left = max(deadline - time.perf_counter(), 1e-6)
             limit = left if limit is None else min(limit, left)
-        res = qpcore.solve(prob.qp, strategy, x0=start, tol=tol, max_iter=max_iter, time_limit=limit,
-                           reporter=reporter)
-        m = prob.decode(res)
+        m, res = fit_problem(form, Xp, labels, C[rows], kernel, values, strategy, cache_bytes=cache_bytes,
+                             x0=start, tol=tol, max_iter=max_iter, time_limit=limit, reporter=reporter)
         models.append((rows[m.support], np.asarray(m.dual_coef, dtype=np.float64), float(m.bias)))
         results.append(res)
         alphas.append(np.asarray(res.x, dtype=np.float64))
@@ -352,11 +361,11 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
     return Trained(model=model, results=results, alphas=alphas, rows=rows_of)
 
 
-def _batchable(batched: bool | None, strategy: Strategy, kernel: Kernel, nu: float | None,
+def _batchable(batched: bool | None, strategy: Strategy, kernel: Kernel, form: Formulation,
                reporter: Reporter | None, pairs: NDArray[np.intp], y_kept: NDArray[np.intp], n_classes: int,
                cache_bytes: int) -> bool:
     """Whether :func:`train_multiclass` takes the batched path (see its ``batched``)."""
-    if batched is False or nu is not None or reporter is not None or kernel.name == "precomputed":
+    if batched is False or not form.standard_dual or reporter is not None or kernel.name == "precomputed":
         return False
     if kernel.psd is not True or pairs[0][1] < 0:
         return False
