@@ -3,7 +3,9 @@
 :class:`IncrementalSVM` is a C-SVC dual kept *solved* while points are added and removed:
 ``learn``, ``unlearn``, ``learn_many``, ``fit`` (a batch solve polished into an exact state),
 ``leave_one_out``, ``window``, ``c_path``, ``decision_function``/``predict`` and ``certificate``
-(:func:`qpcore.kkt` on :meth:`IncrementalSVM.qp`, from the problem alone). The state it keeps
+(:func:`qpcore.kkt` on :meth:`IncrementalSVM.qp`, from the problem alone). What it shares with the
+ν-SVC and the one-class model (:mod:`qpcore_incremental.incremental_oneclass`) is
+:class:`IncrementalModel`. The state it keeps
 and the exact steps on it (the margin, error and reserve sets, the margin factor, the adiabatic
 increment and decrement) are :class:`qpcore_incremental.incremental_path.PathEngine`, and the paths in C
 and ν :class:`qpcore_incremental.incremental_regpath.RegularizationPath`, which it extends.
@@ -14,7 +16,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import attrs
 import numpy as np
@@ -28,7 +30,8 @@ from qpcore_incremental.incremental_regpath import Breakpoint, NuNotReached, Reg
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["Breakpoint", "IncrementalNuSVC", "IncrementalSVM", "LOOResult", "WindowReport"]
+__all__ = ["Breakpoint", "IncrementalModel", "IncrementalNuSVC", "IncrementalSVM", "LOOResult", "WindowReport",
+           "check_kernel"]
 
 
 @attrs.frozen
@@ -90,7 +93,114 @@ class WindowReport:
         return self.learned / self.seconds if self.seconds > 0 else float("inf")
 
 
-class IncrementalSVM(RegularizationPath):
+def check_kernel(kernel: Any) -> None:
+    """A ProblemError unless ``kernel`` is a :class:`qpcore.Kernel` (the models' first check)."""
+    if not isinstance(kernel, Kernel):
+        raise ProblemError("kernel: pass a qpcore.Kernel")
+
+
+def check_window(size: int) -> None:
+    """A ProblemError unless the window length ``size`` is at least 1."""
+    if size < 1:
+        raise ProblemError("size: must be ≥ 1")
+
+
+class IncrementalModel(RegularizationPath):
+    """What the incremental models share: :class:`IncrementalSVM` (and so :class:`IncrementalNuSVC`)
+    and :class:`qpcore_incremental.incremental_oneclass.IncrementalOneClass`.
+
+    The drift control's count (a refresh every ``refresh_every`` learn/unlearn calls), a point as
+    the operator's one-row matrix, the sliding window's loop, the support vectors, the kernel
+    expansion Σ α_j s_j K(x_j, x) and the leave-one-out result. The models give ``learn``,
+    ``unlearn``, ``window`` and the decision function on top.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel (checked by the model first, :func:`check_kernel`).
+    C : float
+        The box bound the model starts at.
+    tol, refresh_every, capacity, cache_bytes
+        As :class:`IncrementalSVM`.
+    """
+
+    def __init__(self, kernel: Kernel, C: float, *, tol: float, refresh_every: int, capacity: int,
+                 cache_bytes: int) -> None:
+        self.refresh_every = int(refresh_every)
+        super().__init__(kernel, C, capacity=capacity, cache_bytes=cache_bytes, tol=tol)
+
+    def unlearn(self, pid: int) -> None:
+        """Remove point ``pid`` exactly (each model says how)."""
+        raise NotImplementedError
+
+    def _tick(self) -> None:
+        self._since_refresh += 1
+        if self.refresh_every > 0 and self._since_refresh >= self.refresh_every:
+            self.refresh()
+
+    @staticmethod
+    def _row(x: Any) -> Any:
+        """One point as the one-row matrix the operator takes (a row of a scipy.sparse *array* is 1-D)."""
+        xs: Any = x
+        if sp.issparse(xs):
+            return sp.csr_matrix(xs.reshape(1, -1) if xs.ndim == 1 else xs)
+        return np.atleast_2d(np.asarray(xs, dtype=np.float64))
+
+    @staticmethod
+    def _dense_row(x: Any) -> Any:
+        """One point of a stream as a dense one-row array (for the prediction before learning it)."""
+        return np.atleast_2d(np.asarray(x.toarray() if sp.issparse(x) else x))
+
+    def _slide(self, X_stream: Any, size: int, step: Callable[[int, Any], tuple[int, bool]],
+               callback: Callable[[Self, int], None] | None) -> WindowReport:
+        """The sliding window's loop: ``step(k, x)`` learns the k-th point of the stream and says
+        whether the model before it got the point wrong; the oldest points beyond ``size`` are
+        unlearned (points already held count, oldest first by id)."""
+        live: deque[int] = deque(sorted(self._slot_of))
+        t0 = time.perf_counter()
+        wrong = unl = 0
+        n = int(X_stream.shape[0])
+        for k in range(n):
+            pid, miss = step(k, X_stream[k])
+            wrong += int(miss)
+            live.append(pid)
+            while len(live) > size:
+                self.unlearn(live.popleft())
+                unl += 1
+            if callback is not None:
+                callback(self, k)
+        return WindowReport(learned=n, unlearned=unl, online_errors=wrong, seconds=time.perf_counter() - t0)
+
+    @property
+    def support_(self) -> NDArray[np.int64]:
+        """Ids of the support vectors (α > 0)."""
+        sl = self._op.slots()
+        return self._id[sl[self._alpha[sl] > 0]].copy()
+
+    @staticmethod
+    def _as_rows(X: Any) -> Any:
+        """X as the operator takes it: sparse as given, else a 2-D float array."""
+        return X if sp.issparse(X) else np.atleast_2d(np.asarray(X, dtype=np.float64))
+
+    def _expansion(self, X: Any, block: int) -> FloatArray:
+        """Σ α_j s_j K(x_j, x) over the support vectors, for the rows of X (from :meth:`_as_rows`),
+        ``block`` rows at a time (s_j = 1 for the one-class model)."""
+        sl = self._op.slots()
+        sv = sl[self._alpha[sl] > 0]
+        coef = self._alpha[sv] * self._op.s_buffer[sv]
+        nrow = int(X.shape[0])
+        out = np.empty(nrow)
+        for s0 in range(0, nrow, block):
+            out[s0:s0 + block] = self._op.kernel_with(X[s0:s0 + block], sv) @ coef if sv.size else 0.0
+        return out
+
+    def _loo_result(self, sl: NDArray[np.intp], err: NDArray[np.bool_], dec: FloatArray, t0: float) -> LOOResult:
+        """The leave-one-out result over the points in slots ``sl`` (timed from ``t0``)."""
+        return LOOResult(errors=int(err.sum()), n=int(sl.size), ids=self._id[sl].copy(), error=err,
+                         decision=dec, seconds=time.perf_counter() - t0)
+
+
+class IncrementalSVM(IncrementalModel):
     """A C-SVC kept exactly solved under additions and removals (Cauwenberghs–Poggio).
 
     Parameters
@@ -121,15 +231,13 @@ class IncrementalSVM(RegularizationPath):
     """
     def __init__(self, kernel: Kernel, C: float = 1.0, *, tol: float = 1e-9, classes: ArrayLike | None = None,
                  refresh_every: int = 500, capacity: int = 64, cache_bytes: int = 128 << 20) -> None:
-        if not isinstance(kernel, Kernel):
-            raise ProblemError("kernel: pass a qpcore.Kernel")
+        check_kernel(kernel)
         if not (np.isfinite(C) and C > 0):
             raise ProblemError(f"C: must be finite and > 0, got {C!r}")
-        self.refresh_every = int(refresh_every)
         self.classes: NDArray[Any] | None = None if classes is None else np.asarray(classes)
         if self.classes is not None and self.classes.shape != (2,):
             raise ProblemError("classes: pass the two label values [negative, positive]")
-        super().__init__(kernel, C, capacity=capacity, cache_bytes=cache_bytes, tol=tol)
+        super().__init__(kernel, C, tol=tol, refresh_every=refresh_every, capacity=capacity, cache_bytes=cache_bytes)
 
     def _encode(self, y: ArrayLike) -> FloatArray:
         arr = np.atleast_1d(np.asarray(y))
@@ -146,11 +254,6 @@ class IncrementalSVM(RegularizationPath):
         if not (is_pos | is_neg).all():
             raise ProblemError(f"y: labels must be one of {self.classes.tolist()}")
         return np.where(is_pos, 1.0, -1.0)
-
-    def _tick(self) -> None:
-        self._since_refresh += 1
-        if self.refresh_every > 0 and self._since_refresh >= self.refresh_every:
-            self.refresh()
 
     # -- public: learning --------------------------------------------------------------------------
     def learn(self, x: ArrayLike, y: Any, C_i: float | None = None) -> int:
@@ -174,11 +277,7 @@ class IncrementalSVM(RegularizationPath):
         Ci = self.C if C_i is None else float(C_i)
         if not (np.isfinite(Ci) and Ci > 0):
             raise ProblemError(f"C_i: must be finite and > 0, got {C_i!r}")
-        # a row of a scipy.sparse *array* is 1-D: reshape it into the one-row matrix the operator takes
-        xs: Any = x
-        row: Any = (sp.csr_matrix(xs.reshape(1, -1) if xs.ndim == 1 else xs) if sp.issparse(xs)
-                    else np.atleast_2d(np.asarray(xs, dtype=np.float64)))
-        pid = self._add_point(row, ypm, Ci)
+        pid = self._add_point(self._row(x), ypm, Ci)
         self.stats["learned"] += 1
         self._tick()
         self._ensure("learn")
@@ -287,8 +386,7 @@ class IncrementalSVM(RegularizationPath):
         stopped = np.isneginf(gv)
         dec = np.where(stopped, np.nan, y * (gv + 1.0))
         err = stopped | ((dec > 0.0) != (y > 0))
-        return LOOResult(errors=int(err.sum()), n=int(sl.size), ids=self._id[sl].copy(), error=err,
-                         decision=dec, seconds=time.perf_counter() - t0)
+        return self._loo_result(sl, err, dec, t0)
 
     # -- sliding window ----------------------------------------------------------------------------
     def window(self, X_stream: Any, y_stream: ArrayLike, size: int,
@@ -309,26 +407,16 @@ class IncrementalSVM(RegularizationPath):
         -------
         WindowReport
         """
-        if size < 1:
-            raise ProblemError("size: must be ≥ 1")
+        check_window(size)
         yy = np.asarray(y_stream)
         self._encode(yy)
-        live: deque[int] = deque(sorted(self._slot_of))
-        t0 = time.perf_counter()
-        wrong = unl = 0
-        n = int(X_stream.shape[0])
-        for k in range(n):
-            x = X_stream[k]
-            if self._nq or (self._alpha > 0).any():
-                wrong += int(self.predict(np.atleast_2d(np.asarray(x.toarray() if sp.issparse(x) else x)))[0]
-                             != yy[k])
-            live.append(self.learn(x, yy[k]))
-            while len(live) > size:
-                self.unlearn(live.popleft())
-                unl += 1
-            if callback is not None:
-                callback(self, k)
-        return WindowReport(learned=n, unlearned=unl, online_errors=wrong, seconds=time.perf_counter() - t0)
+
+        def step(k: int, x: Any) -> tuple[int, bool]:
+            # a point counts as wrong when the model before it (once there is one) mislabels it
+            miss = bool(self._nq or (self._alpha > 0).any()) and bool(self.predict(self._dense_row(x))[0] != yy[k])
+            return self.learn(x, yy[k]), miss
+
+        return self._slide(X_stream, size, step, callback)
 
     # -- regularization path -----------------------------------------------------------------------
     def c_path(self, C1: float) -> list[Breakpoint]:
@@ -434,24 +522,9 @@ class IncrementalSVM(RegularizationPath):
         """Ids of the reserve points (α = 0, g ≥ 0)."""
         return self._set_ids(RESERVE)
 
-    @property
-    def support_(self) -> NDArray[np.int64]:
-        """Ids of the support vectors (α > 0)."""
-        sl = self._op.slots()
-        return self._id[sl[self._alpha[sl] > 0]].copy()
-
     def decision_function(self, X: Any, block: int = 4096) -> FloatArray:
         """f(x) = Σ α_j y_j K(x_j, x) + b for the rows of X."""
-        sl = self._op.slots()
-        sv = sl[self._alpha[sl] > 0]
-        coef = self._alpha[sv] * self._op.s_buffer[sv]
-        if not sp.issparse(X):
-            X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        nrow = int(X.shape[0])
-        out = np.empty(nrow)
-        for s0 in range(0, nrow, block):
-            out[s0:s0 + block] = self._op.kernel_with(X[s0:s0 + block], sv) @ coef if sv.size else 0.0
-        return out + self._b
+        return self._expansion(self._as_rows(X), block) + self._b
 
     def predict(self, X: Any) -> NDArray[Any]:
         """Labels in the user's classes (positive where f > 0)."""
@@ -576,8 +649,7 @@ class IncrementalNuSVC(IncrementalSVM):
         gv = self._loo_values(-1.0, nu=self.nu, every=True)
         dec = y * (gv + 1.0)
         err = ~np.isnan(dec) & ((dec > 0.0) != (y > 0))
-        return LOOResult(errors=int(err.sum()), n=int(sl.size), ids=self._id[sl].copy(), error=err,
-                         decision=dec, seconds=time.perf_counter() - t0)
+        return self._loo_result(sl, err, dec, t0)
 
     @property
     def dual_coef_(self) -> FloatArray:

@@ -5,13 +5,14 @@ the path engine (:class:`qpcore_incremental.incremental_path.PathEngine`) and it
 (:class:`qpcore_incremental.incremental_regpath.RegularizationPath`): Schölkopf's one-class SVM or Tax and
 Duin's SVDD, in ν mode (C = 1/(νl) kept as points come and go, equal to LIBSVM's one-class) or
 with a fixed C. The classifiers (:class:`qpcore_incremental.incremental.IncrementalSVM`,
-:class:`qpcore_incremental.incremental.IncrementalNuSVC`) sit on the same engine.
+:class:`qpcore_incremental.incremental.IncrementalNuSVC`) sit on the same engine, and what the models
+share (the refresh count, the window's loop, the kernel expansion, the leave-one-out result) is
+:class:`qpcore_incremental.incremental.IncrementalModel`.
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -21,15 +22,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from qpcore.backends.operators import Kernel
 from qpcore.core.problem import ProblemError
-from qpcore_incremental.incremental import LOOResult, WindowReport
+from qpcore_incremental.incremental import IncrementalModel, LOOResult, WindowReport, check_kernel, check_window
 from qpcore_incremental.incremental_path import RESERVE
-from qpcore_incremental.incremental_regpath import Breakpoint, RegularizationPath
+from qpcore_incremental.incremental_regpath import Breakpoint
 
 FloatArray = NDArray[np.float64]
 
 __all__ = ["IncrementalOneClass"]
 
-class IncrementalOneClass(RegularizationPath):
+
+class IncrementalOneClass(IncrementalModel):
     """A one-class SVM kept exactly solved under additions and removals (Laskov et al. 2006, section 2).
 
     The abstract form with Q = K, a = 1 and Σα = 1 (β = 1), 0 ≤ α ≤ C, and the linear term
@@ -63,8 +65,7 @@ class IncrementalOneClass(RegularizationPath):
     def __init__(self, kernel: Kernel, nu: float | None = None, C: float | None = None, *, form: str = "ocsvm",
                  tol: float = 1e-9, refresh_every: int = 500, capacity: int = 64,
                  cache_bytes: int = 128 << 20) -> None:
-        if not isinstance(kernel, Kernel):
-            raise ProblemError("kernel: pass a qpcore.Kernel")
+        check_kernel(kernel)
         if (nu is None) == (C is None):
             raise ProblemError("pass exactly one of nu and C")
         if nu is not None and not (np.isfinite(nu) and 0.0 < nu <= 1.0):
@@ -75,9 +76,8 @@ class IncrementalOneClass(RegularizationPath):
             raise ProblemError(f"form: 'ocsvm' or 'svdd', got {form!r}")
         self.nu: float | None = None if nu is None else float(nu)
         self.form = form
-        self.refresh_every = int(refresh_every)
-        super().__init__(kernel, 1.0 if C is None else float(C), capacity=capacity, cache_bytes=cache_bytes,
-                         tol=tol)
+        super().__init__(kernel, 1.0 if C is None else float(C), tol=tol, refresh_every=refresh_every,
+                         capacity=capacity, cache_bytes=cache_bytes)
 
     def _reset(self) -> None:
         super()._reset()
@@ -91,17 +91,6 @@ class IncrementalOneClass(RegularizationPath):
     def _C_for(self, l: int) -> float:
         assert self.nu is not None
         return 1.0 / (self.nu * l)
-
-    def _row(self, x: Any) -> Any:
-        xs: Any = x
-        if sp.issparse(xs):
-            return sp.csr_matrix(xs.reshape(1, -1) if xs.ndim == 1 else xs)
-        return np.atleast_2d(np.asarray(xs, dtype=np.float64))
-
-    def _tick(self) -> None:
-        self._since_refresh += 1
-        if self.refresh_every > 0 and self._since_refresh >= self.refresh_every:
-            self.refresh()
 
     def _start(self) -> None:
         """Solve the buffered points in one batch (SMO, then the polish into an exact state)."""
@@ -221,8 +210,7 @@ class IncrementalOneClass(RegularizationPath):
             scale = self.C
         dec = np.where(np.isneginf(gv), np.nan, gv / scale)
         err = np.isneginf(gv) | (gv <= 0.0)
-        return LOOResult(errors=int(err.sum()), n=l, ids=self._id[sl].copy(), error=err, decision=dec,
-                         seconds=time.perf_counter() - t0)
+        return self._loo_result(sl, err, dec, t0)
 
     def window(self, X_stream: Any, size: int,
                callback: Callable[[IncrementalOneClass, int], None] | None = None) -> WindowReport:
@@ -231,23 +219,13 @@ class IncrementalOneClass(RegularizationPath):
         ``online_errors`` counts the points the model (once ready) called outliers before
         learning them.
         """
-        if size < 1:
-            raise ProblemError("size: must be ≥ 1")
-        live: deque[int] = deque(sorted(self._slot_of))
-        t0 = time.perf_counter()
-        out = unl = 0
-        n = int(X_stream.shape[0])
-        for k in range(n):
-            x = X_stream[k]
-            if self.ready:
-                out += int(self.predict(np.atleast_2d(np.asarray(x.toarray() if sp.issparse(x) else x)))[0] < 0)
-            live.append(self.learn(x))
-            while len(live) > size:
-                self.unlearn(live.popleft())
-                unl += 1
-            if callback is not None:
-                callback(self, k)
-        return WindowReport(learned=n, unlearned=unl, online_errors=out, seconds=time.perf_counter() - t0)
+        check_window(size)
+
+        def step(k: int, x: Any) -> tuple[int, bool]:
+            out = self.ready and bool(self.predict(self._dense_row(x))[0] < 0)
+            return self.learn(x), out
+
+        return self._slide(X_stream, size, step, callback)
 
     def c_path(self, C1: float) -> list[Breakpoint]:
         """Move C exactly to ``C1`` (``C`` mode; l·C1 ≥ 1). In ``nu`` mode use :meth:`nu_path`."""
@@ -284,12 +262,6 @@ class IncrementalOneClass(RegularizationPath):
         """LIBSVM's rho = −b/C (``form="ocsvm"``; scikit-learn's ``offset_``)."""
         return -self._b / self.C
 
-    @property
-    def support_(self) -> NDArray[np.int64]:
-        """Ids of the support vectors (α > 0)."""
-        sl = self._op.slots()
-        return self._id[sl[self._alpha[sl] > 0]].copy()
-
     def _self_term(self, X: Any) -> FloatArray:
         if self.form == "ocsvm":
             return np.zeros(int(X.shape[0]))
@@ -299,16 +271,8 @@ class IncrementalOneClass(RegularizationPath):
     def score_samples(self, X: Any, block: int = 4096) -> FloatArray:
         """(Σ α_j K(x_j, x) − c(x))/C: scikit-learn's ``score_samples`` (``form="ocsvm"``)."""
         self._need_model()
-        sl = self._op.slots()
-        sv = sl[self._alpha[sl] > 0]
-        coef = self._alpha[sv]
-        if not sp.issparse(X):
-            X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        nrow = int(X.shape[0])
-        out = np.empty(nrow)
-        for s0 in range(0, nrow, block):
-            out[s0:s0 + block] = self._op.kernel_with(X[s0:s0 + block], sv) @ coef if sv.size else 0.0
-        res: FloatArray = (out - self._self_term(X)) / self.C
+        X = self._as_rows(X)
+        res: FloatArray = (self._expansion(X, block) - self._self_term(X)) / self.C
         return res
 
     def decision_function(self, X: Any) -> FloatArray:
