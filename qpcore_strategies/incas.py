@@ -22,15 +22,10 @@ of the paper's two:
   violated variable (in the measure's units, |z_i/a_i|) is released into S. With S = ∅ (or
   a_S = 0) λ is not determined by S and the first index of the maximal violating pair enters.
 
-**The gradient is the paper's stored products.** Scheinberg keeps Q_0S α_S, Q_CS α_S and Q e_C
-to price I0 and IC; for any variable j, g_j = c_j + Σ_{k∈S} Q_jk x_k + Σ_{k∉S} Q_jk x_k, and the
-last sum is Q e_C (times C) for the SVM. One vector g = Qx + c holds all three at once, and a
-Step 1 changes only x_S, so g += t · Q[S, :]ᵀ p_S is one GEMV over a float64 buffer of the rows
-Q[S, :] (a row is appended when a variable enters S and removed by swap-with-last when it
-leaves; rows are never gathered again). With shrinking the buffer's columns are kept permuted
-so that the priced (active) variables come first and the GEMV runs over them only; the
-gradient of the shrunk ones is rebuilt from h = Σ_{k∉S} Q[k, :] x_k (the paper's Q e_C, kept
-by one axpy whenever a variable with x_k ≠ 0 enters or leaves S) plus x_Sᵀ Q[S, shrunk].
+**The gradient is the paper's stored products** (:mod:`qpcore_strategies.incas_buffer`): one
+vector g = Qx + c, updated after a step by one GEMV over a float64 buffer of the rows Q[S, :]
+(rows appended and removed as S changes, never gathered again); with shrinking only the priced
+columns take part, and the shrunk variables' gradient is rebuilt from the paper's Q e_C.
 
 **Dependence.** When Q_SS plus a new variable makes the bordered matrix singular (duplicate
 points with the same label, the same point with both labels, a linear kernel with more free
@@ -59,17 +54,16 @@ from typing import Any
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from qpcore.linalg.factor import BorderedCholesky, Dependence
-from qpcore.backends.capabilities import cross_block
-from qpcore.backends.operators import KernelQ
 from qpcore.core.optimality import maximal_violating_pair, measure, pair_gap, projected_gradient, scores, single_violation
 from qpcore.core.problem import QP, ProblemError
-from qpcore.linalg.projection import bound_start, bound_steps
-from qpcore.core.state import State, Status, Work, bound_status
+from qpcore.core.state import State, Status, bound_status
 from qpcore.core.strategy import Strategy
+from qpcore.linalg.factor import BorderedCholesky, Dependence
+from qpcore.linalg.projection import bound_start, bound_steps
+from qpcore_strategies.incas_buffer import (INCASWork, _append, _cross64, _fresh_gradient, _price_gradient, _remove,
+                                            _row, _rows, _s_product, _shrink, _unshrink, _update_g)
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -82,61 +76,7 @@ _INIT_BLOCK = 256   # interior variables of a warm start entered into S per bloc
 _COUNTERS = ("step1_full", "step1_blocked", "released", "dependences", "refactors", "shrink_events",
              "unshrink_events", "rows_requested", "cross_entries", "gradient_refreshes", "zero_steps")
 
-
-@attrs.define(slots=True, eq=False)
-class INCASWork(Work):
-    """INCAS's work state (``state.work(INCASWork)``); all of it is what ``resume`` continues from.
-
-    The buffer ``buf`` holds the rows Q[S, :] in *slot* order (``var_of_slot``) with columns in
-    *position* order (``perm[pos]`` is the variable of column ``pos``; ``pos_of`` its inverse);
-    the first ``nact`` positions are the active (priced) variables.
-    """
-
-    a: FloatArray | None          # the equality row (None: no equality)
-    b: float
-    unit: bool                    # every a_i is ±1 (the SVM dual): cheaper scores
-    tol: float
-    fac: BorderedCholesky
-    buf: FloatArray               # (capacity, n) float64 rows of S
-    var_of_slot: IndexArray
-    slot: IndexArray              # slot of each variable in S, −1 outside
-    perm: IndexArray
-    pos_of: IndexArray
-    nact: int
-    h: FloatArray                 # Σ_{k∉S} Q[k, :] x_k in position order (the paper's Q e_C)
-    lb: FloatArray
-    ub: FloatArray
-    c: FloatArray
-    ns: int = 0
-    need_solve: bool = True
-    lam: float | None = None      # equality multiplier at the last face optimum
-    fresh: bool = False           # g was recomputed from the problem at the current x
-    stuck: int = 0                # consecutive pricing rounds without a candidate
-    zero_run: int = 0             # consecutive steps that did not move x
-    since_shrink: int = 0
-    unshrunk: bool = False        # the one unshrink near the end (LIBSVM's) has happened
-    last_released: int = -1
-    ident: bool = True            # perm is the identity (no scatter needed)
-    since_eq: int = 0             # Step 1s since the equality residual was last checked
-    stale: bool = False           # g off S is out of date (Step 1 keeps only g_S current)
-    pos_cache: tuple[FloatArray, BoolArray] | None = None   # a and lb == ub in position order
-    check_face: bool = False      # a full Step 1 awaits the residual check on the true gradient
-    eq_fixed: bool = False        # the pre-convergence equality correction has been made
-    face_misses: int = 0          # consecutive face checks that failed (then: refactor)
-
-
 _EPS = float(np.finfo(np.float64).eps)
-
-
-def _grow_rows(work: INCASWork) -> None:
-    cap = work.buf.shape[0]
-    new_cap = max(8, 2 * cap)
-    buf = np.empty((new_cap, work.buf.shape[1]))
-    buf[:work.ns] = work.buf[:work.ns]
-    work.buf = buf
-    vs = np.full(new_cap, -1, dtype=np.intp)
-    vs[:work.ns] = work.var_of_slot[:work.ns]
-    work.var_of_slot = vs
 
 
 @attrs.frozen
@@ -272,7 +212,7 @@ class INCAS(Strategy):
                 break
             self._enter_start(qp, state, work, interior[lo:lo + _INIT_BLOCK])
         # h = g − c − Q[S, :]ᵀ x_S, from the exact gradient of the start
-        work.h = g - qp.c - self._s_product(work, state.x)
+        work.h = g - qp.c - _s_product(work, state.x)
         return state
 
     # -- the Strategy protocol ------------------------------------------------------------------
@@ -293,7 +233,7 @@ class INCAS(Strategy):
                 state.stop = Status.STALLED
                 return
             work.zero_run = 0
-            self._fresh_gradient(qp, state, work)
+            _fresh_gradient(qp, state, work)
             self._refactor(state, work)
             work.need_solve = True
         if work.need_solve:
@@ -303,7 +243,7 @@ class INCAS(Strategy):
             work.since_shrink += 1
             if work.since_shrink >= self.shrink_every:
                 work.since_shrink = 0
-                self._shrink(qp, state, work)
+                _shrink(state, work)
         self._step2(qp, state, work)
 
     def sync_gradient(self, qp: QP, state: State) -> None:
@@ -311,7 +251,7 @@ class INCAS(Strategy):
         snapshot): Step 1 keeps only g_S current until the next pricing."""
         work = state.work(INCASWork)
         if work.stale:
-            self._price_gradient(state, work)
+            _price_gradient(state, work)
 
     def resume(self, qp: QP, state: State, tol: float) -> State | None:
         """Continue a finished (or stopped) INCAS run on a grown problem.
@@ -364,14 +304,14 @@ class INCAS(Strategy):
         st.g[:n0] = state.g
         st.status[:n0] = state.status
         st.status[n0:] = bound_status(x_new, qp.lb[n0:], qp.ub[n0:])
-        self._unshrink(st, w)      # every old gradient exact before pricing
+        _unshrink(st, w)      # every old gradient exact before pricing
         ns = w.ns
         S = w.var_of_slot[:ns]
         cap = max(old.buf.shape[0], ns + 8)
         buf = np.empty((cap, n))
         buf[:ns, :n0] = w.buf[:ns]
         if ns and new.size:
-            buf[:ns, n0:] = self._cross64(qp, st, S, new)
+            buf[:ns, n0:] = _cross64(qp, st, S, new)
         w.buf = buf
         vs = np.full(cap, -1, dtype=np.intp)
         vs[:ns] = S
@@ -385,7 +325,7 @@ class INCAS(Strategy):
         nz = np.flatnonzero(x[:n0])
         gn = qp.c[n0:].copy()
         if nz.size and new.size:
-            gn += self._cross64(qp, st, new, nz) @ x[nz]
+            gn += _cross64(qp, st, new, nz) @ x[nz]
         st.g[n0:] = gn
         # h over the new columns: g − c − Q[S, new]ᵀ x_S
         xs = x[S]
@@ -403,117 +343,6 @@ class INCAS(Strategy):
         for i in np.flatnonzero((x_new > qp.lb[n0:]) & (x_new < qp.ub[n0:])).tolist():
             self._enter(qp, st, w, n0 + int(i), release=False)
         return st
-
-    # -- rows -----------------------------------------------------------------------------------
-    @staticmethod
-    def _row(qp: QP, state: State, i: int) -> FloatArray:
-        """Q[i, :] in float64: from the operator's cache, or computed afresh for float32 storage."""
-        state.counters["rows_requested"] += 1
-        Q = qp.Q
-        if isinstance(Q, KernelQ) and (Q.dtype != np.float64 or not Q.cached(i)):
-            # the buffer of S's rows is INCAS's own cache: storing the row in the operator's
-            # cache as well cost more (first touch of the cache's pages) than the rare
-            # recomputation of a row that re-enters S (Adult 16k: 1.9 s against 0.3 s)
-            Q.stats.cache_misses += 1
-            row: FloatArray = np.asarray(Q.compute([i])[0], dtype=np.float64)
-            return row
-        return np.asarray(Q.row(i), dtype=np.float64).ravel()
-
-    @staticmethod
-    def _cross64(qp: QP, state: State, rows: IndexArray, cols: IndexArray) -> FloatArray:
-        """Q[rows][:, cols] in float64, computing only those entries where the operator can."""
-        state.counters["cross_entries"] += int(rows.size * cols.size)
-        Q = qp.Q
-        if isinstance(Q, KernelQ) and Q.dtype != np.float64:
-            if Q.kernel.name == "precomputed":
-                blk = Q.X[rows][:, cols]
-                out = np.array(blk.toarray() if sp.issparse(blk) else blk, dtype=np.float64)
-            else:
-                out = Q.kernel.block(Q.X[rows], Q.X[cols])
-            out *= Q.s[cols]
-            out *= Q.s[rows][:, None]
-            return out
-        return np.asarray(cross_block(Q, rows, cols), dtype=np.float64)
-
-    def _fresh_gradient(self, qp: QP, state: State, work: INCASWork) -> None:
-        """g = Qx + c from the problem (rounding drift gone); h rebuilt from it."""
-        state.g = qp.gradient(state.x)
-        work.fresh = True
-        work.stale = False
-        state.counters["gradient_refreshes"] += 1
-        work.h = (state.g - work.c - self._s_product(work, state.x))[work.perm]
-
-    @staticmethod
-    def _s_product(work: INCASWork, x: FloatArray) -> FloatArray:
-        """Q[S, :]ᵀ x_S over every column, in variable order."""
-        ns = work.ns
-        out = np.zeros(work.perm.size)
-        if ns:
-            out[work.perm] = x[work.var_of_slot[:ns]] @ work.buf[:ns]
-        return out
-
-    # -- S bookkeeping --------------------------------------------------------------------------
-    def _append(self, state: State, work: INCASWork, i: int, row: FloatArray) -> None:
-        if work.ns == work.buf.shape[0]:
-            _grow_rows(work)
-        k = work.ns
-        work.buf[k] = row[work.perm]
-        work.var_of_slot[k] = i
-        work.slot[i] = k
-        work.ns = k + 1
-        state.status[i] = 0
-        xi = float(state.x[i])
-        if xi != 0.0:
-            work.h -= xi * work.buf[k]     # x_i's term moves from h to the S product
-
-    def _remove(self, state: State, work: INCASWork, k: int, to_upper: bool) -> None:
-        """Variable k leaves S for its bound (set exactly); its buffer row swaps with the last."""
-        work.fac.remove(k)
-        s = int(work.slot[k])
-        state.x[k] = work.ub[k] if to_upper else work.lb[k]
-        state.status[k] = 1 if to_upper else -1
-        xk = float(state.x[k])
-        if xk != 0.0:
-            work.h += xk * work.buf[s]
-        last = work.ns - 1
-        if s != last:
-            work.buf[s] = work.buf[last]
-            v = int(work.var_of_slot[last])
-            work.var_of_slot[s] = v
-            work.slot[v] = s
-        work.var_of_slot[last] = -1
-        work.slot[k] = -1
-        work.ns = last
-
-    @staticmethod
-    def _price_gradient(state: State, work: INCASWork) -> None:
-        """g over the priced variables afresh: c + h + Q[S, ·]ᵀ x_S (one GEMV with x_S)."""
-        ns, na = work.ns, work.nact
-        if work.ident and na == work.perm.size:
-            gp = work.c + work.h
-            if ns:
-                gp += state.x[work.var_of_slot[:ns]] @ work.buf[:ns]
-            state.g = gp
-        else:
-            act = work.perm[:na]
-            gp = work.c[act] + work.h[:na]
-            if ns:
-                gp += state.x[work.var_of_slot[:ns]] @ work.buf[:ns, :na]
-            state.g[act] = gp
-        work.stale = False
-
-    def _update_g(self, state: State, work: INCASWork, dslot: FloatArray, extra: tuple[FloatArray, float] | None = None
-                  ) -> None:
-        """g += Q[S, :]ᵀ Δx_S over the active columns (one GEMV), plus one outside row if given."""
-        ns, na = work.ns, work.nact
-        out = dslot @ work.buf[:ns, :na] if ns else np.zeros(na)
-        if extra is not None:
-            row, d = extra
-            out += d * row[work.perm[:na]]
-        if work.ident and na == work.perm.size:
-            state.g += out
-        else:
-            state.g[work.perm[:na]] += out
 
     # -- Step 1 ---------------------------------------------------------------------------------
     def _step1(self, qp: QP, state: State, work: INCASWork) -> None:
@@ -567,7 +396,7 @@ class INCAS(Strategy):
             state.counters["zero_steps"] += 1
         if not full:
             state.counters["step1_blocked"] += 1
-            self._remove(state, work, int(order[k]), upper)
+            _remove(state, work, int(order[k]), upper)
             return
         state.counters["step1_full"] += 1
         work.need_solve = False
@@ -616,7 +445,7 @@ class INCAS(Strategy):
         """Price the active bound variables; stop, unshrink, refresh, or release the worst."""
         n = qp.n
         if work.stale:
-            self._price_gradient(state, work)
+            _price_gradient(state, work)
         if work.check_face and not self._face_ok(state, work):
             return
         full_set = work.nact == n
@@ -672,7 +501,7 @@ class INCAS(Strategy):
         tol = work.tol
         if meas <= tol:
             if not full_set:
-                self._unshrink(state, work)
+                _unshrink(state, work)
                 return
             if a is not None and work.fac.bordered() and not work.eq_fixed:
                 ax = a * x
@@ -685,7 +514,7 @@ class INCAS(Strategy):
                     return
             if not work.fresh:
                 # the incremental gradient has drifted by rounding: judge with Qx + c itself
-                self._fresh_gradient(qp, state, work)
+                _fresh_gradient(qp, state, work)
                 if measure(scores(x, state.g, work.lb, work.ub, a, unit=work.unit)) > tol:
                     work.need_solve = True
                     return
@@ -695,14 +524,14 @@ class INCAS(Strategy):
         if self.shrinking and not work.unshrunk and meas <= 10.0 * tol:
             work.unshrunk = True            # near the end: price everything once more (LIBSVM)
             if not full_set:
-                self._unshrink(state, work)
+                _unshrink(state, work)
                 return
         i = self._pick(s, xa, ga, lba, uba, aa, inS, work)
         if i < 0:
             # measure > tol but nothing violates against λ: the face solve is off by rounding
             work.stuck += 1
             if work.stuck == 2:
-                self._fresh_gradient(qp, state, work)
+                _fresh_gradient(qp, state, work)
                 self._refactor(state, work)
             elif work.stuck > 3:
                 state.stop = Status.STALLED
@@ -749,14 +578,14 @@ class INCAS(Strategy):
         if not fac.add_block(var, cols, 0.5 * (blk + blk.T), a_new):
             return False
         for k, i in enumerate(var.tolist()):
-            self._append(state, work, int(i), rows[k])
+            _append(state, work, int(i), rows[k])
         work.need_solve = True
         return True
 
     def _enter_start(self, qp: QP, state: State, work: INCASWork, var: IndexArray) -> None:
         """Enter interior variables of a warm start into S: a block of rows and one block update
         of the factor; one at a time (with the dependence handling) if the block is dependent."""
-        rows = self._rows(qp, state, var)
+        rows = _rows(qp, state, var)
         if var.size > 1 and self._append_block(state, work, var, rows):
             return
         for k, i in enumerate(var.tolist()):
@@ -768,7 +597,7 @@ class INCAS(Strategy):
         """Release several bound variables (most violated first) into S: their rows in one call,
         the factor in one block append; on a dependence only the first enters."""
         work.eq_fixed = False
-        rows = self._rows(qp, state, var)
+        rows = _rows(qp, state, var)
         if self._append_block(state, work, var, rows):
             work.last_released = int(var[-1])
             state.counters["released"] += int(var.size)
@@ -777,16 +606,6 @@ class INCAS(Strategy):
         # (its ray step moves x, so the others' violations are priced afresh before they enter)
         work.last_released = int(var[0])
         self._enter(qp, state, work, int(var[0]), release=True, row=rows[0])
-
-    @staticmethod
-    def _rows(qp: QP, state: State, idx: IndexArray) -> FloatArray:
-        """Q[idx, :] in float64, computed together (one block of kernel rows), not cached."""
-        state.counters["rows_requested"] += int(idx.size)
-        Q = qp.Q
-        if isinstance(Q, KernelQ):
-            Q.stats.cache_misses += int(idx.size)
-            return np.asarray(Q.compute(idx), dtype=np.float64)
-        return np.asarray(Q.rows(idx), dtype=np.float64)
 
     def _enter(self, qp: QP, state: State, work: INCASWork, i: int, *, release: bool,
                row: FloatArray | None = None) -> None:
@@ -800,7 +619,7 @@ class INCAS(Strategy):
         if release:
             work.eq_fixed = False         # a new phase: the equality check before the stop is due again
         if row is None:
-            row = self._row(qp, state, i)
+            row = _row(qp, state, i)
         a_i = float(work.a[i]) if work.a is not None else 0.0
         x = state.x
         while True:
@@ -808,7 +627,7 @@ class INCAS(Strategy):
             col = work.buf[work.slot[order], work.pos_of[i]] if order.size else np.zeros(0)
             dep = fac.add(i, col=col, diag=float(row[i]), a_i=a_i)
             if dep is None:
-                self._append(state, work, i, row)
+                _append(state, work, i, row)
                 work.need_solve = True
                 if release:
                     state.counters["released"] += 1
@@ -861,7 +680,7 @@ class INCAS(Strategy):
             dslot[work.slot[mem[:-1]]] = d[:-1]
         if np.any(d != 0.0):
             # the actual products, never Qv = 0: x_i's own row joins the GEMV
-            self._update_g(state, work, dslot, (row, float(d[-1])))
+            _update_g(state, work, dslot, (row, float(d[-1])))
             if d[-1] != 0.0:
                 work.h += float(d[-1]) * row[work.perm]   # i is outside S: its term lives in h
             work.fresh = False
@@ -870,85 +689,5 @@ class INCAS(Strategy):
             state.status[i] = 1 if upper else -1
             work.need_solve = True
             return False
-        self._remove(state, work, kvar, upper)
+        _remove(state, work, kvar, upper)
         return True
-
-    # -- shrinking ------------------------------------------------------------------------------
-    def _shrink(self, qp: QP, state: State, work: INCASWork) -> None:
-        """Drop from pricing the bound variables that cannot form a violating pair (LIBSVM's test)."""
-        if work.stale:
-            self._price_gradient(state, work)
-        na = work.nact
-        act = work.perm[:na]
-        x, g = state.x[act], state.g[act]
-        lb, ub = work.lb[act], work.ub[act]
-        aa = None if work.a is None else work.a[act]
-        s = scores(x, g, lb, ub, aa, unit=work.unit)
-        only_up, only_low = s.up & ~s.low, s.low & ~s.up
-        gone = ~(s.up | s.low)                      # fixed variables never move
-        pu, pl = s.pair_masks()
-        if pu.any() and pl.any():
-            m_up, m_low = float(s.v[pu].max()), float(s.v[pl].min())
-            gone |= (pu & only_up & (s.v < m_low)) | (pl & only_low & (s.v > m_up))
-        su, sl = s.single_masks()
-        if su.any() or sl.any():
-            meas = measure(s)
-            gone |= (su & only_up & (s.v < -meas)) | (sl & only_low & (s.v > meas))
-        gone &= work.slot[act] < 0
-        if not gone.any():
-            return
-        k = int(np.count_nonzero(gone))
-        keep = na - k
-        # the gone columns go to the end of the active region by pairwise swaps with the kept
-        # columns there: 2·(moved) columns copied, not the whole buffer
-        head = np.flatnonzero(gone[:keep])
-        tail = keep + np.flatnonzero(~gone[keep:])
-        if head.size:
-            self._swap_columns(work, head, tail)
-        work.nact = keep
-        state.counters["shrink_events"] += 1
-
-    @staticmethod
-    def _swap_columns(work: INCASWork, p1: IndexArray, p2: IndexArray) -> None:
-        """Exchange the buffer columns (and h, perm) at positions p1 and p2 (same length)."""
-        ns = work.ns
-        both = np.concatenate([p1, p2])
-        swapped = np.concatenate([p2, p1])
-        if ns:
-            work.buf[:ns, both] = work.buf[:ns, swapped]
-        work.h[both] = work.h[swapped]
-        work.perm[both] = work.perm[swapped]
-        work.pos_of[work.perm[both]] = both
-        if work.pos_cache is not None:
-            for arr in work.pos_cache:
-                arr[both] = arr[swapped]
-        work.ident = False
-
-    @staticmethod
-    def _permute(work: INCASWork, newperm: IndexArray) -> None:
-        """Reorder the buffer's columns (and h) so that column pos holds variable newperm[pos]."""
-        cols = work.pos_of[newperm]
-        ns = work.ns
-        if ns:
-            work.buf[:ns] = work.buf[:ns][:, cols]
-        work.h = work.h[cols]
-        work.perm = newperm
-        work.pos_cache = None
-        work.pos_of = np.empty_like(newperm)
-        work.pos_of[newperm] = np.arange(newperm.size, dtype=np.intp)
-        work.ident = bool(np.array_equal(newperm, np.arange(newperm.size)))
-
-    def _unshrink(self, state: State, work: INCASWork) -> None:
-        """Rebuild the shrunk variables' gradient exactly (c + h + Q[S, ·]ᵀ x_S) and price all again."""
-        n = work.perm.size
-        if work.nact < n:
-            inact = work.perm[work.nact:]
-            ns = work.ns
-            gi = work.c[inact] + work.h[work.nact:]
-            if ns:
-                gi += state.x[work.var_of_slot[:ns]] @ work.buf[:ns, work.nact:]
-            state.g[inact] = gi
-            state.counters["unshrink_events"] += 1
-        work.nact = n
-        if not work.ident:
-            self._permute(work, np.arange(n, dtype=np.intp))
