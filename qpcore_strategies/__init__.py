@@ -26,6 +26,11 @@ optional hooks, ``accepts``), run by ``qpcore.solve``:
 Each has a name, its options and what it accepts in the one registry, :mod:`qpcore_strategies.registry`
 (:func:`by_name`, the command line, the estimators and the benchmarks read it).
 
+The working-set rules SMO and decomposition take live in :mod:`qpcore_strategies.rules`: the pair
+rules (:mod:`~qpcore_strategies.rules.pair`), the set rules (:mod:`~qpcore_strategies.rules.sets`)
+and their one name table, :data:`RULES` (:mod:`~qpcore_strategies.rules.names`); the protocol a
+rule follows is :mod:`qpcore.core.rules`.
+
 Not loop strategies, and at home in :mod:`qpcore_incremental`: the models that stay solved (the
 exact incremental/decremental SVM of Cauwenberghs and Poggio).
 """
@@ -35,16 +40,18 @@ from qpcore_strategies.asvm import ASVM
 from qpcore_strategies.auto import Auto
 from qpcore_strategies.active_set_ocas import ActiveSetOCAS
 from qpcore_strategies.cutting_plane import BMRM, OCAS
-from qpcore_strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
+from qpcore_strategies.decomposition import Decomposition
 from qpcore_strategies.gradient_projection import GPCG
 from qpcore_strategies.incas import INCAS
 from qpcore_strategies.interior_point import InteriorPoint
 from qpcore_strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, make
-from qpcore_strategies.smo import SMO, MaximalViolatingPair, PlattHeuristic, SecondOrderRule
+from qpcore_strategies.rules import (RULES, Chunking, MaximalViolatingPair, OsunaSwap, PlattHeuristic, SecondOrderRule,
+                                     SteepestFeasible)
+from qpcore_strategies.smo import SMO
 
 from qpcore.core.solve import Strategy
 
-__all__ = ["ASVM", "Auto", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "REGISTRY", "ActiveSetOCAS",
+__all__ = ["ASVM", "Auto", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "REGISTRY", "RULES", "ActiveSetOCAS",
            "INCAS", "InteriorPoint", "SMO", "Chunking", "Decomposition", "DenseActiveSet",
            "MaximalViolatingPair", "OsunaSwap", "PlattHeuristic", "SecondOrderRule", "SteepestFeasible", "by_name"]
 

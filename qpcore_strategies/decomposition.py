@@ -17,10 +17,11 @@ variable in no row moves alone). General rows are refused, naming
 every subproblem is chosen from the problem: SMO without shrinking when there is no equality or
 every variable sits in a group with coefficient ±1, else the dense active set.
 
-Working-set rules have ``select(view, tol)``: the set rules :class:`SteepestFeasible` (SVMlight's
-q/2-top/q/2-bottom rule, within each group, reusing part of the previous set), :class:`Chunking`
-and :class:`OsunaSwap`, and SMO's pair rules taken as sets of size 2; a user's rule plugs in the
-same way. Shrinking (LIBSVM's test, each variable against its own group) narrows the buffered
+Working-set rules have ``select(view, tol)``: the set rules of :mod:`qpcore_strategies.rules.sets`,
+:class:`~qpcore_strategies.rules.sets.SteepestFeasible` (SVMlight's q/2-top/q/2-bottom rule, within
+each group, reusing part of the previous set), :class:`~qpcore_strategies.rules.sets.Chunking` and
+:class:`~qpcore_strategies.rules.sets.OsunaSwap`, and SMO's pair rules taken as sets of size 2; a
+user's rule plugs in the same way. Shrinking (LIBSVM's test, each variable against its own group) narrows the buffered
 rows to the active columns; convergence is claimed only after the gradient has been recomputed
 exactly over all variables where shrinking or float32 rows could hide a violation.
 """
@@ -28,7 +29,7 @@ exactly over all variables where shrinking or float32 rows could hide a violatio
 from __future__ import annotations
 
 import mmap
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 import attrs
 import numpy as np
@@ -37,14 +38,22 @@ from numpy.typing import NDArray
 from qpcore.backends.capabilities import cross_block, principal_block, row_budget
 from qpcore.backends.operators import DenseQ
 from qpcore.core.problem import QP, ProblemError
-from qpcore.core.optimality import Scores, maximal_violating_pair, measure, scores, scores_of
+from qpcore.core.optimality import measure, scores, scores_of
 from qpcore.linalg.projection import feasible_start
 from qpcore.core.rules import RuleView, check_rule
 from qpcore.core.solve import iterate
 from qpcore.core.state import State, Status, Work, bound_status
 from qpcore.core.strategy import Strategy
 from qpcore_strategies.active_set import DenseActiveSet
-from qpcore_strategies.smo import SMO, PlattHeuristic, make_rule
+from qpcore_strategies.rules.names import make_rule
+from qpcore_strategies.rules.pair import PlattHeuristic
+# the set rules moved to qpcore_strategies.rules; their old import path stays (explicit re-exports)
+from qpcore_strategies.rules.sets import Chunking as Chunking
+from qpcore_strategies.rules.sets import OsunaSwap as OsunaSwap
+from qpcore_strategies.rules.sets import SteepestFeasible as SteepestFeasible
+from qpcore_strategies.rules.sets import group_ends as group_ends
+from qpcore_strategies.rules.sets import violators as violators
+from qpcore_strategies.smo import SMO
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -55,7 +64,7 @@ BoolArray = NDArray[np.bool_]
 #: with 128 MB Adult's 1-thread run still peaked 28 MB above LIBSVM's at the same cache budget
 _WORKING_BYTES = 160 << 20
 
-__all__ = ["Chunking", "Decomposition", "DecompositionWork", "OsunaSwap", "SteepestFeasible", "group_ends", "violators"]
+__all__ = ["Decomposition", "DecompositionWork", "make_set_rule"]
 
 
 @attrs.define(slots=True, eq=False)
@@ -209,235 +218,18 @@ def _work(state: State) -> DecompositionWork:
     return state.work(DecompositionWork)
 
 
-def _top_k(scores: FloatArray, mask: BoolArray, k: int, exclude: BoolArray) -> IndexArray:
-    """The k largest ``scores`` among ``mask & ~exclude`` (vectorized partial sort), best first."""
-    cand = np.flatnonzero(mask & ~exclude)
-    if cand.size == 0 or k <= 0:
-        return np.zeros(0, dtype=np.intp)
-    s = scores[cand]
-    if cand.size > k:
-        part = np.argpartition(-s, k - 1)[:k]
-        cand, s = cand[part], s[part]
-    return cand[np.argsort(-s, kind="stable")]
-
-
-def group_ends(v: FloatArray, up: BoolArray, low: BoolArray, group: IndexArray) -> tuple[FloatArray, FloatArray]:
-    """Per variable, ``max v`` over ``up`` and ``min v`` over ``low`` within its own group.
-
-    −inf / +inf where the group has no such variable, and for variables in no group (−1).
-    """
-    k_n = int(group.max(initial=-1)) + 1
-    hi, lo = np.full(k_n + 1, -np.inf), np.full(k_n + 1, np.inf)   # the last entry stands for −1
-    for k in range(k_n):
-        inside = group == k
-        hi[k] = np.max(v, where=up & inside, initial=-np.inf)
-        lo[k] = np.min(v, where=low & inside, initial=np.inf)
-    return hi[group], lo[group]
-
-
-def violators(s: Scores, k: int, exclude: BoolArray) -> IndexArray:
-    """Up to k variables by SVMlight's rule: k/2 largest v among ``up``, k/2 smallest among ``low``.
-
-    Variables outside the equality (single ones; all of them without an equality) compete by
-    their violation ``|P(g)_i|``: the violating ones, most violating first, take up to half the
-    set (all of it without an equality). A side that runs short is refilled from the other.
-    With several disjoint groups, v is compared within a group only: an ``up`` variable ranks by
-    ``v_i − min_{low ∩ k} v`` and a ``low`` one by ``max_{up ∩ k} v − v_j`` (k its group), how
-    far each violates against its own group's best partner, so the group with the largest gap
-    brings both ends of its maximal violating pair.
-    """
-    n_single = 0
-    picked: list[IndexArray] = []
-    ex = exclude.copy()
-    pu, pl = s.pair_masks()
-    if s.group is None:
-        key_up, key_low = s.v, -s.v
-    else:
-        m_up, m_low = group_ends(s.v, pu, pl, s.group)
-        key_up, key_low = s.v - m_low, m_up - s.v
-    if s.single is not None:
-        su, sl = s.single_masks()
-        viol = np.maximum(np.where(su, s.v, 0.0), np.where(sl, -s.v, 0.0))
-        cap = k if not s.paired else k // 2
-        if s.paired and not float(viol.max(initial=0.0)) > float(np.max(key_up, where=pu, initial=-np.inf)):
-            # a pair violates more than any single (its gap is the largest up key): keep two
-            # places, so that both its ends get in (whichever of them a reused set holds already)
-            cap = min(cap, max(0, k - 2))
-        singles = _top_k(viol, viol > 0, cap, ex)
-        ex[singles] = True
-        picked.append(singles)
-        n_single = singles.size
-    if s.paired:
-        rest = k - n_single
-        hi = _top_k(key_up, pu, rest // 2 + rest % 2, ex)
-        ex[hi] = True
-        lo = _top_k(key_low, pl, rest // 2, ex)
-        ex[lo] = True
-        picked += [hi, lo]
-        short = rest - hi.size - lo.size
-        if short > 0:   # one side ran short: take more from the other
-            more = _top_k(key_up, pu, short, ex)
-            ex[more] = True
-            more2 = _top_k(key_low, pl, short - more.size, ex)
-            picked += [more, more2]
-    return np.concatenate(picked).astype(np.intp) if picked else np.zeros(0, dtype=np.intp)
-
-
-def _moves_alone(s: Scores, i: int) -> bool:
-    """Whether variable i can move by itself: it is outside the equality (a single variable)."""
-    return s.single is not None and bool(s.single[i])
-
-
-@attrs.frozen
-class SteepestFeasible:
-    """SVMlight's rule: the q/2 largest and q/2 smallest ``v = −g/a`` among feasible directions.
-
-    Parameters
-    ----------
-    q : int
-        Working-set size (even, ≥ 2).
-    reuse : float
-        Fraction of the previous working set kept (free variables first, then the most violating)
-        so that their cached kernel rows are used again (ThunderSVM); 0 disables.
-    random_every : int
-        Every this many rounds the new part of the set is drawn at random among the variables
-        that can move, which breaks numerical cycles; 0 disables.
-    """
-
-    kind: ClassVar[Literal["set"]] = "set"
-    q: int = 64
-    reuse: float = 0.5
-    random_every: int = 0
-
-    def __attrs_post_init__(self) -> None:
-        if self.q < 2 or self.q % 2:
-            raise ValueError(f"q: the working-set size must be even and ≥ 2, got {self.q}")
-        if not 0.0 <= self.reuse < 1.0:
-            raise ValueError(f"reuse: a fraction in [0, 1), got {self.reuse}")
-
-    def select(self, view: RuleView, tol: float) -> IndexArray | None:
-        """The next working set, or None when the measure (the pair gap) is ≤ tol."""
-        s = view.scores()
-        if view.gap(s) <= tol:
-            return None
-        n = view.n
-        q = min(self.q, n)
-        keep = np.zeros(0, dtype=np.intp)
-        prev = view.previous
-        if self.reuse > 0 and prev.size:
-            x, lb, ub = view.x, view.lb, view.ub
-            free = (x[prev] > lb[prev]) & (x[prev] < ub[prev])
-            # free variables first (they are the ones that keep moving), then by violation
-            order = np.lexsort((-np.abs(s.v[prev]), ~free))
-            # at least two new places, so the maximal violating pair always gets in
-            keep = prev[order[: min(int(self.reuse * q), q - 2)]]
-        exclude = np.zeros(n, dtype=bool)
-        exclude[keep] = True
-        k = q - keep.size
-        if self.random_every and view.iteration % self.random_every == self.random_every - 1:
-            movable = np.flatnonzero((s.up | s.low) & ~exclude)
-            new = view.rng.choice(movable, size=min(k, movable.size), replace=False) if movable.size else movable
-        else:
-            new = violators(s, k, exclude)
-        B = np.unique(np.concatenate([keep, new]).astype(np.intp))
-        return B if B.size >= 2 or (B.size == 1 and _moves_alone(s, int(B[0]))) else None
-
-
-@attrs.frozen
-class Chunking:
-    """Vapnik's chunking: all current support vectors (x ≠ 0) plus the M worst violators.
-
-    Parameters
-    ----------
-    M : int
-        Violators added per round.
-    max_size : int
-        Cap on the chunk (the subproblem is dense: q² memory).
-    """
-
-    kind: ClassVar[Literal["set"]] = "set"
-    M: int = 64
-    max_size: int = 4000
-
-    def select(self, view: RuleView, tol: float) -> IndexArray | None:
-        """The chunk, or None when optimal to tol."""
-        s = view.scores()
-        if view.gap(s) <= tol:
-            return None
-        sv = np.flatnonzero((view.x != 0) & (s.up | s.low))
-        exclude = np.zeros(view.n, dtype=bool)
-        exclude[sv] = True
-        new = violators(s, self.M, exclude)
-        if sv.size + new.size > self.max_size:
-            # too many support vectors for one dense chunk: keep the most violating of them
-            sv = sv[np.argsort(-s.violation()[sv], kind="stable")[: max(0, self.max_size - new.size)]]
-        B = np.unique(np.concatenate([sv, new]).astype(np.intp))
-        return B if B.size >= 2 or (B.size == 1 and _moves_alone(s, int(B[0]))) else None
-
-
-@attrs.frozen
-class OsunaSwap:
-    """Osuna's original scheme: a fixed-size set that swaps one variable out and one in per round.
-
-    Out goes the member with the smallest violation (preferring one at a bound); in comes the worst
-    violator outside the set. For teaching and comparison: it needs many rounds.
-
-    Parameters
-    ----------
-    q : int
-        Working-set size.
-    """
-
-    kind: ClassVar[Literal["set"]] = "set"
-    q: int = 16
-
-    def select(self, view: RuleView, tol: float) -> IndexArray | None:
-        """The previous set with one swap (the first round: the q worst violators)."""
-        s = view.scores()
-        if view.gap(s) <= tol:
-            return None
-        n = view.n
-        prev = view.previous
-        if prev.size < min(self.q, n):
-            return violators(s, min(self.q, n), np.zeros(n, dtype=bool))
-        inside = np.zeros(n, dtype=bool)
-        inside[prev] = True
-        # the violation of i: how far v_i lies beyond the interval that optimality allows
-        score = s.violation()
-        outside = np.flatnonzero(~inside & (s.up | s.low))
-        if outside.size == 0:
-            return prev
-        # the maximal violating pair must end up inside (scores tie between a pair's two ends and
-        # many free variables, so an argmax over scores alone can cycle without ever taking it)
-        mvp = maximal_violating_pair(s)
-        pair = mvp if mvp is not None else (int(np.argmax(score)),) * 2
-        missing = [i for i in pair if not inside[i]]
-        enter = missing[0] if missing else int(outside[np.argmax(score[outside])])
-        x, lb, ub = view.x, view.lb, view.ub
-        at_bound = (x[prev] <= lb[prev]) | (x[prev] >= ub[prev])
-        order = prev[np.lexsort((score[prev], ~at_bound))]
-        leave = int(next(i for i in order if i not in pair))
-        B = prev.copy()
-        B[B == leave] = enter
-        return np.sort(B)
-
-
 def make_set_rule(rule: Any) -> Any:
-    """A rule from its name or the rule itself (checked for its kind by ``Decomposition``).
+    """A rule from its name in :data:`qpcore_strategies.rules.RULES` or the rule itself (checked for
+    its kind by ``Decomposition``).
 
-    Set rules by name: ``"svmlight"`` (:class:`SteepestFeasible`), ``"chunking"``, ``"osuna"``
-    (:class:`OsunaSwap`), each with its defaults; pair rules by SMO's names (``"wss2"``,
-    ``"mvp"``, ``"platt"``: the same rule objects as ``SMO(rule=...)``, taken as sets of size 2).
+    Set rules by name: ``"svmlight"`` (:class:`~qpcore_strategies.rules.sets.SteepestFeasible`),
+    ``"chunking"``, ``"osuna"`` (:class:`~qpcore_strategies.rules.sets.OsunaSwap`), each with its
+    defaults; pair rules by SMO's names (``"wss2"``, ``"mvp"``, ``"platt"``: the same rule objects
+    as ``SMO(rule=...)``, taken as sets of size 2).
     """
     if not isinstance(rule, str):
         return rule
-    table: dict[str, Any] = {"svmlight": SteepestFeasible, "chunking": Chunking, "osuna": OsunaSwap}
-    if rule in table:
-        return table[rule]()
-    if rule in ("wss2", "mvp", "platt"):
-        return make_rule(rule)
-    raise ProblemError(f"rule: unknown working-set rule {rule!r}; use one of svmlight, chunking, osuna "
-                       "(set rules) or wss2, mvp, platt (pair rules)")
+    return make_rule(rule, ("set", "pair"))
 
 
 def _default_inner(qp: QP) -> Strategy:
@@ -472,7 +264,7 @@ class Decomposition(Strategy):
     Parameters
     ----------
     rule : SetRule, PairRule or str
-        Picks B (default :class:`SteepestFeasible` with q = 64) from a
+        Picks B (default :class:`~qpcore_strategies.rules.sets.SteepestFeasible` with q = 64) from a
         :class:`qpcore.core.rules.RuleView` restricted to the unshrunk variables; a pair rule works
         as a set rule of size 2. Names as :func:`make_set_rule` reads them (``"mvp"`` is the
         rule of ``SMO(rule="mvp")``).

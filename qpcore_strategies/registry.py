@@ -27,10 +27,11 @@ from qpcore_strategies.asvm import ASVM
 from qpcore_strategies.auto import Auto
 from qpcore_strategies.active_set_ocas import ActiveSetOCAS
 from qpcore_strategies.cutting_plane import BMRM, OCAS
-from qpcore_strategies.decomposition import Chunking, Decomposition, OsunaSwap, SteepestFeasible
+from qpcore_strategies.decomposition import Decomposition
 from qpcore_strategies.gradient_projection import GPCG
 from qpcore_strategies.incas import INCAS
 from qpcore_strategies.interior_point import InteriorPoint
+from qpcore_strategies.rules.names import PAIR_RULES, SET_RULES, make_rule, rule_help
 from qpcore_strategies.smo import SMO
 
 __all__ = ["ALIASES", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "PAIR_RULES", "REGISTRY", "SET_RULES", "Entry", "Family",
@@ -187,10 +188,8 @@ class Entry:
 # The entries
 # --------------------------------------------------------------------------------------------
 
-#: SMO's pair rules by name (also decomposition's: a pair is a working set of size 2).
-PAIR_RULES = ("wss2", "mvp", "platt")
-#: Decomposition's set rules by name.
-SET_RULES = ("svmlight", "chunking", "osuna")
+# PAIR_RULES and SET_RULES (the rules' names by kind) come from the one table of rule names,
+# qpcore_strategies.rules.RULES, which SMO and decomposition read as well
 
 _SHRINKING = Option("shrinking", bool, True, "shrink the active set (variables stuck at a bound)")
 
@@ -205,10 +204,7 @@ def _smo(rule: str, shrinking: bool) -> Strategy:
 
 
 def _decomposition(rule: str, q: int, inner: str, shrinking: bool) -> Strategy:
-    set_rules: dict[str, Callable[[int], Any]] = {"svmlight": lambda k: SteepestFeasible(q=k),
-                                                 "chunking": lambda k: Chunking(M=k),
-                                                 "osuna": lambda k: OsunaSwap(q=k)}
-    chosen: Any = set_rules[rule](q) if rule in set_rules else rule
+    chosen = make_rule(rule, ("set", "pair"), size=q)     # q sets a set rule's size (chunking's M)
     inner_strategy = _inner(inner)
     if inner_strategy is None:
         return Decomposition(rule=chosen, shrinking=shrinking)
@@ -250,13 +246,12 @@ REGISTRY: dict[str, Entry] = {e.name: e for e in (
                                                     incas_release=release, patience=patience)),
     Entry("smo", "sequential minimal optimization (Platt; LIBSVM's second-order rule by default): finite box, "
                  "no equality or disjoint ±1 equality groups (C-SVC, ν-SVC duals)", "kernel",
-          (Option("rule", str, "wss2", "pair rule: LIBSVM's second order (wss2), maximal violating pair (mvp), "
-                                       "Platt's heuristics (platt)", PAIR_RULES), _SHRINKING), _smo, main="rule"),
+          (Option("rule", str, "wss2", f"pair rule: {rule_help('pair')}", PAIR_RULES), _SHRINKING), _smo,
+          main="rule"),
     Entry("decomposition", "Osuna decomposition: working sets of q variables, each subproblem solved by an inner "
                            "strategy (finite box, no equality or disjoint equality groups)", "kernel",
-          (Option("rule", str, "svmlight", "working-set rule: SVMlight's q/2 top and bottom (svmlight), chunking, "
-                                           "Osuna's swap (osuna), or a pair rule (wss2, mvp, platt)",
-                  SET_RULES + PAIR_RULES),
+          (Option("rule", str, "svmlight", f"working-set rule: {rule_help('set')}, or a pair rule "
+                                           f"({', '.join(PAIR_RULES)})", SET_RULES + PAIR_RULES),
            Option("q", int, 64, "working-set size (chunking: violators added per round)"),
            Option("inner", str, "auto", "subproblem strategy (auto: SMO for ±1 rows, else the dense active set)"),
            _SHRINKING), _decomposition, main="q"),
