@@ -106,11 +106,14 @@ def test_in_child() -> None:
 
 def test_study_skeleton(tmp_path: Path) -> None:
     """The shared command line and main loop: every row measured interleaved, appended, rendered once."""
-    p = harness.study_parser("prog", None, rows=("a", "b"), small="quick", out=tmp_path / "r.jsonl", docs=tmp_path)
+    p = harness.study_parser("prog", None, rows=("a", "b"), small="quick", out=tmp_path / "r.jsonl", docs=True)
     p.add_argument("--own", type=int, default=7)
     args = p.parse_args(["--quick", "--rows", "b,a", "--out", str(tmp_path / "o.jsonl")])
     harness.resolve_run_arguments(p, args, small=args.quick)
-    assert (args.repeat, args.settle, args.own, args.rows, args.docs) == (1, 0.0, 7, "b,a", tmp_path)
+    assert (args.repeat, args.settle, args.own, args.rows, args.docs) == (1, 0.0, 7, "b,a", None)
+    assert harness.page_folder(args.docs, tmp_path) == tmp_path           # no --docs: beside the results
+    assert p.parse_args(["--docs"]).docs == harness.DOCS
+    assert p.parse_args(["--docs", str(tmp_path)]).docs == tmp_path
     args.repeat = 2
     rendered: list[list[dict[str, Any]]] = []
 
@@ -124,3 +127,23 @@ def test_study_skeleton(tmp_path: Path) -> None:
     assert [r["row"] for r in harness.read_jsonl(tmp_path / "o.jsonl")] == ["b", "a"]
     assert rendered == [harness.read_jsonl(tmp_path / "o.jsonl")]
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_seed_only_a_missing_default_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A default results file that is missing comes from the archive commit; nothing else is touched."""
+    from benchmarks.harness import core
+
+    have = subprocess.run(["git", "-C", str(core.REPO), "cat-file", "-e", f"{core.ARCHIVE}^{{commit}}"],
+                          capture_output=True)
+    if have.returncode != 0:
+        pytest.skip("the archive commit is not in this clone (shallow?)")
+    monkeypatch.setattr(core, "RESULTS", tmp_path)
+    assert not core.seed(tmp_path / "unknown.json") and not core.seed(tmp_path / "quick" / "loo.json")
+    assert harness.read_jsonl(tmp_path / "small_data.jsonl")             # read: seeded first
+    archived = subprocess.run(["git", "-C", str(core.REPO), "show", f"{core.ARCHIVE}:benchmarks/results/loo.json"],
+                              capture_output=True, check=True).stdout
+    assert core.seed(tmp_path / "loo.json") and (tmp_path / "loo.json").read_bytes() == archived
+    (tmp_path / "loo.json").write_text("{}")
+    assert not core.seed(tmp_path / "loo.json") and (tmp_path / "loo.json").read_text() == "{}"   # kept
+    assert harness.load_store(tmp_path / "ocas.json", "quick")            # the pages' store: docs/ in the archive
+    assert harness.load_store(tmp_path / "sub" / "ocas.json", "quick") == {}

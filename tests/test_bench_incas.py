@@ -41,7 +41,7 @@ def test_batch_rows_ratios_and_gaps_come_from_the_runs(tiny_run: tuple[dict[str,
     store, page = tiny_run
     checked = 0
     for row in ("hard_small", "weak"):
-        for prob in store[row]["qpcore_formulations"]:
+        for prob in store[row]["problems"]:
             res = prob["results"]
             anchor = res["libsvm"]
             assert anchor["runs"] >= 1 and anchor["seconds"] > 0
@@ -126,7 +126,7 @@ def test_stopped_anchor_gives_a_ratio_bound(tmp_path: Path) -> None:
     assert rc == 0
     store = json.loads((tmp_path / "incas.json").read_text())
     page = (tmp_path / "incas.md").read_text()
-    for prob in store["weak"]["qpcore_formulations"]:
+    for prob in store["weak"]["problems"]:
         a = prob["results"]["libsvm"]
         assert a["status"].startswith("> 1e-09 s") and a["objective"] is None
         r = prob["results"]["decomp:512@1"]

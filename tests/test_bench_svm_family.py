@@ -35,7 +35,7 @@ def test_every_row_at_both_tolerances(quick_run: tuple[dict[str, Any], str]) -> 
     store, page = quick_run
     assert set(svm_family.ROW_NAMES) <= set(store) and "_meta" in store
     for row in svm_family.BATCH_ROWS:
-        probs = store[row]["qpcore_formulations"]
+        probs = store[row]["problems"]
         assert [p["tol"] for p in probs] == [1e-3, 1e-6]
         assert store[row]["_run"]["mode"] == "quick"
         check = store[row]["_run"]["anchor_check"]          # LIBSVM's input: the faster of the two
@@ -54,7 +54,7 @@ def test_every_row_at_both_tolerances(quick_run: tuple[dict[str, Any], str]) -> 
 def test_ratios_and_rel_obj_come_from_the_runs(quick_run: tuple[dict[str, Any], str]) -> None:
     store, _ = quick_run
     for row in svm_family.BATCH_ROWS:
-        for p in store[row]["qpcore_formulations"]:
+        for p in store[row]["problems"]:
             res, f_ref = p["results"], p["f_ref"]
             anchor = res["libsvm"]
             assert anchor["seconds"] > 0 and anchor["status"] == "converged"
@@ -76,7 +76,7 @@ def test_ratios_and_rel_obj_come_from_the_runs(quick_run: tuple[dict[str, Any], 
 def test_best_is_the_fastest_good_one_and_the_bar_follows(quick_run: tuple[dict[str, Any], str]) -> None:
     store, page = quick_run
     for row in svm_family.BATCH_ROWS:
-        for p in store[row]["qpcore_formulations"]:
+        for p in store[row]["problems"]:
             res = p["results"]
             best = res["best@1"]
             ours = [r for k, r in res.items() if k not in ("libsvm", "best@1")]
@@ -127,6 +127,6 @@ def test_quick_abalone_row_on_the_shared_data(tmp_path: Path) -> None:
     rc = svm_family.main(["--quick", "--rows", "epsilon_svr", "--tols", "1e-6", "--solvers", "smo", "--threads", "1",
                           "--repeat", "1", "--out-dir", str(tmp_path)])
     assert rc == 0
-    p = json.loads((tmp_path / "svm_family.json").read_text())["epsilon_svr"]["qpcore_formulations"][0]
+    p = json.loads((tmp_path / "svm_family.json").read_text())["epsilon_svr"]["problems"][0]
     assert p["spec"]["data"] == "abalone" and p["spec"]["n"] == svm_family.QUICK.abalone
     assert p["results"]["smo@1"]["rel_obj"] <= 1e-6 and p["results"]["libsvm"]["rel_obj"] <= 1e-6

@@ -144,14 +144,15 @@ def test_row_summary_flags() -> None:
     assert not math.isnan(s["sum_ratio"])
 
 
-def test_quick_runs_never_write_the_committed_results() -> None:
+def test_runs_write_the_committed_pages_only_when_asked() -> None:
     from benchmarks.harness import REPO
 
     results = REPO / "benchmarks" / "results"
     a: Any = svm_grid.parse_args(["--quick"])
-    assert a.out_dir == a.ref_dir == results / "quick"
+    assert a.out_dir == a.ref_dir == a.docs == results / "quick"
     assert (a.n, a.repeat, a.settle, a.rows, len(a.cell_list)) == (svm_grid.QUICK_N, 1, 0.0, list(ROWS), 4)
     full: Any = svm_grid.parse_args(["--rows", "adult10k", "--cells", "C=1000,g=1", "--strategies", "auto,smo"])
-    assert full.out_dir == REPO / "docs" / "benchmarks" and full.ref_dir == results
+    assert full.out_dir == full.ref_dir == full.docs == results       # raw results and page: untracked
+    assert svm_grid.parse_args(["--docs"]).docs == REPO / "docs" / "benchmarks"
     assert (full.n, full.repeat, full.threads, full.rows) == (None, 3, [1, 2], ["adult10k"])
     assert full.cell_list == [(1000.0, 1.0)] and full.strategies == ["auto", "smo"]

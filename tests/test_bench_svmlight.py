@@ -192,8 +192,8 @@ def test_incas_hard_rows_have_an_svmlight_column(built: bool, tmp_path: Path,
     assert rc == 0
     store = json.loads((tmp_path / "incas.json").read_text())
     page = (tmp_path / "incas.md").read_text()
-    rbf = [p for p in store["hard_small"]["qpcore_formulations"] if p["spec"]["kernel"] == "rbf"]
-    lin = [p for p in store["hard_small"]["qpcore_formulations"] if p["spec"]["kernel"] == "linear"]
+    rbf = [p for p in store["hard_small"]["problems"] if p["spec"]["kernel"] == "rbf"]
+    lin = [p for p in store["hard_small"]["problems"] if p["spec"]["kernel"] == "linear"]
     assert rbf and lin and all("svmlight@1" not in p["results"] for p in lin)   # default --svmlight rbf
     for p in rbf:
         if not built:

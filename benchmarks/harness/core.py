@@ -35,10 +35,23 @@ from typing import Any, Protocol
 
 from benchmarks.harness.measure import REPO, PeakMemory, machine_info, median, now_iso
 
-__all__ = ["LOAD_MARGIN", "LOAD_TAU", "LoadMeter", "OTHERS_MARGIN", "PeakMemory", "REPO", "Runs", "Timing",
+RESULTS = REPO / "benchmarks" / "results"   # raw results and reference caches (untracked: .gitignore)
+DOCS = REPO / "docs" / "benchmarks"         # the committed pages, written only when --docs asks
+# The last commit whose tree carried the raw results (issue 34 took them out): a missing default
+# store is seeded from it, so re-measuring one row still renders a page with every published row.
+ARCHIVE = "75f3e2242e79e8aeb3b36adf97ea80ffdad6572b"
+ARCHIVED = {"ocas.json": "docs/benchmarks/ocas.json", "incas.json": "docs/benchmarks/incas.json",
+            "svm_family.json": "docs/benchmarks/svm_family.json", "svm_grid.json": "docs/benchmarks/svm_grid.json",
+            **{name: f"benchmarks/results/{name}" for name in (
+                "asvm.jsonl", "busy.jsonl", "dask_scale.json", "grid_search.jsonl", "loo.json",
+                "maros_meszaros.jsonl", "ocas_reference.json", "qp.jsonl", "reference.json", "results.jsonl",
+                "scaling.jsonl", "small_data.jsonl", "svm_grid_reference.json")}}
+
+__all__ = ["ARCHIVE", "DOCS", "RESULTS", "add_docs_argument", "add_store_arguments", "page_folder",
+           "resolve_store_arguments", "seed", "LOAD_MARGIN", "LOAD_TAU", "LoadMeter", "OTHERS_MARGIN", "PeakMemory", "REPO", "Runs", "Timing",
            "add_run_arguments", "append_jsonl", "blas_threads", "blas_threads_under", "busy_seconds", "clean",
            "default_blas_threads", "fmt_exp", "fmt_flag", "fmt_loads", "fmt_ratio", "fmt_seconds",
-           "fmt_summary_seconds", "in_child", "interleave", "load_store", "log", "machine_info", "markdown_table",
+           "fmt_summary_seconds", "generated_line", "in_child", "interleave", "load_store", "log", "machine_info", "markdown_table",
            "median", "now_iso", "summarize_runs", "pin_blas_threads", "process_cpu", "ratio_stats", "read_jsonl",
            "command_line", "need_sklearn", "resolve_run_arguments", "run_study", "save_row", "settle", "Study", "study_parser", "thread_limit", "thread_list_from_argv", "threads_from_argv",
            "timed"]
@@ -468,8 +481,31 @@ def clean(v: Any, drop: Iterable[str] = (), inf_as_text: bool = True) -> Any:
     return go(v)
 
 
+def seed(path: Path) -> bool:
+    """Seed a missing default results file (one of :data:`ARCHIVED` in :data:`RESULTS`) from
+    :data:`ARCHIVE`; any other path, or a file already there, is left alone.
+
+    Returns whether the file was written. Without git or that commit (a shallow clone) it says so
+    and the study starts from an empty store.
+    """
+    if path.exists() or path.parent.resolve() != RESULTS.resolve() or path.name not in ARCHIVED:
+        return False
+    import subprocess
+
+    got = subprocess.run(["git", "-C", str(REPO), "show", f"{ARCHIVE}:{ARCHIVED[path.name]}"],
+                         capture_output=True, check=False)
+    if got.returncode != 0:
+        log(f"{path.name}: not seeded from commit {ARCHIVE[:7]} ({got.stderr.decode(errors='replace').strip()})")
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(got.stdout)
+    log(f"{path.name}: seeded from commit {ARCHIVE[:7]} (the published results)")
+    return True
+
+
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
     """Append one record as a line of ``path`` (created with its folder); numpy scalars as floats."""
+    seed(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
         fh.write(json.dumps(record, default=float) + "\n")
@@ -477,6 +513,7 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The records of a JSON-lines file (none when it does not exist; blank lines skipped)."""
+    seed(path)
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -486,8 +523,9 @@ def load_store(path: Path, mode: str) -> dict[str, Any]:
     """A study's store: one JSON object with a record per row (its run under ``_run``) and ``_meta``.
 
     A ``full`` run drops the rows a quick or small run left there: the two are never mixed on one
-    page. A missing file is an empty store.
+    page. A missing file is an empty store (a default one is seeded first: :func:`seed`).
     """
+    seed(path)
     store: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
     if mode == "full":
         store = {k: v for k, v in store.items() if k.startswith("_") or v.get("_run", {}).get("mode") == "full"}
@@ -544,6 +582,15 @@ def fmt_flag(loaded: Any) -> str:
     return "**loaded**" if loaded else "ok"
 
 
+def generated_line(study: str, store: str, *, also: str = "") -> str:
+    """The line under a page's title: which command wrote it, from which raw results (untracked:
+    :data:`RESULTS`, seeded from :data:`ARCHIVE`), where the protocol is (``also``: another place)."""
+    more = f" and {also}" if also else ""
+    return (f"Generated by `python -m benchmarks.{study} --docs` from `benchmarks/results/{store}` (the raw results, "
+            f"not committed; a missing one is seeded from commit {ARCHIVE[:7]}); do not edit by hand. "
+            f"Protocol: the module docstring of `benchmarks/studies/{study}.py`{more}.\n")
+
+
 def markdown_table(head: list[str], body: list[list[str]]) -> str:
     """A GitHub-flavoured markdown table."""
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
@@ -563,7 +610,7 @@ def _thread_counts(text: str) -> list[int]:
 
 def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = None, small: str | None = None,
                  interleaved: bool = True, threads: int | str | None = None, out: Path | None = None,
-                 docs: Path | None = None) -> argparse.ArgumentParser:
+                 docs: bool = False) -> argparse.ArgumentParser:
     """The command line every study shares; the study adds its own flags to the parser returned.
 
     Parameters
@@ -582,9 +629,10 @@ def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = Non
         The default of ``--threads``: one BLAS thread count (an int; the study pins it before numpy
         is imported with :func:`threads_from_argv`) or a comma-separated list of them (a str, read
         as a list of int; :func:`thread_list_from_argv`).
-    out, docs : Path, optional
-        The default results file and page folder: adds ``--out`` and ``--docs`` (so a check run can
-        write elsewhere than the committed results).
+    out : Path, optional
+        The default results file (in :data:`RESULTS`, untracked): adds ``--out``.
+    docs : bool
+        Whether the study renders a page: adds ``--docs [FOLDER]`` (:func:`add_docs_argument`).
 
     Returns
     -------
@@ -604,9 +652,40 @@ def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = Non
         p.add_argument("--threads", type=int, default=threads, help="BLAS threads, both sides (default %(default)s)")
     if out is not None:
         p.add_argument("--out", type=Path, default=out, help="the JSON-lines results file (default: %(default)s)")
-    if docs is not None:
-        p.add_argument("--docs", type=Path, default=docs, help="the folder of the rendered page (default: %(default)s)")
+    if docs:
+        add_docs_argument(p)
     return p
+
+
+def add_docs_argument(p: Any) -> None:
+    """``--docs [FOLDER]``: write the rendered page (and its plots) into FOLDER, ``docs/benchmarks``
+    when no folder is given; without the flag the page goes beside the raw results
+    (:func:`page_folder`), so a run never rewrites the committed pages unless asked."""
+    p.add_argument("--docs", nargs="?", type=Path, const=DOCS, default=None, metavar="FOLDER",
+                   help="write the page (and plots) into FOLDER (default docs/benchmarks); without --docs it goes "
+                        "beside the raw results (benchmarks/results/, untracked)")
+
+
+def page_folder(docs: Path | None, results: Path) -> Path:
+    """Where a study's page goes: the ``--docs`` folder when given, else the results' folder."""
+    return docs if docs is not None else results
+
+
+def add_store_arguments(p: Any, store: str) -> None:
+    """``--out-dir`` (the folder of a study's store ``store``, default :data:`RESULTS`, its
+    ``quick/`` for a small run) and ``--docs`` (:func:`add_docs_argument`); resolved by
+    :func:`resolve_store_arguments`."""
+    p.add_argument("--out-dir", type=Path, default=None,
+                   help=f"the folder of {store}, the raw results (default benchmarks/results; a small run "
+                        "benchmarks/results/quick); the page goes there too without --docs")
+    add_docs_argument(p)
+
+
+def resolve_store_arguments(a: Any, small: bool) -> None:
+    """Complete ``a.out_dir`` and ``a.docs`` (the page's folder) of :func:`add_store_arguments`."""
+    if a.out_dir is None:
+        a.out_dir = RESULTS / "quick" if small else RESULTS
+    a.docs = page_folder(a.docs, a.out_dir)
 
 
 @dataclass

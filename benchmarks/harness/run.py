@@ -5,8 +5,8 @@
     python -m benchmarks.run --quick               # small subsets, a smoke test (< 1 min)
 
 Appends one JSON line per (row, solver) to the results file, renders the markdown page and
-convergence plots (``docs/benchmarks/``; quick mode: ``benchmarks/results/quick/``) and prints a
-summary. See ``docs/BENCHMARKS.md``.
+convergence plots beside it (``benchmarks/results/``, untracked; quick mode: ``benchmarks/results/quick/``;
+``--docs``: into ``docs/benchmarks/``) and prints a summary. See ``docs/BENCHMARKS.md``.
 """
 
 from __future__ import annotations
@@ -27,18 +27,17 @@ from pathlib import Path  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
 from benchmarks.harness import report  # noqa: E402
-from benchmarks.harness import (REPO, Runs, Study, clean, command_line, interleave, log, machine_info,  # noqa: E402
-                                median, need_sklearn, now_iso, resolve_run_arguments, run_study, study_parser,
-                                thread_limit)
+from benchmarks.harness import (RESULTS, Runs, Study, clean, command_line, interleave, log, machine_info,  # noqa: E402
+                                median, need_sklearn, now_iso, page_folder, resolve_run_arguments, run_study,
+                                study_parser, thread_limit)
 from benchmarks.studies.svm import ROWS, eval_problem, judge, load_row, reference, run_libsvm, run_ours, warm_memory  # noqa: E402
 
-RESULTS = REPO / "benchmarks" / "results"
 LONG_RUN_S = 60.0   # a first run at least this long is not repeated (BENCHMARKS.md: median of 3 below a minute)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = study_parser("python -m benchmarks.run", __doc__, rows=ROWS, small="quick", threads=THREADS,
-                     out=RESULTS / "results.jsonl", docs=REPO / "docs" / "benchmarks")
+                     out=RESULTS / "results.jsonl", docs=True)
     # a first run of a minute or more is not repeated (BENCHMARKS.md: median of 3 below a minute)
     p.set_defaults(long=LONG_RUN_S)
     p.add_argument("--rules", default="wss2,mvp",
@@ -67,9 +66,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.anchor_inputs = [a for a in args.anchor_inputs.split(",") if a]
     if not set(args.anchor_inputs) <= {"sparse", "dense"} or not args.anchor_inputs:
         p.error("--anchor-inputs: sparse, dense or both")
-    if args.quick:   # a smoke run writes under benchmarks/results/quick/ and leaves docs/ alone
+    if args.quick:   # a smoke run writes under benchmarks/results/quick/
         args.out = RESULTS / "quick" / "results.jsonl" if args.out == RESULTS / "results.jsonl" else args.out
-        args.docs = RESULTS / "quick" if args.docs == REPO / "docs" / "benchmarks" else args.docs
+    args.docs = page_folder(args.docs, args.out.parent)
     if args.trace_interval is None:
         args.trace_interval = 0.05 if args.quick else 0.5
     return args

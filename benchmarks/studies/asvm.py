@@ -36,11 +36,10 @@ from typing import Any, Callable  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-from benchmarks.harness import (Runs, Study, fmt_flag, interleave, log, median, ratio_stats,  # noqa: E402
+from benchmarks.harness import (RESULTS, Runs, Study, fmt_flag, interleave, log, median, page_folder, ratio_stats,  # noqa: E402
                                 resolve_run_arguments, run_study, study_parser,
                                 thread_limit)
 
-ROOT = Path(__file__).resolve().parents[1]   # benchmarks/
 ROWS = ("adult", "ijcnn1", "synth2m")
 
 
@@ -348,8 +347,7 @@ def run_row(name: str, args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = study_parser("python -m benchmarks.asvm", __doc__, rows=ROWS, out=ROOT / "results" / "asvm.jsonl",
-                     docs=ROOT.parent / "docs" / "benchmarks")
+    p = study_parser("python -m benchmarks.asvm", __doc__, rows=ROWS, out=RESULTS / "asvm.jsonl", docs=True)
     p.add_argument("--C", type=float, default=1.0, help="LIBLINEAR's C (ν = 2C)")
     p.add_argument("--C-hinge", type=float, default=None, help="LIBSVM's C in --cv (default: --C)")
     p.add_argument("--tol", type=float, default=1e-6, help="ASVM's KKT tolerance")
@@ -357,6 +355,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cv", action="store_true", help="tenfold accuracy instead of timing")
     args = p.parse_args(argv)
     resolve_run_arguments(p, args, small=args.cv)
+    args.docs = page_folder(args.docs, args.out.parent)
     return args
 
 

@@ -41,9 +41,9 @@ each run of another solver), ``--repeat`` passes (default 3) and the median time
 solver's claim holds only if every one of its runs succeeds, and the residuals shown are the
 worst run's. The load is read before every run and other processes' CPU measured during it; a
 run during which they used more than 0.1 core is **loaded** and flagged. Results append to
-``benchmarks/results/maros_meszaros.jsonl``; the page ``docs/benchmarks/maros_meszaros.md`` is
-rendered from the latest record of every (problem, threads) pair (``--quick``: both under
-``benchmarks/results/quick/``).
+``benchmarks/results/maros_meszaros.jsonl`` (untracked); the page ``maros_meszaros.md`` beside it
+(``--docs``: in ``docs/benchmarks/``) is rendered from the latest record of every (problem, threads)
+pair (``--quick``: both under ``benchmarks/results/quick/``).
 """
 
 from __future__ import annotations
@@ -72,8 +72,9 @@ from numpy.typing import NDArray  # noqa: E402
 
 from benchmarks.harness import (  # noqa: E402
     OTHERS_MARGIN,
-    REPO,
+    RESULTS,
     Runs,
+    add_docs_argument,
     Study,
     blas_threads_under,
     clean,
@@ -85,6 +86,7 @@ from benchmarks.harness import (  # noqa: E402
     markdown_table,
     median,
     now_iso,
+    page_folder,
     resolve_run_arguments,
     run_study,
     study_parser,
@@ -99,7 +101,6 @@ __all__ = ["ANCHORS", "FALSE_CLAIMS", "LEVELS", "MMProblem", "QUICK", "SHIFT", "
 FloatArray = NDArray[np.float64]
 
 FORMAT = "maros_meszaros"
-RESULTS = REPO / "benchmarks" / "results"
 QUICK = ("HS21", "HS35", "QPTEST")
 SOLVERS = ("ours", "piqp", "proxqp", "osqp", "clarabel")
 ANCHORS = SOLVERS[1:]
@@ -612,8 +613,8 @@ def summarize(records: list[dict[str, Any]], threads: int, time_limit: float | N
     for r in recs:
         for k, s in r["solvers"].items():
             row = rows.setdefault(k, {"solver": s["solver"], "level": s["level"], "solved": {}, "times": [],
-                                      "false_claims": [], "loaded": False, "qpcore_formulations": 0})
-            row["qpcore_formulations"] += 1
+                                      "false_claims": [], "loaded": False, "problems": 0})
+            row["problems"] += 1
             for lv, ok in s["success"].items():
                 row["solved"][lv] = row["solved"].get(lv, 0) + int(bool(ok))
             row["times"].append(min(_secs(s["seconds"]), limit) if s["found"] else limit)
@@ -626,9 +627,9 @@ def summarize(records: list[dict[str, Any]], threads: int, time_limit: float | N
     if "ours" in rows:
         for lv in rows["ours"]["solved"]:
             p = rows.get(f"piqp@{lv}")
-            if p is not None and p["qpcore_formulations"] == rows["ours"]["qpcore_formulations"] and p["shm"] > 0:
+            if p is not None and p["problems"] == rows["ours"]["problems"] and p["shm"] > 0:
                 ratio[lv] = rows["ours"]["shm"] / p["shm"]
-    return {"qpcore_formulations": len({r["problem"] for r in recs}), "rows": rows, "ratio": ratio, "time_limit": limit}
+    return {"problems": len({r["problem"] for r in recs}), "rows": rows, "ratio": ratio, "time_limit": limit}
 
 
 def bars(summary: dict[str, Any], total: int) -> list[str]:
@@ -638,8 +639,8 @@ def bars(summary: dict[str, Any], total: int) -> list[str]:
     o = summary["rows"].get("ours")
     if o is None:
         return ["ours was not run"]
-    partial = summary["qpcore_formulations"] < total
-    tail = f" (partial: {summary['qpcore_formulations']} of {total} problems measured)" if partial else ""
+    partial = summary["problems"] < total
+    tail = f" (partial: {summary['problems']} of {total} problems measured)" if partial else ""
 
     def verdict(ok: bool) -> str:       # partial: whether the bar can still be met by the rest
         return ("still reachable" if ok else "**missed**") if partial else ("met" if ok else "**not met**")
@@ -648,8 +649,8 @@ def bars(summary: dict[str, Any], total: int) -> list[str]:
     for lv in ("mid", "high"):
         if lv in o["solved"]:
             n = o["solved"][lv]
-            need = BAR[lv] - (total - summary["qpcore_formulations"])
-            out.append(f"{lv} ({LEVELS[lv]:g}): {n} of {summary['qpcore_formulations']} solved (bar ≥ {BAR[lv]} of {total}) → "
+            need = BAR[lv] - (total - summary["problems"])
+            out.append(f"{lv} ({LEVELS[lv]:g}): {n} of {summary['problems']} solved (bar ≥ {BAR[lv]} of {total}) → "
                        f"{verdict(n >= need)}{tail}")
     fc = o["false_claims"]
     out.append(f"false claims of infeasibility, unboundedness or non-convexity: {len(fc)}"
@@ -716,7 +717,7 @@ def render(records: list[dict[str, Any]], heads: dict[int, dict[str, Any]], tota
         summ = summarize(records, t)
         L += [f"## {t} BLAS thread{'s' if t > 1 else ''}", "", "Bars on ours (issue 33):", ""]
         L += [f"- {b}" for b in bars(summ, total)]
-        L += ["", f"Summary over {summ['qpcore_formulations']} problems (time limit {summ['time_limit']:g} s):", ""]
+        L += ["", f"Summary over {summ['problems']} problems (time limit {summ['time_limit']:g} s):", ""]
         body = []
         for k, row in sorted(summ["rows"].items(), key=lambda kv: (kv[0] != "ours", kv[0])):
             solved = ", ".join(f"{lv} {row['solved'][lv]}" for lv in levels if lv in row["solved"])
@@ -724,7 +725,7 @@ def render(records: list[dict[str, Any]], heads: dict[int, dict[str, Any]], tota
                    and row["shm"] > 0 else "–")
             body.append([k, solved, f"{row['shm']:.4g}", rel, str(len(row["false_claims"])),
                          "**LOADED**" if row["loaded"] else "ok"])
-        L += [markdown_table(["solver", f"solved of {summ['qpcore_formulations']}", "shm (s)", "shm of ours / this",
+        L += [markdown_table(["solver", f"solved of {summ['problems']}", "shm (s)", "shm of ours / this",
                               "false claims", "load"], body), ""]
         names = [x for x in SOLVERS if any(k.split("@")[0] == x for r in records if r["threads"] == t
                                            for k in r["solvers"])]
@@ -807,8 +808,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--data", type=Path, default=None, help="the folder of the .mat files (default <data>/maros_meszaros)")
     p.add_argument("--out", type=Path, default=None, help="the JSON-lines results file "
                    "(default benchmarks/results/maros_meszaros.jsonl; quick under benchmarks/results/quick)")
-    p.add_argument("--docs", type=Path, default=None, help="the folder of the page "
-                   "(default docs/benchmarks; quick benchmarks/results/quick)")
+    add_docs_argument(p)
     a = p.parse_args([] if argv is None else argv)
     resolve_run_arguments(p, a, small=a.quick)
     if a.data is None:
@@ -831,7 +831,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--time-limit must be > 0")
     folder = RESULTS / "quick" if a.quick else RESULTS
     a.out = a.out or folder / "maros_meszaros.jsonl"
-    a.docs = a.docs or (RESULTS / "quick" if a.quick else REPO / "docs" / "benchmarks")
+    a.docs = page_folder(a.docs, a.out.parent)
     a.total = len(known)
     return a
 
@@ -848,7 +848,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"warning: BLAS threads in effect {[blas_threads_under(t) for t in args.threads]} for {args.threads} "
             "asked (run as `python -m benchmarks.maros_meszaros` so the pool is sized before numpy loads)")
     head = {"format": FORMAT, "run_id": run_id, "threads": args.threads, "quick": bool(args.quick),
-            "command": command, "machine": machine, "versions": _versions(), "qpcore_formulations": args.problems,
+            "command": command, "machine": machine, "versions": _versions(), "problems": args.problems,
             "solvers": args.solvers, "levels": args.levels, "time_limit": args.time_limit, "ours": args.ours,
             "repeat": args.repeat}
 

@@ -33,8 +33,8 @@ Protocol (docs/BENCHMARKS.md, issue 14), with the harness of every study, ``benc
 
 A run is *loaded* when other processes used more than 0.1 of a core during it; such a row is
 flagged in the table and its ratio is not a result. Results append to
-``benchmarks/results/qp.jsonl``; the page ``docs/benchmarks/qp.md`` is rendered from the latest run
-of every (row, threads) pair in that file, so the 1- and 2-thread runs share one table.
+``benchmarks/results/qp.jsonl`` (untracked); the page ``qp.md`` beside it (``--docs``: in
+``docs/benchmarks/``) is rendered from the latest run of every (row, threads) pair in that file, so the 1- and 2-thread runs share one table.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks.harness import (  # noqa: E402
-    REPO,
+    RESULTS,
     PeakMemory,
     Runs,
     Study,
@@ -70,6 +70,7 @@ from benchmarks.harness import (  # noqa: E402
     machine_info,
     median,
     now_iso,
+    page_folder,
     ratio_stats,
     resolve_run_arguments,
     run_study,
@@ -78,7 +79,6 @@ from benchmarks.harness import (  # noqa: E402
     timed,
 )
 
-RESULTS = REPO / "benchmarks" / "results"
 ACCURATE = 1e-9           # the rel_obj a peer must reach to count
 CONTENDER = 1.5           # accurate peers within this factor of the fastest screened time are interleaved
 REF_TOL = 1e-12           # the untimed reference solve (GPCG, tol relative to max(1, ‖c‖∞))
@@ -538,19 +538,17 @@ def _clean(v: Any) -> Any:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = study_parser("python -m benchmarks.qp", __doc__, rows=ROWS, small="quick", threads=2)
+    p = study_parser("python -m benchmarks.qp", __doc__, rows=ROWS, small="quick", threads=2, docs=True)
     p.add_argument("--peers", default="", help="comma-separated peers (default: every peer that fits the row)")
     p.add_argument("--tol", type=float, default=1e-9, help="GPCG tolerance relative to max(1, ‖c‖∞) (default 1e-9)")
-    p.add_argument("--out-dir", default="", help="write qp.jsonl and qp.md here instead (tests)")
+    p.add_argument("--out-dir", default="", help="write qp.jsonl (and qp.md, without --docs) here instead (tests)")
     args = p.parse_args(argv)
     resolve_run_arguments(p, args, small=args.quick)
     bad = [k for k in args.rows.split(",") if k not in ROWS]
     if bad:
         p.error(f"unknown rows {bad}; choose from {list(ROWS)}")
-    out_dir = RESULTS / "quick" if args.quick else RESULTS
-    args.docs = RESULTS / "quick" if args.quick else REPO / "docs" / "benchmarks"
-    if args.out_dir:
-        out_dir = args.docs = Path(args.out_dir)
+    out_dir = Path(args.out_dir) if args.out_dir else RESULTS / "quick" if args.quick else RESULTS
+    args.docs = page_folder(args.docs, out_dir)
     args.out = out_dir / "qp.jsonl"
     return args
 

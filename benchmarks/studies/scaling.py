@@ -10,7 +10,8 @@ solver's time is one run (the median of ``--repeat`` runs), the solvers of a siz
 LIBSVM first (a LIBSVM run under ``--pair-below`` seconds runs again before each of ours, its time the
 median of those runs) and the load check of :mod:`benchmarks.harness`; a solver that passes ``--limit`` seconds
 at one size is not run at the larger ones. The fitted slope is the least-squares slope of log time against log size. Writes
-``benchmarks/results/scaling.jsonl``, ``docs/benchmarks/scaling.md`` and ``scaling.png``.
+``benchmarks/results/scaling.jsonl`` (untracked) and the page ``scaling.md`` and ``scaling.png`` beside it
+(``--docs``: into ``docs/benchmarks/``).
 """
 
 from __future__ import annotations
@@ -28,14 +29,13 @@ from typing import Any, Callable  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-from benchmarks.harness import (Runs, Study, interleave, log, median, resolve_run_arguments,  # noqa: E402
+from benchmarks.harness import (RESULTS, Runs, Study, interleave, log, median, page_folder, resolve_run_arguments,  # noqa: E402
                                 run_study, study_parser)
 from benchmarks.studies.svm import make_strategy, warm_memory  # noqa: E402
 
 SIZES = [1605, 2265, 3185, 4781, 6414, 11221, 16101, 22697, 32561]
 KERNELS: dict[str, dict[str, Any]] = {"linear": dict(C=0.05, gamma=None), "rbf": dict(C=1.0, gamma=0.05)}
 SOLVERS = ["libsvm", "wss2", "decomp:16", "decomp:64", "decomp:256", "decomp:1024", "chunk:256"]
-ROOT = Path(__file__).resolve().parents[1]   # benchmarks/
 
 
 def _label(s: str) -> str:
@@ -158,8 +158,7 @@ def render(records: list[dict[str, Any]], docs: Path, command: str) -> None:
     (docs / "scaling.md").write_text("\n".join(lines) + "\n")
 
 
-OUT = ROOT / "results" / "scaling.jsonl"
-DOCS = ROOT.parent / "docs" / "benchmarks"
+OUT = RESULTS / "scaling.jsonl"
 
 
 def scaling_rows(args: argparse.Namespace) -> tuple[list[str], Study]:
@@ -225,7 +224,7 @@ def scaling_rows(args: argparse.Namespace) -> tuple[list[str], Study]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = study_parser("python -m benchmarks.scaling", __doc__, small="quick", out=OUT, docs=DOCS)
+    p = study_parser("python -m benchmarks.scaling", __doc__, small="quick", out=OUT, docs=True)
     p.set_defaults(repeat=1)    # one run per point: the full study takes half an hour as it is
     p.add_argument("--kernels", default="linear,rbf")
     p.add_argument("--solvers", default=",".join(SOLVERS))
@@ -237,9 +236,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "results file instead of this run's records only (to complete an interrupted run)")
     args = p.parse_args(argv)
     resolve_run_arguments(p, args, small=args.quick)
-    if args.quick:   # a smoke run never writes over the committed results
-        args.out = ROOT / "results" / "quick" / "scaling.jsonl" if args.out == OUT else args.out
-        args.docs = ROOT / "results" / "quick" if args.docs == DOCS else args.docs
+    if args.quick:   # a smoke run never writes over the full run's results
+        args.out = RESULTS / "quick" / "scaling.jsonl" if args.out == OUT else args.out
+    args.docs = page_folder(args.docs, args.out.parent)
     return args
 
 

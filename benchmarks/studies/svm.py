@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from benchmarks.harness.core import seed
 from benchmarks.harness.measure import PeakMemory, TraceReporter, now_iso
 
 REFERENCE_TOL = 1e-6
@@ -233,6 +234,7 @@ def reference(data: RowData, path: Path, *, cache_mb: int, refresh: bool = False
     """f_ref = min(LIBSVM at tol 1e-6, ours wss2 (float64 cache) at tol 1e-6), both judged by our
     problem; computed once per row (and quick subset) and cached in ``path`` (JSON)."""
     cache: dict[str, Any] = {}
+    seed(path)
     if path.is_file():
         cache = json.loads(path.read_text())
     cfg = _config(data, cache_mb)
