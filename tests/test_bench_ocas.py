@@ -85,7 +85,8 @@ def test_sparse_text_shape_nnz_seed_and_prefix() -> None:
 
 
 def test_svmocas_parser_and_time_to_gap() -> None:
-    from benchmarks.studies.ocas import GAPS, gkey, parse_svmocas, time_to_gaps
+    from benchmarks.studies.ocas_gaps import GAPS, gkey, time_to_gaps
+    from benchmarks.anchors.svmocas import parse_svmocas
 
     p = parse_svmocas(SAMPLE)
     assert p["iteration"] == [0, 1, 2, 10, 268]
@@ -103,7 +104,7 @@ def test_svmocas_parser_and_time_to_gap() -> None:
 
 
 def test_read_model_pads_and_takes_the_bias_weight(tmp_path: Path) -> None:
-    from benchmarks.studies.ocas import read_model
+    from benchmarks.anchors.svmocas import read_model
 
     f = tmp_path / "model.txt"
     f.write_text("0.5\n-1.25\n0.125\n")          # d' = 2 features in the file, then W0
@@ -113,7 +114,7 @@ def test_read_model_pads_and_takes_the_bias_weight(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("svmocas") is None, reason="svmocas not installed (apt-get install libocas-tools)")
 def test_svmocas_run_objective_parity(tmp_path: Path) -> None:
-    from benchmarks.studies.ocas import run_svmocas
+    from benchmarks.anchors.svmocas import run_svmocas
 
     X, y = gen.tall_dense(500, 4, seed=2)
     path = tmp_path / "d.svm"
@@ -142,7 +143,7 @@ def _trace(primal: list[float], *, rows_read: bool = True) -> list[dict[str, obj
 
 
 def test_gap_parsing_and_defaults() -> None:
-    from benchmarks.studies.ocas import default_gaps, gtext, parse_gaps
+    from benchmarks.studies.ocas_gaps import default_gaps, gtext, parse_gaps
 
     assert [gtext(g) for g in (1e-2, 1e-5, 5e-3)] == ["1e-2", "1e-5", "5e-3"]
     assert parse_gaps("1e-4,1e-2,1e-3,1e-2") == (1e-2, 1e-3, 1e-4)
@@ -156,7 +157,8 @@ def test_gap_parsing_and_defaults() -> None:
 
 
 def test_rows_keyed_by_C() -> None:
-    from benchmarks.studies.ocas import parse_C, plot_name, row_keys, split_key, store_key, title
+    from benchmarks.studies.ocas_rows import parse_C, split_key, store_key
+    from benchmarks.studies.ocas_page import plot_name, row_keys, title
 
     assert store_key("reuters", 1.0) == "reuters" and store_key("reuters", 10.0) == "reuters@C=10"
     for name, C in (("reuters", 1.0), ("adult", 10.0), ("text1m", 0.1)):
@@ -172,7 +174,7 @@ def test_rows_keyed_by_C() -> None:
 
 
 def test_reference_key_includes_C() -> None:
-    from benchmarks.studies.ocas import Row
+    from benchmarks.studies.ocas_rows import Row
 
     X, y = gen.tall_dense(50, 3, seed=1)
     a, b = (Row("d", X, y, C, 1.0, "src", "data") for C in (1.0, 10.0))
@@ -180,7 +182,7 @@ def test_reference_key_includes_C() -> None:
 
 
 def test_table3_points_from_a_trace() -> None:
-    from benchmarks.studies.ocas import gkey, table3_points
+    from benchmarks.studies.ocas_gaps import gkey, table3_points
 
     f_star = 100.0
     # relative gaps 0.5, 0.05, 0.005, 0.0005, 0.00005, 0.000005
@@ -202,7 +204,7 @@ def test_table3_points_from_a_trace() -> None:
 
 
 def test_table3_summary_and_compare_bars() -> None:
-    from benchmarks.studies.ocas import BAR_T3, gkey, table3_compare, table3_points, table3_summary
+    from benchmarks.studies.ocas_gaps import BAR_T3, gkey, table3_compare, table3_points, table3_summary
 
     gaps = (1e-2, 1e-4)
     f_star = 100.0
@@ -227,7 +229,8 @@ def test_table3_summary_and_compare_bars() -> None:
 
 
 def test_table3_renders() -> None:
-    from benchmarks.studies.ocas import _render_table3, table3_compare, table3_points, table3_summary
+    from benchmarks.studies.ocas_page import _render_table3
+    from benchmarks.studies.ocas_gaps import table3_compare, table3_points, table3_summary
 
     gaps = (1e-2, 1e-4)
     s = table3_summary([table3_points(_trace([150.0, 100.5, 100.005]), 100.0, gaps)], gaps)
@@ -241,7 +244,7 @@ def test_table3_renders() -> None:
 
 
 def test_asocas_paper_settings() -> None:
-    from benchmarks.studies.ocas import PAPER_MAX_CUTS, PAPER_MU, make_strategy
+    from benchmarks.studies.ocas_rows import PAPER_MAX_CUTS, PAPER_MU, make_strategy
     from qpcore_strategies.active_set_ocas import ActiveSetOCAS
 
     s = make_strategy("asocas-paper")
@@ -249,7 +252,8 @@ def test_asocas_paper_settings() -> None:
 
 
 def test_run_ours_trace_has_table3_fields() -> None:
-    from benchmarks.studies.ocas import Row, build_problem, gkey, run_ours, table3_points
+    from benchmarks.studies.ocas_rows import Row, build_problem, run_ours
+    from benchmarks.studies.ocas_gaps import gkey, table3_points
 
     X, y = gen.sparse_text(300, 400, nnz_per_row=10, support=50, seed=2)
     row = Row("t", X, y, 1.0, 1.0, "gen", "gen")

@@ -533,7 +533,7 @@ def make_strategy(name: str) -> Any:
     from qpcore_strategies.registry import make
 
     if name == "ocas-active-paper":
-        from benchmarks.studies.ocas import make_strategy as ocas_variant
+        from benchmarks.studies.ocas_rows import make_strategy as ocas_variant
 
         return ocas_variant("asocas-paper")
     return make(name)
@@ -602,7 +602,7 @@ def solve_run(prob: Any, family: str, strategy: str, tol: float, time_limit: flo
     steps: list[dict[str, Any]] = []
     callback = None
     if trace:
-        from benchmarks.studies.ocas import _trace_entry
+        from benchmarks.studies.ocas_rows import _trace_entry
 
         def callback(p: Any) -> None:
             steps.append(_trace_entry(p))
@@ -894,7 +894,7 @@ def bench_table3(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: An
     bound brackets it). Per strategy: time, status, iterations, worker peaks, and Table 3's points
     (``benchmarks.ocas.table3_points``); each active-set variant against OCAS
     (``table3_compare``, no bar: the row is dense)."""
-    from benchmarks.studies.ocas import TABLE3_GAPS, table3_compare, table3_points, table3_summary
+    from benchmarks.studies.ocas_gaps import TABLE3_GAPS, table3_compare, table3_points, table3_summary
 
     spec = row.data
     hinge = tuple(s for s in strategies if s in T3_STRATEGIES)
@@ -1153,7 +1153,7 @@ def render(store: dict[str, Any], page: Path) -> None:
 
 def _render_table3_rows(L: list[str], table3: dict[str, Any]) -> None:
     """The table3 rows: each strategy's run, then Table 3 (``benchmarks.ocas``'s rendering)."""
-    from benchmarks.studies.ocas import _render_table3
+    from benchmarks.studies.ocas_page import _render_table3
 
     L += ["## Table 3 on the cluster: active-set OCAS against OCAS", "",
           "Xiao and Zhou's Table 3 on chunked data held by the workers only (2 workers × 1 thread): the "
