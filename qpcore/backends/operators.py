@@ -1,32 +1,36 @@
-"""Concrete operators: a dense matrix (:class:`DenseQ`) and kernel matrices (:class:`Kernel`,
-:class:`KernelQ`).
+"""Concrete operators: a dense matrix (:class:`DenseQ`, and the PSD check it runs) and a kernel
+matrix (:class:`KernelQ`).
 
 The contract they implement (:class:`qpcore.backends.capabilities.QOperator`, the declared
 :class:`qpcore.backends.capabilities.Capability` set, the helpers that read it) is in
 :mod:`qpcore.backends.capabilities`; the row cache KernelQ keeps its rows in is
-:class:`qpcore.backends.rowcache.RowCache`.
+:class:`qpcore.backends.rowcache.RowCache`; the kernel functions it evaluates (:class:`Kernel`) are in
+:mod:`qpcore.backends.kernels`, and import from here too.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-import attrs
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from qpcore.backends.capabilities import Capability, OperatorStats
+# the kernel functions moved to their own module; imported here under their old names too
+from qpcore.backends.kernels import Kernel as Kernel
+from qpcore.backends.kernels import KernelName as KernelName
+from qpcore.backends.kernels import dot_block
+from qpcore.backends.kernels import squared_norms as squared_norms
 from qpcore.backends.rowcache import RowCache
+from qpcore.core.validate import ProblemError, as_float_vector, as_real, field
 from qpcore.linalg.threads import blas_threads
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["PSD_CHECK_MAX_N", "PSD_TOL", "DenseQ", "Kernel", "KernelQ", "negative_curvature", "not_psd_message",
-           "psd_tolerance", "squared_norms"]
+# Kernel, KernelName and squared_norms are re-exported (the ``as`` imports above), documented where they live
+__all__ = ["PSD_CHECK_MAX_N", "PSD_TOL", "DenseQ", "KernelQ", "negative_curvature", "not_psd_message", "psd_tolerance"]
 IndexArray = NDArray[np.intp]
-
-KernelName = Literal["linear", "rbf", "poly", "sigmoid", "precomputed"]
 
 
 #: Largest dense Q whose positive semidefiniteness is checked on construction (a Cholesky
@@ -121,7 +125,7 @@ def not_psd_message(lo: float, hi: float, tol: float) -> str:
     """The error for a matrix that is not PSD: how far it is (smallest and largest eigenvalue, their
     ratio, the tolerance) and, when it is near PSD, how to accept it."""
     far = f"ratio {lo / hi:.3g}" if hi > 0.0 else "no positive eigenvalue"
-    msg = (f"Q: not positive semidefinite (smallest eigenvalue {lo:.6g}, largest {hi:.6g}, {far}; the "
+    msg = (f"{field('Q')}: not positive semidefinite (smallest eigenvalue {lo:.6g}, largest {hi:.6g}, {far}; the "
            f"tolerance accepts down to −{tol:g} × the largest); the problem is not convex, and a stationary "
            "point need not be a minimizer")
     if hi > 0.0 and -lo / hi < 1e-2:
@@ -143,8 +147,6 @@ def _asymmetry(M: FloatArray, rows: int = 128) -> float:
 def _check_psd(M: FloatArray, tol: float = PSD_TOL) -> bool | None:
     """True when M is PSD within ``tol`` (:func:`negative_curvature`), None when too large to check;
     raises a ``ProblemError`` saying how far from PSD it is when it is not."""
-    from qpcore.core.validate import ProblemError
-
     if M.shape[0] > PSD_CHECK_MAX_N:
         return None
     with blas_threads():       # a factorization of Q: BLAS threads sized to the free cores, as in solve
@@ -172,26 +174,23 @@ class DenseQ:
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.BLOCK, Capability.CROSS})
 
     def __init__(self, M: ArrayLike, psd_tol: float = PSD_TOL) -> None:
-        from qpcore.core.validate import ProblemError
-
-        if not (np.isfinite(psd_tol) and psd_tol >= 0.0):
-            raise ProblemError(f"psd_tol: must be finite and ≥ 0, got {psd_tol}")
-
+        psd_tol = as_real(psd_tol, "psd_tol", low=0.0)
+        Q = field("Q")
         try:
             arr = np.asarray(M)
         except (ValueError, TypeError) as e:
-            raise ProblemError(f"Q: not a regular numeric matrix ({e})") from None
+            raise ProblemError(f"{Q}: not a regular numeric matrix ({e})") from None
         if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-            raise ProblemError(f"Q: dtype {arr.dtype} is not real numeric; pass a float matrix")
+            raise ProblemError(f"{Q}: dtype {arr.dtype} is not real numeric; pass a float matrix")
         if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-            raise ProblemError(f"Q: not square, shape {arr.shape}; Q must be n×n")
+            raise ProblemError(f"{Q}: not square, shape {arr.shape}; Q must be n×n")
         arr = np.ascontiguousarray(arr, dtype=np.float64)
         if not np.isfinite(arr).all():
-            raise ProblemError("Q: contains NaN or inf; all entries must be finite")
+            raise ProblemError(f"{Q}: contains NaN or inf; all entries must be finite")
         scale = max(1.0, float(np.abs(arr).max(initial=0.0)))
         if arr.size and _asymmetry(arr) > 1e-10 * scale:
-            raise ProblemError("Q: not symmetric; pass (Q + Q.T) / 2, which defines the same objective")
-        self.psd_tol = float(psd_tol)
+            raise ProblemError(f"{Q}: not symmetric; pass (Q + Q.T) / 2, which defines the same objective")
+        self.psd_tol = psd_tol
         self.psd: bool | None = _check_psd(arr, self.psd_tol)
         self.M = arr
         self.M.flags.writeable = False
@@ -264,112 +263,6 @@ class DenseQ:
         return out
 
 
-@attrs.frozen
-class Kernel:
-    """A kernel function K(u, v).
-
-    Parameters
-    ----------
-    name : {"linear", "rbf", "poly", "sigmoid", "precomputed"}
-        linear uᵀv; rbf exp(−γ‖u − v‖²); poly (γuᵀv + coef0)^degree; sigmoid tanh(γuᵀv + coef0);
-        precomputed: the data matrix is the Gram matrix itself.
-    gamma, degree, coef0 : float, int, float
-        Kernel parameters, as in LIBSVM.
-    """
-
-    name: KernelName = "rbf"
-    gamma: float = 1.0
-    degree: int = 3
-    coef0: float = 0.0
-
-    def __attrs_post_init__(self) -> None:
-        from qpcore.core.validate import ProblemError
-
-        if self.name not in ("linear", "rbf", "poly", "sigmoid", "precomputed"):
-            raise ProblemError(f"kernel: unknown kernel {self.name!r}; use linear, rbf, poly, sigmoid or precomputed")
-        if not np.isfinite(self.gamma) or (self.name in ("rbf", "poly", "sigmoid") and self.gamma <= 0):
-            raise ProblemError(f"kernel: gamma must be finite and > 0, got {self.gamma}")
-        if self.name == "poly" and (int(self.degree) != self.degree or self.degree < 1):
-            raise ProblemError(f"kernel: degree must be a positive integer, got {self.degree}")
-        if not np.isfinite(self.coef0):
-            raise ProblemError(f"kernel: coef0 must be finite, got {self.coef0}")
-
-    @property
-    def psd(self) -> bool | None:
-        """True for kernels that are positive semidefinite for every data set (linear, RBF,
-        polynomial with coef0 ≥ 0); None where it depends on the data (sigmoid, precomputed)."""
-        if self.name in ("linear", "rbf"):
-            return True
-        if self.name == "poly" and self.coef0 >= 0:
-            return True
-        return None
-
-    def apply(self, dot: FloatArray, sq_a: FloatArray | None, sq_b: FloatArray | None) -> FloatArray:
-        """Turn a block of inner products into kernel values, in place.
-
-        ``sq_a``/``sq_b`` are the squared norms of the row and column points (RBF only).
-        """
-        if self.name == "rbf":
-            assert sq_a is not None and sq_b is not None
-            g = self.gamma
-            dot *= 2.0 * g
-            dot -= g * sq_b[None, :]
-            dot -= g * sq_a[:, None]
-            np.minimum(dot, 0.0, out=dot)  # rounding can make ‖u−v‖² slightly negative
-            np.exp(dot, out=dot)
-        elif self.name == "poly":
-            dot *= self.gamma
-            dot += self.coef0
-            np.power(dot, int(self.degree), out=dot)
-        elif self.name == "sigmoid":
-            dot *= self.gamma
-            dot += self.coef0
-            np.tanh(dot, out=dot)
-        return dot
-
-    def block(self, Xa: Any, Xb: Any) -> FloatArray:
-        """Kernel matrix K(Xa, Xb) (rows of Xa against rows of Xb), dense float64."""
-        if self.name == "precomputed":
-            raise ValueError("a precomputed kernel has no points to evaluate; pass the Gram block itself")
-        dot = _dot_block(Xa, Xb)
-        sq_a = sq_b = None
-        if self.name == "rbf":
-            sq_a, sq_b = squared_norms(Xa), squared_norms(Xb)
-        return self.apply(dot, sq_a, sq_b)
-
-    def self_values(self, X: Any) -> FloatArray:
-        """K(x, x) for each row x of X (ones for RBF), without the pairwise block."""
-        if self.name == "precomputed":
-            raise ValueError("a precomputed kernel has no points to evaluate")
-        n = int(X.shape[0])
-        if self.name == "rbf":
-            return np.ones(n)
-        sq = squared_norms(X)
-        return self.apply(sq[:, None].copy(), None, None).ravel()
-
-
-def squared_norms(X: Any) -> FloatArray:
-    """Row squared norms of a dense or sparse matrix."""
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
-    Xd = np.asarray(X, dtype=np.float64)
-    out: FloatArray = np.einsum("ij,ij->i", Xd, Xd)
-    return out
-
-
-def _dot_block(Xa: Any, Xb: Any) -> FloatArray:
-    """Dense Xa @ Xbᵀ for dense or CSR operands, through BLAS or scipy's sparse kernels."""
-    if sp.issparse(Xa):
-        if sp.issparse(Xb):
-            # sparse × dense is a C loop in scipy; densifying the smaller side keeps it one call.
-            if Xa.shape[0] <= Xb.shape[0]:
-                return np.ascontiguousarray(np.asarray(Xb @ Xa.toarray().T).T, dtype=np.float64)
-            return np.ascontiguousarray(np.asarray(Xa @ Xb.toarray().T), dtype=np.float64)
-        return np.ascontiguousarray(np.asarray(Xa @ np.asarray(Xb).T), dtype=np.float64)
-    if sp.issparse(Xb):
-        return np.ascontiguousarray(np.asarray(Xb @ np.asarray(Xa).T).T, dtype=np.float64)
-    return np.asarray(Xa, dtype=np.float64) @ np.asarray(Xb, dtype=np.float64).T
-
 
 class KernelQ:
     """Q_ij = s_i s_j K(x_i, x_j) over dense or CSR data, rows computed in BLAS blocks and cached.
@@ -401,13 +294,14 @@ class KernelQ:
 
     def __init__(self, X: Any, kernel: Kernel, scale: ArrayLike | None = None, *, cache_bytes: int = 200 << 20,
                  dtype: Any = np.float64, dense_threshold: float = 0.05, compute_dtype: Any = np.float64) -> None:
-        from qpcore.core.validate import ProblemError
-
+        data = field("X")
+        cache_bytes = int(as_real(cache_bytes, "cache_bytes", low=0.0))
+        dense_threshold = as_real(dense_threshold, "dense_threshold", low=0.0, allow_inf=True)
         self._Xs: Any = None  # CSR copy: a few rows are cheaper as sparse matvecs than as GEMV
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=np.float64)
             if not np.isfinite(X.data).all():
-                raise ProblemError("X: contains NaN or inf; all entries must be finite")
+                raise ProblemError(f"{data}: contains NaN or inf; all entries must be finite")
             density = X.nnz / max(1, X.shape[0] * X.shape[1])
             if density >= dense_threshold and X.shape[0] * X.shape[1] * 8 <= 2 << 30:
                 self._Xs = X
@@ -415,26 +309,22 @@ class KernelQ:
         else:
             X = np.asarray(X)
             if X.dtype == object or not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)):
-                raise ProblemError(f"X: dtype {X.dtype} is not real numeric")
+                raise ProblemError(f"{data}: dtype {X.dtype} is not real numeric")
             X = np.ascontiguousarray(X, dtype=np.float64)
             if X.ndim != 2:
-                raise ProblemError(f"X: expected a 2-D array, got shape {X.shape}")
+                raise ProblemError(f"{data}: expected a 2-D array, got shape {X.shape}")
             if not np.isfinite(X).all():
-                raise ProblemError("X: contains NaN or inf; all entries must be finite")
+                raise ProblemError(f"{data}: contains NaN or inf; all entries must be finite")
         if sp.issparse(X):
             self._Xs = X
         n = int(X.shape[0])
         if kernel.name == "precomputed":
             if X.shape[0] != X.shape[1]:
-                raise ProblemError(f"X: a precomputed kernel must be square n×n, got {X.shape}")
+                raise ProblemError(f"{data}: a precomputed kernel must be square n×n, got {X.shape}")
             Xd = X.toarray() if sp.issparse(X) else X
             if float(np.abs(Xd - Xd.T).max(initial=0.0)) > 1e-10 * max(1.0, float(np.abs(Xd).max(initial=0.0))):
-                raise ProblemError("X: a precomputed kernel must be symmetric; pass (K + K.T) / 2")
-        from qpcore.core.validate import as_float_vector
-
+                raise ProblemError(f"{data}: a precomputed kernel must be symmetric; pass (K + K.T) / 2")
         s = np.ones(n) if scale is None else as_float_vector(scale, "scale", n)
-        if cache_bytes < 0:
-            raise ProblemError("cache_bytes: must be ≥ 0")
         self.X = X
         self.kernel = kernel
         self.s = s
@@ -632,7 +522,7 @@ class KernelQ:
             np.minimum(out, 0.0, out=out)
             np.exp(out, out=out)
         else:
-            out = _dot_block(self.X[i], self.X[j])
+            out = dot_block(self.X[i], self.X[j])
             sq = self._sq
             out = self.kernel.apply(out, None if sq is None else sq[i], None if sq is None else sq[j])
         out *= self.s[j]
@@ -686,9 +576,9 @@ class KernelQ:
             np.exp(out, out=out)
             return out
         if self._Xs is not None and i.size < self.gemm_min_rows:
-            out = _dot_block(self._Xs[i], self._Xs)
+            out = dot_block(self._Xs[i], self._Xs)
         else:
-            out = _dot_block(self.X[i], self.X)
+            out = dot_block(self.X[i], self.X)
         sq = self._sq
         return self.kernel.apply(out, None if sq is None else sq[i], sq)
 

@@ -22,7 +22,7 @@ from qpcore.core.problem import QP
 from qpcore.core.solve import solve
 from qpcore.core.state import Result, Status
 from qpcore.core.strategy import Strategy
-from qpcore.core.validate import ProblemError
+from qpcore.core.validate import ProblemError, as_float_vector
 
 FloatArray = NDArray[np.float64]
 
@@ -198,13 +198,16 @@ def solve_qp(P: Any, q: ArrayLike, G: Any = None, h: ArrayLike | None = None, A:
         Gm = Gm[None, :]
     if Am is not None and Am.ndim == 1:
         Am = Am[None, :]
+    # q and G are checked here, under the names the caller used (the QP calls them c and C)
+    if Gm is not None and (Gm.ndim != 2 or Gm.shape[1] != n):
+        raise ProblemError(f"G: expected shape (rows, {n}), got {Gm.shape}")
+    qv: Any = as_float_vector(q, "q", n)
     hv = _vector(h, "h", int(Gm.shape[0])) if Gm is not None else None
     bv = _vector(b, "b", int(Am.shape[0])) if Am is not None else None
     if hv is not None and np.isnan(hv).any():
         raise ProblemError(f"h: contains NaN at index {int(np.flatnonzero(np.isnan(hv))[0])}")
     lo: Any = -np.inf if lb is None else lb
     hi: Any = np.inf if ub is None else ub
-    qv: Any = q
     qp = QP(Pm, qv, lo, hi, Am, bv,
             C=Gm, l=None if Gm is None else np.full(Gm.shape[0], -np.inf), u=hv)
     chosen = make_strategy(strategy)

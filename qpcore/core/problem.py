@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from qpcore.backends.capabilities import Products, QOperator
 from qpcore.backends.operators import DenseQ
-from qpcore.core.validate import InfeasibleProblem, ProblemError, as_float_vector
+from qpcore.core.validate import InfeasibleProblem, ProblemError, as_float_vector, field
 
 FloatArray = NDArray[np.float64]
 
@@ -28,7 +28,7 @@ def _as_operator(Q: Any) -> QOperator:
     if isinstance(Q, QOperator):
         shape = tuple(Q.shape)
         if len(shape) != 2 or shape[0] != shape[1]:
-            raise ProblemError(f"Q: not square, shape {shape}; Q must be n×n")
+            raise ProblemError(f"{field('Q')}: not square, shape {shape}; Q must be n×n")
         return Q
     import scipy.sparse as sp
 
@@ -37,7 +37,7 @@ def _as_operator(Q: Any) -> QOperator:
 
         return SparseQ(Q)
     if isinstance(Q, Products):
-        raise ProblemError(f"Q: {type(Q).__name__} computes products but does not declare the rest of the operator "
+        raise ProblemError(f"{field('Q')}: {type(Q).__name__} computes products but does not declare the rest of the operator "
                            "contract (qpcore.QOperator: shape, stats, row, capabilities, row_dtype, row_eps, psd); "
                            "subclass qpcore.backends.capabilities.Operator for the defaults")
     return DenseQ(Q)
@@ -130,19 +130,26 @@ def _optional_array(value: Any) -> FloatArray:
 
     if sp.issparse(value):
         return np.asarray(value.toarray())
-    return np.asarray(value)
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError):
+        # ragged rows: kept as objects, refused with the field's name where it is checked
+        return np.asarray(value, dtype=object)
 
 
-def _row_matrix(value: FloatArray, name: str, n: int) -> FloatArray:
-    """A validated (rows, n) float64 matrix from a 1-D row or a 2-D array (0 rows when empty)."""
+def _row_matrix(value: FloatArray, name: str, n: int, rows: str = "rows") -> FloatArray:
+    """A validated (rows, n) float64 matrix from a 1-D row or a 2-D array (0 rows when empty);
+    ``name`` is the message's subject (:func:`qpcore.core.validate.field`), ``rows`` the row count's
+    letter in it."""
     if value.size == 0 and (value.ndim < 2 or value.shape[-1] in (0, n)):
         return np.zeros((0, n))
     M = value[None, :] if value.ndim == 1 else value
-    if M.ndim != 2 or M.shape[1] != n:
-        raise ProblemError(f"{name}: shape mismatch, expected (rows, {n}), got {np.shape(value)}")
+    # the type first: ragged rows arrive as an array of objects, whose shape says nothing
     if M.dtype == object or not (np.issubdtype(M.dtype, np.integer) or np.issubdtype(M.dtype, np.floating)
                                  or M.dtype == np.bool_):
         raise ProblemError(f"{name}: dtype {M.dtype} is not real numeric; pass a float array")
+    if M.ndim != 2 or M.shape[1] != n:
+        raise ProblemError(f"{name}: expected shape ({rows}, {n}), got {np.shape(value)}")
     out = np.ascontiguousarray(M, dtype=np.float64)
     if not np.isfinite(out).all():
         bad = np.argwhere(~np.isfinite(out))[0]
@@ -252,34 +259,30 @@ class QP:
     def __attrs_post_init__(self) -> None:
         n = int(self.Q.shape[0])
         set_ = object.__setattr__
-        set_(self, "c", as_float_vector(self.c, "c", n))
-        set_(self, "lb", as_float_vector(self.lb, "lb", n, allow_inf=True))
-        set_(self, "ub", as_float_vector(self.ub, "ub", n, allow_inf=True))
+        set_(self, "c", as_float_vector(self.c, field("c"), n))
+        set_(self, "lb", as_float_vector(self.lb, field("lb"), n, allow_inf=True))
+        set_(self, "ub", as_float_vector(self.ub, field("ub"), n, allow_inf=True))
         if np.any(self.lb == np.inf) or np.any(self.ub == -np.inf):
-            raise InfeasibleProblem("lb/ub: lb = +inf or ub = -inf leaves no feasible point; use finite or open bounds")
+            raise InfeasibleProblem("the bounds lb/ub: lb = +inf or ub = -inf leaves no feasible point; "
+                                    "use finite or open bounds")
         bad = np.flatnonzero(self.lb > self.ub)
         if bad.size:
             i = int(bad[0])
             raise InfeasibleProblem(f"lb > ub at index {i} ({self.lb[i]} > {self.ub[i]}); swap or fix the bounds")
-        if self.A.size == 0:
-            A = np.zeros((0, n))
-        else:
-            A = np.asarray(self.A)
-            if A.ndim == 1:
-                A = A[None, :]
-            if A.ndim != 2 or A.shape[1] != n:
-                raise ProblemError(f"A: shape mismatch, expected (m, {n}), got {np.shape(self.A)}")
-            A = np.vstack([as_float_vector(row, "A", n) for row in A]) if A.shape[0] else np.zeros((0, n))
+        # A omitted or empty (of any shape) means no equality rows
+        A = np.zeros((0, n)) if self.A.size == 0 else _row_matrix(self.A, field("A"), n, "m")
         set_(self, "A", A)
         m = A.shape[0]
-        b = np.zeros(m) if self.b.size == 0 else as_float_vector(np.atleast_1d(np.asarray(self.b)), "b", m)
+        b = np.zeros(m) if self.b.size == 0 else as_float_vector(np.atleast_1d(self.b), field("b"), m)
         set_(self, "b", b)
         set_(self, "equality", Equality.of(A))
-        C = _row_matrix(self.C, "C", n)
+        C = _row_matrix(self.C, field("C"), n, "k")
         set_(self, "C", C)
         k = C.shape[0]
-        lo = np.full(k, -np.inf) if self.l.size == 0 else as_float_vector(np.atleast_1d(self.l), "l", k, allow_inf=True)
-        hi = np.full(k, np.inf) if self.u.size == 0 else as_float_vector(np.atleast_1d(self.u), "u", k, allow_inf=True)
+        lo = (np.full(k, -np.inf) if self.l.size == 0
+              else as_float_vector(np.atleast_1d(self.l), field("l"), k, allow_inf=True))
+        hi = (np.full(k, np.inf) if self.u.size == 0
+              else as_float_vector(np.atleast_1d(self.u), field("u"), k, allow_inf=True))
         set_(self, "l", lo)
         set_(self, "u", hi)
         set_(self, "_slack", None)
@@ -299,7 +302,8 @@ class QP:
             raise InfeasibleProblem(f"l > u at row {i} of C ({self.l[i]} > {self.u[i]}); swap or fix the row's bounds")
         if np.any(self.l == np.inf) or np.any(self.u == -np.inf):
             i = int(np.flatnonzero((self.l == np.inf) | (self.u == -np.inf))[0])
-            raise InfeasibleProblem(f"l/u at row {i} of C: l = +inf or u = -inf leaves no feasible point")
+            raise InfeasibleProblem(f"the inequality rows' sides l/u at row {i} of C: l = +inf or u = -inf leaves "
+                                    "no feasible point")
         lo, hi = _row_ranges(self.C, self.lb, self.ub)
         scale = 1e-12 * np.maximum(1.0, np.maximum(np.where(np.isfinite(lo), np.abs(lo), 0.0),
                                                    np.where(np.isfinite(hi), np.abs(hi), 0.0)))

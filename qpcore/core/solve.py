@@ -14,6 +14,7 @@ from qpcore.core.certificate import KKT, kkt
 from qpcore.core.optimality import DEFAULT_FEAS_TOL, lagrangian_bound
 from qpcore.linalg.projection import bound_start, feasible_start
 from qpcore.core.problem import QP, ProblemError
+from qpcore.core.validate import as_integer, as_real
 from qpcore.core.state import Result, State, Status, Work
 from qpcore.core.strategy import Strategy
 from qpcore.linalg.threads import blas_threads
@@ -153,7 +154,10 @@ def _x0_of(x0: FloatArray | Result | ArrayLike | None, n: int) -> FloatArray | N
         if not all_finite(v):
             raise ProblemError("x0: contains NaN or inf")
         return v  # type: ignore[no-any-return]
-    arr = np.array(x0.x if isinstance(x0, Result) else x0, dtype=np.float64)
+    try:
+        arr = np.array(x0.x if isinstance(x0, Result) else x0, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ProblemError(f"x0: expected a point (an array of {n} numbers) or a Result, got {type(v).__name__}") from None
     if arr.shape != (n,):
         raise ProblemError(f"x0: shape mismatch, expected ({n},), got {arr.shape}")
     if not np.isfinite(arr).all():
@@ -255,8 +259,8 @@ def _blas_limited(run: Callable[P, Result]) -> Callable[P, Result]:
     @functools.wraps(run)
     def limited(*args: P.args, **kwargs: P.kwargs) -> Result:
         threads = kwargs.get("threads")
-        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
-            raise ProblemError(f"threads: must be an integer ≥ 1 or None, got {threads!r}")
+        if threads is not None:
+            threads = as_integer(threads, "threads", low=1, or_none=True)
         with blas_threads(threads) as decision:
             result = run(*args, **kwargs)
         result.stats.update(decision.stats())
@@ -331,14 +335,16 @@ def solve(qp: QP, strategy: Strategy, x0: FloatArray | Result | ArrayLike | None
     -------
     Result
     """
-    if tol <= 0 or not np.isfinite(tol):
-        raise ProblemError(f"tol: must be finite and > 0, got {tol}")
-    if max_iter is not None and max_iter < 0:
-        raise ProblemError(f"max_iter: must be ≥ 0, got {max_iter}")
-    if time_limit is not None and not time_limit > 0:
-        raise ProblemError(f"time_limit: must be > 0, got {time_limit}")
-    if not feas_tol > 0:
-        raise ProblemError(f"feas_tol: must be > 0, got {feas_tol}")
+    # every option checked before any work, each refusal one line saying what the option needs
+    tol = as_real(tol, "tol", low=0.0, strict=True)
+    if max_iter is not None:
+        max_iter = as_integer(max_iter, "max_iter", low=0, or_none=True)
+    if time_limit is not None:
+        time_limit = as_real(time_limit, "time_limit", low=0.0, strict=True, allow_inf=True)
+    feas_tol = as_real(feas_tol, "feas_tol", low=0.0, strict=True, allow_inf=True)
+    callback_every = as_integer(callback_every, "callback_every", low=1)
+    if callback is not None and not callable(callback):
+        raise ProblemError(f"callback: expected a callable or None, got {type(callback).__name__}")
     if keep_state not in ("resume", "all", "none"):
         raise ProblemError(f"keep_state: {keep_state!r} is not one of 'resume', 'all', 'none'")
     if x0_policy not in ("project", "raise"):

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from qpcore.backends.capabilities import Capability, QOperator
 from qpcore.core.problem import QP, ProblemError
 from qpcore.core.state import State
+from qpcore.core.validate import field
 
 __all__ = ["Strategy", "check_operator"]
 
@@ -55,7 +56,7 @@ def check_operator(Q: QOperator, required: frozenset[Capability], who: str) -> N
     missing = required - Q.capabilities
     if missing:
         names = ", ".join(sorted(c.name for c in missing))
-        raise ProblemError(f"Q: {who} needs an operator with {names}; {type(Q).__name__} does not declare "
+        raise ProblemError(f"{field('Q')}: {who} needs an operator with {names}; {type(Q).__name__} does not declare "
                            f"{'it' if len(missing) == 1 else 'them'} (its capabilities: "
                            f"{', '.join(sorted(c.name for c in Q.capabilities)) or 'none'})")
 

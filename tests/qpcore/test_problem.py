@@ -17,6 +17,10 @@ from qpcore.backends.capabilities import Operator
 
 I2 = np.eye(2)
 
+#: how a refusal names each field: in words, the field's own name kept (regex-escaped where needed)
+SUBJECT = {"Q": "the Hessian Q", "c": "the linear term c", "lb": "the lower bounds lb", "ub": "the upper bounds ub",
+           "A": "the equality rows A", "b": "the equality right-hand side b", "X": "the data X"}
+
 
 def test_problem_error_is_value_error() -> None:
     assert issubclass(ProblemError, ValueError)
@@ -52,20 +56,20 @@ def test_objective_and_gradient() -> None:
 def test_nonfinite_Q(bad: float) -> None:
     Q = np.eye(3)
     Q[1, 1] = bad
-    with pytest.raises(ProblemError, match=r"^Q:"):
+    with pytest.raises(ProblemError, match=r"^the Hessian Q:"):
         QP(Q, np.zeros(3))
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_nonfinite_c(bad: float) -> None:
-    with pytest.raises(ProblemError, match=r"^c:.*index 1"):
+    with pytest.raises(ProblemError, match=r"^the linear term c:.*index 1"):
         QP(np.eye(3), [0.0, bad, 0.0])
 
 
 @pytest.mark.parametrize("field", ["lb", "ub"])
 def test_nan_bounds(field: str) -> None:
     kw: dict[str, Any] = {field: [0.0, np.nan]}
-    with pytest.raises(ProblemError, match=rf"^{field}:.*NaN"):
+    with pytest.raises(ProblemError, match=rf"^{SUBJECT[field]}:.*NaN"):
         QP(I2, [0, 0], **kw)
 
 
@@ -82,13 +86,13 @@ def test_bounds_excluding_every_point(lb: float, ub: float) -> None:
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_nonfinite_A(bad: float) -> None:
-    with pytest.raises(ProblemError, match=r"^A:"):
+    with pytest.raises(ProblemError, match=r"^the equality rows A:"):
         QP(I2, [0, 0], A=[[1.0, bad]], b=[0.0])
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_nonfinite_b(bad: float) -> None:
-    with pytest.raises(ProblemError, match=r"^b:"):
+    with pytest.raises(ProblemError, match=r"^the equality right-hand side b:"):
         QP(I2, [0, 0], A=[[1.0, 1.0]], b=[bad])
 
 
@@ -105,13 +109,13 @@ def test_nonfinite_b(bad: float) -> None:
     ({"c": [0.0, 0.0], "A": [[1.0, 1.0], [1.0, -1.0]], "b": [0.0]}, "b"),
 ])
 def test_shape_mismatch_names_field(kwargs: dict[str, Any], field: str) -> None:
-    with pytest.raises(ProblemError, match=rf"^{field}:"):
+    with pytest.raises(ProblemError, match=rf"^{SUBJECT[field]}:"):
         QP(I2, **kwargs)
 
 
 @pytest.mark.parametrize("Q", [np.ones((2, 3)), np.ones(3), np.ones((2, 2, 2))])
 def test_non_square_Q(Q: Any) -> None:
-    with pytest.raises(ProblemError, match=r"^Q: not square"):
+    with pytest.raises(ProblemError, match=r"^the Hessian Q: not square"):
         QP(Q, [0.0, 0.0])
 
 
@@ -132,12 +136,12 @@ def test_non_square_operator() -> None:
         def diag(self) -> Any:
             return np.ones(2)
 
-    with pytest.raises(ProblemError, match=r"^Q: not square"):
+    with pytest.raises(ProblemError, match=r"^the Hessian Q: not square"):
         QP(Rect(), [0.0, 0.0])
 
 
 def test_non_symmetric_Q() -> None:
-    with pytest.raises(ProblemError, match=r"^Q: not symmetric"):
+    with pytest.raises(ProblemError, match=r"^the Hessian Q: not symmetric"):
         QP(np.array([[1.0, 0.5], [0.0, 1.0]]), [0, 0])
 
 
@@ -214,20 +218,20 @@ def test_bad_dtype_vectors(field: str, value: Any) -> None:
     if field == "b":
         kw["A"] = [[1.0, 0.0], [0.0, 1.0]]
     kw[field] = value
-    with pytest.raises(ProblemError, match=rf"^{field}: dtype"):
+    with pytest.raises(ProblemError, match=rf"^{SUBJECT[field]}: dtype"):
         QP(I2, **kw)
 
 
 @pytest.mark.parametrize("Q", [np.array([["a", "b"], ["b", "a"]]), np.array([[1, 0], [0, 1]], dtype=object),
                                np.eye(2) * (1 + 1j), None])
 def test_bad_dtype_Q(Q: Any) -> None:
-    with pytest.raises(ProblemError, match=r"^Q: dtype"):
+    with pytest.raises(ProblemError, match=r"^the Hessian Q: dtype"):
         QP(Q, [0.0, 0.0])
 
 
 @pytest.mark.parametrize("A", [np.array([["a", "b"]]), np.array([[1j, 1.0]])])
 def test_bad_dtype_A(A: Any) -> None:
-    with pytest.raises(ProblemError, match=r"^A: dtype"):
+    with pytest.raises(ProblemError, match=r"^the equality rows A: dtype"):
         QP(I2, [0.0, 0.0], A=A)
 
 
@@ -239,7 +243,7 @@ def test_integer_and_bool_inputs_are_converted() -> None:
 @pytest.mark.parametrize(("Q", "c", "field"), [([[1.0, 0.0], [0.0]], [0.0, 0.0], "Q"),
                                                (np.eye(2), [0.0, [1.0, 2.0]], "c")])
 def test_ragged_input(Q: Any, c: Any, field: str) -> None:
-    with pytest.raises(ProblemError, match=rf"^{field}:"):
+    with pytest.raises(ProblemError, match=rf"^{SUBJECT[field]}:"):
         QP(Q, c)
 
 
@@ -256,13 +260,13 @@ def test_one_row_check_quiet_with_zero_coefficient_on_infinite_bound() -> None:
 def test_kernel_data_nonfinite(bad: float, sparse: bool) -> None:
     X = np.ones((3, 2))
     X[1, 0] = bad
-    with pytest.raises(ProblemError, match=r"^X:"):
+    with pytest.raises(ProblemError, match=r"^the data X:"):
         KernelQ(sp.csr_matrix(X) if sparse else X, Kernel("rbf"))
 
 
 @pytest.mark.parametrize("X", [np.ones(3), np.array([["a", "b"]]), np.ones((2, 2)) * 1j])
 def test_kernel_data_bad_shape_or_dtype(X: Any) -> None:
-    with pytest.raises(ProblemError, match=r"^X:"):
+    with pytest.raises(ProblemError, match=r"^the data X:"):
         KernelQ(X, Kernel("linear"))
 
 
@@ -285,7 +289,7 @@ def test_kernel_bad_parameters(kwargs: dict[str, Any], word: str) -> None:
 @pytest.mark.parametrize("sparse", [False, True])
 def test_precomputed_must_be_square(sparse: bool) -> None:
     G = np.ones((3, 4))
-    with pytest.raises(ProblemError, match=r"^X: a precomputed kernel must be square"):
+    with pytest.raises(ProblemError, match=r"^the data X: a precomputed kernel must be square"):
         KernelQ(sp.csr_matrix(G) if sparse else G, Kernel("precomputed"))
 
 
@@ -343,10 +347,65 @@ def test_undeclared_operator_is_refused_naming_the_contract() -> None:
         def diag(self) -> Any:
             return np.ones(2)
 
-    with pytest.raises(ProblemError, match=r"^Q: Bare computes products but does not declare.*Operator"):
+    with pytest.raises(ProblemError, match=r"^the Hessian Q: Bare computes products but does not declare.*Operator"):
         QP(Bare(), [0.0, 0.0])
 
     class Declared(Operator, Bare):
         pass
 
     assert QP(Declared(), [0.0, 0.0]).Q.capabilities == frozenset()
+
+
+# --- messages: one line, the field named in words, what it needs ---------------------------------
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"A": np.ones((2, 4))}, "the equality rows A: expected shape (m, 5), got (2, 4)"),
+    ({"A": [[1.0, 2.0], [1.0, 2.0, 3.0]]}, "the equality rows A: dtype object is not real numeric; pass a float array"),
+    ({"A": np.ones(5), "b": [1.0, 2.0]}, "the equality right-hand side b: shape mismatch, expected length 1, got 2"),
+    ({"c": np.ones(3)}, "the linear term c: shape mismatch, expected length 5, got 3"),
+    ({"lb": [0.0, 0.0, np.nan, 0.0, 0.0]}, "the lower bounds lb: contains NaN at index 2; remove or impute it"),
+    ({"C": np.ones((2, 3))}, "the inequality rows C: expected shape (k, 5), got (2, 3)"),
+    ({"C": np.ones((1, 5)), "u": [np.nan]}, "the inequality rows' upper sides u: contains NaN at index 0; remove or impute it"),
+    ({"Q": np.ones((2, 3))}, "the Hessian Q: not square, shape (2, 3); Q must be n×n"),
+])
+def test_refusals_name_the_field_in_words(kwargs: dict[str, Any], message: str) -> None:
+    args: dict[str, Any] = {"Q": np.eye(5), "c": np.ones(5), **kwargs}
+    with pytest.raises(ProblemError) as info:
+        QP(**args)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"gamma": "foo"}, "gamma: expected a positive finite number, got 'foo'"),
+    ({"gamma": None}, "gamma: expected a positive finite number, got None"),
+    ({"name": "linear", "gamma": "foo"}, "gamma: expected a finite number, got 'foo'"),
+    ({"name": "poly", "degree": "3"}, "degree: expected an integer ≥ 1, got '3'"),
+    ({"name": "rbf", "degree": 2.5}, "degree: expected an integer, got 2.5"),
+    ({"coef0": [1.0]}, "coef0: expected a finite number, got [1.0]"),
+    ({"name": "sigmoid", "coef0": np.inf}, "coef0: expected a finite number, got inf"),
+])
+def test_kernel_options_say_what_they_need(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ProblemError) as info:
+        Kernel(**kwargs)
+    assert str(info.value) == message
+
+
+def test_kernel_keeps_its_values_as_given() -> None:
+    k = Kernel("poly", gamma=np.float64(0.5), degree=2.0, coef0=1)   # type: ignore[arg-type]
+    assert (k.gamma, k.degree, k.coef0) == (0.5, 2.0, 1)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"cache_bytes": "lots"}, "cache_bytes: expected a finite number ≥ 0, got 'lots'"),
+    ({"dense_threshold": -0.1}, "dense_threshold: expected a number ≥ 0, got -0.1"),
+])
+def test_kernel_operator_options(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ProblemError) as info:
+        KernelQ(np.ones((3, 2)), Kernel("linear"), **kwargs)
+    assert str(info.value) == message
+
+
+def test_dense_psd_tolerance_option() -> None:
+    with pytest.raises(ProblemError) as info:
+        DenseQ(np.eye(2), psd_tol="loose")   # type: ignore[arg-type]
+    assert str(info.value) == "psd_tol: expected a finite number ≥ 0, got 'loose'"

@@ -287,6 +287,47 @@ def test_bad_limits(easy: QP, kwargs: dict[str, Any], field: str) -> None:
         solve(easy, ProjectedGradient(), **kwargs)
 
 
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"tol": "foo"}, "tol: expected a positive finite number, got 'foo'"),
+    ({"tol": np.float64(-1.0)}, "tol: expected a positive finite number, got -1.0"),
+    ({"tol": None}, "tol: expected a positive finite number, got None"),
+    ({"tol": np.inf}, "tol: expected a positive finite number, got inf"),
+    ({"feas_tol": "1e-6"}, "feas_tol: expected a positive number, got '1e-6'"),
+    ({"feas_tol": 0.0}, "feas_tol: expected a positive number, got 0.0"),
+    ({"max_iter": "ten"}, "max_iter: expected an integer ≥ 0 or None, got 'ten'"),
+    ({"max_iter": 2.5}, "max_iter: expected an integer ≥ 0 or None, got 2.5"),
+    ({"max_iter": True}, "max_iter: expected an integer ≥ 0 or None, got True"),
+    ({"time_limit": "1s"}, "time_limit: expected a positive number, got '1s'"),
+    ({"time_limit": np.nan}, "time_limit: expected a positive number, got nan"),
+    ({"callback_every": 0}, "callback_every: expected an integer ≥ 1, got 0"),
+    ({"callback": 3}, "callback: expected a callable or None, got int"),
+    ({"threads": "all"}, "threads: expected an integer ≥ 1 or None, got 'all'"),
+    ({"threads": 0}, "threads: expected an integer ≥ 1 or None, got 0"),
+])
+def test_numeric_options_say_what_they_need(easy: QP, kwargs: dict[str, Any], message: str) -> None:
+    """A bad option is one line naming it, what it needs and what it got: a ProblemError (a
+    ValueError), never numpy's TypeError from deep inside."""
+    with pytest.raises(ProblemError) as info:
+        solve(easy, ProjectedGradient(), **kwargs)
+    assert str(info.value) == message
+    assert isinstance(info.value, ValueError) and "\n" not in str(info.value)
+
+
+def test_integral_options_in_any_numeric_type(easy: QP) -> None:
+    """numpy scalars and integral floats are numbers too: the run is the one of the plain ints."""
+    plain = solve(easy, ProjectedGradient(), tol=1e-6, max_iter=7)
+    other = solve(easy, ProjectedGradient(), tol=np.float64(1e-6), max_iter=np.int64(7))
+    floats = solve(easy, ProjectedGradient(), tol=1e-6, max_iter=7.0, time_limit=np.inf, feas_tol=np.inf)
+    assert plain.iterations == other.iterations == floats.iterations
+    np.testing.assert_array_equal(plain.x, floats.x)
+
+
+@pytest.mark.parametrize("x0", ["foo", [1.0, "a"], object()])
+def test_non_numeric_warm_start(easy: QP, x0: Any) -> None:
+    with pytest.raises(ProblemError, match=r"^x0: expected a point \(an array of 15 numbers\) or a Result, got "):
+        solve(easy, ProjectedGradient(), x0)
+
+
 def test_reporter_receives_updates_and_one_finish(hard: QP) -> None:
     rep = Recorder(interval=0.0)
     res = solve(hard, ProjectedGradient(), tol=1e-12, max_iter=10, reporter=rep)

@@ -102,7 +102,7 @@ def test_missing_capability_is_named() -> None:
             return self.M[i]
 
     qp = QP(Products(np.eye(3)), np.ones(3), -1.0, 1.0)
-    with pytest.raises(ProblemError, match=r"^Q: Halver needs an operator with BLOCK; Products does not declare it "
+    with pytest.raises(ProblemError, match=r"^the Hessian Q: Halver needs an operator with BLOCK; Products does not declare it "
                                            r"\(its capabilities: none\)$"):
         qpcore.solve(qp, Halver())
     qpcore.check_operator(DenseQ(np.eye(2)), frozenset({Capability.BLOCK, Capability.CROSS}), "X")   # declared
