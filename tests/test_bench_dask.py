@@ -19,6 +19,8 @@ import pytest
 
 pytest.importorskip("distributed")
 
+from benchmarks.studies import dask_data as dd  # noqa: E402
+from benchmarks.studies import dask_page as dp  # noqa: E402
 from benchmarks.studies import dask_scale as ds  # noqa: E402
 
 ROWS, FEATURES, CHUNKS = 20_000, 8, 4
@@ -40,7 +42,7 @@ def _engines(client: Any) -> tuple[str, ...]:
         _AVAILABLE[id(client)] = ds.engines_available(client)
     broken = {s: why for s, why in _AVAILABLE[id(client)].items() if why}
     assert not broken, f"a chunked engine failed on a tiny problem: {broken}"
-    return ds.STRATEGIES
+    return dd.STRATEGIES
 
 
 def _rows(text: str) -> list[ds.RowSpec]:
@@ -48,18 +50,18 @@ def _rows(text: str) -> list[ds.RowSpec]:
 
 
 def test_generator_matches_numpy_whatever_the_chunking(dask_client: Any) -> None:
-    spec = ds.DataSpec(rows=ROWS, features=FEATURES, chunk_rows=ROWS // CHUNKS)
-    Xn, yn = ds.numpy_data(spec)
+    spec = dd.DataSpec(rows=ROWS, features=FEATURES, chunk_rows=ROWS // CHUNKS)
+    Xn, yn = dd.numpy_data(spec)
     assert Xn.shape == (ROWS, FEATURES) and Xn.flags["C_CONTIGUOUS"]
-    for chunk_rows in (ROWS // CHUNKS, 7_000, ds.GEN_BLOCK):
-        X, y = ds.dask_data(ds.DataSpec(rows=ROWS, features=FEATURES, chunk_rows=chunk_rows))
+    for chunk_rows in (ROWS // CHUNKS, 7_000, dd.GEN_BLOCK):
+        X, y = dd.dask_data(dd.DataSpec(rows=ROWS, features=FEATURES, chunk_rows=chunk_rows))
         Xd, yd = dask_client.compute([X, y], sync=True)
         assert np.array_equal(Xd, Xn) and np.array_equal(yd, yn)
-    Xp, yp = ds.numpy_data(ds.DataSpec(rows=12_345, features=FEATURES))
+    Xp, yp = dd.numpy_data(dd.DataSpec(rows=12_345, features=FEATURES))
     assert np.array_equal(Xp, Xn[:12_345]) and np.array_equal(yp, yn[:12_345])
     # labels: ±1, both classes, about 10 % disagree with the hidden model (not separable)
     assert set(np.unique(yn)) == {-1.0, 1.0}
-    clean = np.where(Xn @ ds.hidden_model(FEATURES, 16) + spec.intercept >= 0, 1.0, -1.0)
+    clean = np.where(Xn @ dd.hidden_model(FEATURES, 16) + spec.intercept >= 0, 1.0, -1.0)
     assert 0.08 < np.mean(clean != yn) < 0.12
 
 
@@ -112,11 +114,11 @@ def test_small_benchmark_end_to_end(dask_client: Any, tmp_path: Path) -> None:
     assert scale["client"]["ru_maxrss_mb"] > 0 and len(scale["workers_end"]) == 2
     assert all(v > 0 for v in scale["workers_peak_mb"].values()) and len(comp["workers_peak_mb"]) == 2
     page = tmp_path / "dask.md"
-    ds.render(store, page)
+    dp.render(store, page)
     text = page.read_text()
     assert "## Chunked against in process" in text and "## At scale" in text
     for s in strategies:
-        assert text.count(f"| {ds.LABEL[s]} |") == 1 + (s in scale_strategies)
+        assert text.count(f"| {dd.LABEL[s]} |") == 1 + (s in scale_strategies)
 
 
 def test_command_line_small(dask_client: Any, tmp_path: Path) -> None:

@@ -85,24 +85,16 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import functools  # noqa: E402
 import gc  # noqa: E402
-import importlib  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
-import resource  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
-from dataclasses import asdict, dataclass, field  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any, Callable, Iterator  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-from numpy.typing import NDArray  # noqa: E402
 
 from benchmarks.harness import (  # noqa: E402
     command_line,
-    LoadMeter,
     blas_threads,
     clean,
     log,
@@ -113,413 +105,62 @@ from benchmarks.harness import (  # noqa: E402
     resolve_store_arguments,
     run_study,
     study_parser,
-    settle,
     thread_limit,
-    timed,
 )
-from benchmarks.harness.measure import REPO, _status_kb, machine_info, median, now_iso  # noqa: E402
+from benchmarks.harness.measure import machine_info, median, now_iso  # noqa: E402
+from benchmarks.studies.dask_data import (  # noqa: E402
+    _mod,
+    BAR_CLIENT_MB,
+    BAR_RATIO,
+    BARRED,
+    BIAS,
+    C_DEFAULT,
+    dask_data,
+    DataSpec,
+    DEFAULT_STRATEGIES,
+    FAMILY,
+    FloatArray,
+    gather,
+    KINDS,
+    LABEL,
+    numpy_data,
+    persist,
+    PRESETS,
+    SMALL_CHUNKS,
+    SMALL_ROWS,
+    STRATEGIES,
+    TOL,
+    TOL_TABLE3,
+)
+from benchmarks.studies.dask_cluster import (  # noqa: E402
+    cluster,
+    cluster_info,
+    ClusterSpec,
+    Meter,
+    process_memory,
+    scheduler_memory,
+    worker_memory,
+    WorkerPeaks,
+)
+from benchmarks.studies.dask_page import _num, render  # noqa: E402
 
-FloatArray = NDArray[np.float64]
 
-GEN_BLOCK = 65_536                 # rows of one generator block (defines the data: see DataSpec)
-_MODEL_STREAM = 2**31 - 1          # the rng stream of the hidden model
-C_DEFAULT = 1.0
-BIAS = 1.0                         # the hinge problem's constant feature (svmocas -b 1, LIBLINEAR -B 1)
-STRATEGIES = ("asvm", "ocas", "ocas-active", "ocas-active-paper")
-DEFAULT_STRATEGIES = ("asvm", "ocas", "ocas-active")
-LABEL = {"asvm": "ASVM", "ocas": "OCAS", "ocas-active": "active-set OCAS",
-         "ocas-active-paper": "active-set OCAS (paper: μ 0.05, 20 cuts)"}
-FAMILY = {"asvm": "asvm", "ocas": "hinge", "ocas-active": "hinge", "ocas-active-paper": "hinge"}
-TOL = {"asvm": 1e-6, "ocas": 1e-5, "ocas-active": 1e-5,      # benchmarks/asvm.py --tol, benchmarks/ocas.py --tol
-       "ocas-active-paper": 1e-5}
-#: the table3 rows: TolRel of their solves (1e-5 must be passed) and the gaps of Xiao and Zhou's Table 3
-TOL_TABLE3 = 1e-6
 T3_STRATEGIES = ("ocas", "ocas-active", "ocas-active-paper")
-BAR_RATIO = 1.5                    # chunked / in process, ASVM and OCAS (issue 16)
-BARRED = ("asvm", "ocas")
-BAR_CLIENT_MB = 1024.0             # the client's peak on the scale row
-PRESETS = {"7m": ("compare", 7_000_000), "30m": ("scale", 30_000_000)}
-KINDS = ("compare", "scale", "table3")
-SMALL_ROWS = "200k,200k:scale,200k:table3"
-SMALL_CHUNKS = 4
-
-
-def _mod(name: str) -> Any:
-    """An optional package (dask, distributed, psutil, threadpoolctl), imported when first needed."""
-    return importlib.import_module(name)
 
 
 # ---------------------------------------------------------------------------------------------
 # Data: generated chunk by chunk on the workers
 # ---------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class DataSpec:
-    """What defines a data set (``chunk_rows`` only partitions it: the data do not depend on it)."""
-
-    rows: int
-    features: int = 32
-    chunk_rows: int = 1_000_000
-    seed: int = 16
-    flip: float = 0.10             # fraction of labels flipped after the hidden model's sign
-    intercept: float = 0.25        # the hidden model's intercept (x ~ N(0, I), ‖w*‖ = 1)
-
-    def key(self) -> str:
-        return (f"gauss m={self.rows} d={self.features} flip={self.flip:g} b={self.intercept:g} "
-                f"seed={self.seed}")
-
-    def chunks(self) -> tuple[int, ...]:
-        full, rest = divmod(self.rows, self.chunk_rows)
-        return (self.chunk_rows,) * full + ((rest,) if rest else ())
-
-    def describe(self) -> dict[str, Any]:
-        return dict(asdict(self), chunks=len(self.chunks()), data_gb=round(8 * self.rows * self.features / 1e9, 3),
-                    key=self.key())
-
-
-def hidden_model(features: int, seed: int) -> FloatArray:
-    """w*, unit norm, from its own stream of the seed."""
-    w = np.random.default_rng((seed, _MODEL_STREAM)).standard_normal(features)
-    out: FloatArray = w / np.linalg.norm(w)
-    return out
-
-
-def _blocks(lo: int, hi: int) -> Iterator[tuple[int, int, int, int, int]]:
-    """Generator blocks k overlapping rows [lo, hi): (k, out_lo, out_hi, block_lo, block_hi)."""
-    for k in range(lo // GEN_BLOCK, (hi - 1) // GEN_BLOCK + 1 if hi > lo else lo // GEN_BLOCK):
-        a = k * GEN_BLOCK
-        s, e = max(a, lo), min(a + GEN_BLOCK, hi)
-        yield k, s - lo, e - lo, s - a, e - a
-
-
-def rows_of(lo: int, hi: int, features: int, seed: int) -> FloatArray:
-    """Rows [lo, hi) of X: block k of 65,536 rows is ``default_rng((seed, k)).standard_normal``."""
-    out = np.empty((hi - lo, features))
-    for k, o0, o1, b0, b1 in _blocks(lo, hi):
-        out[o0:o1] = np.random.default_rng((seed, k)).standard_normal((GEN_BLOCK, features))[b0:b1]
-    return out
-
-
-def labels_of(X: FloatArray, lo: int, spec: DataSpec) -> FloatArray:
-    """±1 labels of rows [lo, lo + len(X)): sign(x·w* + b), then flips from ``default_rng((seed, k, 1))``."""
-    w = hidden_model(spec.features, spec.seed)
-    y = np.where(X @ w + spec.intercept >= 0.0, 1.0, -1.0)
-    for k, o0, o1, b0, b1 in _blocks(lo, lo + X.shape[0]):
-        flips = np.random.default_rng((spec.seed, k, 1)).random(GEN_BLOCK)[b0:b1] < spec.flip
-        y[o0:o1][flips] *= -1.0
-    out: FloatArray = y
-    return out
-
-
-def _x_chunk(block_info: Any = None, *, spec: DataSpec) -> FloatArray:
-    lo, hi = block_info[None]["array-location"][0]
-    return rows_of(int(lo), int(hi), spec.features, spec.seed)
-
-
-def _y_chunk(X: FloatArray, block_info: Any = None, *, spec: DataSpec) -> FloatArray:
-    lo, _ = block_info[None]["array-location"][0]
-    return labels_of(X, int(lo), spec)
-
-
-def dask_data(spec: DataSpec) -> tuple[Any, Any]:
-    """The lazy dask arrays (X, y) of ``spec``, chunked by ``spec.chunk_rows`` rows."""
-    da = _mod("dask.array")
-
-    X = da.map_blocks(_x_chunk, chunks=(spec.chunks(), (spec.features,)), dtype=np.float64,
-                      meta=np.empty((0, 0)), spec=spec, name=f"qpcore-bench-X-{_slug(spec)}")
-    y = X.map_blocks(_y_chunk, drop_axis=1, dtype=np.float64, meta=np.empty((0,)), spec=spec,
-                     name=f"qpcore-bench-y-{_slug(spec)}")
-    return X, y
-
-
-def numpy_data(spec: DataSpec) -> tuple[FloatArray, FloatArray]:
-    """The same data generated in this process, without dask (for checks on small sizes)."""
-    X = rows_of(0, spec.rows, spec.features, spec.seed)
-    return X, labels_of(X, 0, spec)
-
-
-def _slug(spec: DataSpec) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", spec.key()) + f"-c{spec.chunk_rows}"
-
-
-def persist(client: Any, spec: DataSpec) -> tuple[Any, Any, dict[str, int]]:
-    """Generate (X, y) on the workers and keep them there, the chunks spread evenly: chunk i on
-    worker ⌊i·W/n⌋ of the W workers sorted by address (a preference: another worker may take it
-    over if that one dies). Left to itself the scheduler put 5 of 7 chunks, 19 of 30, on one worker.
-    Returns the persisted arrays, once every chunk is there, and the rows each worker holds."""
-    dask, distributed = _mod("dask"), _mod("distributed")
-    workers = sorted(client.scheduler_info()["workers"])
-    n = len(spec.chunks())
-
-    def place(key: Any) -> list[str]:
-        return [workers[int(key[1]) * len(workers) // n]]
-
-    with dask.annotate(workers=place, allow_other_workers=True):
-        X, y = dask_data(spec)
-    X, y = client.persist([X, y], optimize_graph=False)     # graph optimization would drop the annotations
-    fx = distributed.futures_of(X)
-    distributed.wait(fx + distributed.futures_of(y))
-    where = client.who_has(fx)
-    rows = {w: 0 for w in workers}
-    sizes = spec.chunks()
-    for f in fx:
-        for w in where.get(f.key, ()):
-            rows[w] = rows.get(w, 0) + sizes[int(f.key[1])]
-    return X, y, rows
-
-
-def gather(client: Any, X: Any, y: Any) -> tuple[FloatArray, FloatArray]:
-    """The persisted arrays into this process, chunk by chunk into one preallocated array (no
-    concatenation on a worker, no second full copy here)."""
-    m, n = (int(s) for s in X.shape)
-    Xn, yn = np.empty((m, n)), np.empty(m)
-    lo = 0
-    for xd, yd, rows in zip(X.to_delayed().ravel(), y.to_delayed().ravel(), X.chunks[0]):
-        xf, yf = client.compute([xd, yd])
-        Xn[lo:lo + rows] = xf.result()
-        yn[lo:lo + rows] = yf.result()
-        del xf, yf
-        lo += rows
-    return Xn, yn
-
 
 # ---------------------------------------------------------------------------------------------
 # The cluster
 # ---------------------------------------------------------------------------------------------
 
-def default_worker_memory() -> int:
-    """min(10 GiB, 42 % of the machine's memory), bytes, per worker."""
-    try:
-        psutil = _mod("psutil")
-        total = int(psutil.virtual_memory().total)
-    except ImportError:
-        total = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    return int(min(10 * 2**30, 0.42 * total))
-
-
-NO_SPILL = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
-            "distributed.worker.memory.pause": False, "distributed.worker.memory.terminate": 0.98}
-ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")}
-
-
-@dataclass
-class ClusterSpec:
-    kind: str = "spawn"            # spawn | local | address
-    workers: int = 2
-    memory: int = field(default_factory=default_worker_memory)
-    address: str | None = None
-
-    def describe(self) -> dict[str, Any]:
-        how = {"spawn": "dask scheduler + dask worker as separate processes",
-               "local": "distributed.LocalCluster (scheduler inside the client process)",
-               "address": f"an existing cluster at {self.address}"}[self.kind]
-        return {"kind": self.kind, "how": how, "workers": self.workers, "threads_per_worker": 1,
-                "memory_limit_gib": round(self.memory / 2**30, 2), "spill": "off" if self.kind != "address" else "?"}
-
-
-def _env_config(cfg: dict[str, Any]) -> dict[str, str]:
-    return {"DASK_" + k.upper().replace(".", "__").replace("-", "_"): str(v) for k, v in cfg.items()}
-
-
-@contextlib.contextmanager
-def cluster(spec: ClusterSpec) -> Iterator[Any]:
-    """A client on a fresh cluster of ``spec.workers`` one-thread worker processes (or on ``address``)."""
-    dask, distributed = _mod("dask"), _mod("distributed")
-    client: Any = None
-    if spec.kind == "address":
-        client = distributed.Client(spec.address)
-        try:
-            yield client
-        finally:
-            client.close()
-        return
-    if spec.kind == "local":
-        with dask.config.set(NO_SPILL):
-            lc = distributed.LocalCluster(n_workers=spec.workers, threads_per_worker=1, processes=True,
-                                          memory_limit=spec.memory, dashboard_address=None, silence_logs=40)
-            client = distributed.Client(lc)
-        try:
-            yield client
-        finally:
-            client.close()
-            lc.close()
-        return
-    with tempfile.TemporaryDirectory(prefix="qpcore_dask_") as tmp:
-        sched_file = Path(tmp) / "scheduler.json"
-        env = dict(os.environ, **ONE_THREAD, **_env_config(NO_SPILL),
-                   PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-        logf = open(Path(tmp) / "cluster.log", "w")
-        procs: list[subprocess.Popen[bytes]] = []
-        try:
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                 "--no-dashboard", "--scheduler-file", str(sched_file)],
-                env=env, cwd=REPO, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True))
-            t0 = time.monotonic()
-            while not sched_file.is_file() or not sched_file.read_text().strip():
-                if procs[0].poll() is not None or time.monotonic() - t0 > 60:
-                    raise RuntimeError("the dask scheduler did not start: " + _tail(Path(tmp) / "cluster.log"))
-                time.sleep(0.1)
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sched_file),
-                 "--nworkers", str(spec.workers), "--nthreads", "1", "--memory-limit", str(spec.memory),
-                 "--no-dashboard", "--host", "127.0.0.1", "--local-directory", tmp],
-                env=env, cwd=REPO, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True))
-            client = distributed.Client(scheduler_file=str(sched_file))
-            client.wait_for_workers(spec.workers, timeout=120)
-            yield client
-        finally:
-            if client is not None:
-                client.close()
-            for p in reversed(procs):      # workers first, then the scheduler
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
-            logf.close()
-
-
-def _tail(path: Path, n: int = 800) -> str:
-    try:
-        return path.read_text(errors="replace")[-n:]
-    except OSError:
-        return ""
-
-
-def process_memory(reset: bool = False, dask_worker: Any = None) -> dict[str, Any]:
-    """This process's memory in MB: current RSS, the kernel's high-water mark (VmHWM: since the last
-    reset) and ``ru_maxrss``. ``reset`` sets the high-water mark (and ru_maxrss) to the current RSS
-    afterwards (``/proc/self/clear_refs``). Run on the workers by ``client.run``."""
-    out: dict[str, Any] = {"pid": os.getpid(),
-                           "ru_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)}
-    rss, hwm = _status_kb("VmRSS"), _status_kb("VmHWM")
-    out["rss_mb"] = None if rss is None else round(rss / 1024.0, 1)
-    out["hwm_mb"] = None if hwm is None else round(hwm / 1024.0, 1)
-    if dask_worker is not None:
-        spilled = getattr(getattr(dask_worker, "data", None), "spilled_total", None)
-        out["spilled_mb"] = round(float(spilled.disk) / 2**20, 1) if spilled is not None else 0.0
-    if reset:
-        try:
-            with open("/proc/self/clear_refs", "w") as fh:
-                fh.write("5")
-        except OSError:
-            pass
-    return out
-
-
-def worker_memory(client: Any, reset: bool = False) -> dict[str, dict[str, Any]]:
-    """``process_memory`` on every worker, by worker address."""
-    out: dict[str, dict[str, Any]] = client.run(process_memory, reset)
-    return out
-
-
-class WorkerPeaks:
-    """Each worker's peak memory over a row, and over each solve: every checkpoint reads the
-    high-water mark since the previous one and resets it (``process_memory(reset=True)``), so the
-    row's peak is the largest reading (the first covers the data's generation and the build)."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.peak: dict[str, float] = {}
-        self.last: dict[str, dict[str, Any]] = {}
-
-    def checkpoint(self) -> dict[str, float | None]:
-        """The peak of each worker (MB) since the previous checkpoint."""
-        self.last = worker_memory(self.client, reset=True)
-        out: dict[str, float | None] = {}
-        for a, v in self.last.items():
-            h = v.get("hwm_mb") if v.get("hwm_mb") is not None else v.get("ru_maxrss_mb")
-            out[a] = h
-            if h is not None:
-                self.peak[a] = max(self.peak.get(a, 0.0), float(h))
-        return out
-
-
-def _blas_info() -> list[dict[str, Any]]:
-    try:
-        threadpoolctl = _mod("threadpoolctl")
-    except ImportError:
-        return []
-    return [{"api": p.get("internal_api"), "threads": p.get("num_threads")} for p in threadpoolctl.threadpool_info()
-            if p.get("user_api") == "blas"]
-
-
-def cluster_info(client: Any) -> dict[str, Any]:
-    """Workers (threads, memory limit, BLAS threads), versions."""
-    dask, distributed = _mod("dask"), _mod("distributed")
-    info = client.scheduler_info()
-    workers = {a: {"nthreads": w.get("nthreads"), "memory_limit_gib": round(float(w.get("memory_limit") or 0) / 2**30, 2)}
-               for a, w in info.get("workers", {}).items()}
-    try:
-        blas = client.run(_blas_info)
-    except Exception:  # noqa: BLE001 - a description only
-        blas = {}
-    for a in workers:
-        workers[a]["blas"] = blas.get(a)
-    return {"workers": workers, "dask": dask.__version__, "distributed": distributed.__version__,
-            "scheduler_pid": _scheduler_pid(client), "client_pid": os.getpid()}
-
-
-def _scheduler_pid(client: Any) -> int | None:
-    try:
-        return int(client.run_on_scheduler(os.getpid))
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def scheduler_memory(client: Any) -> dict[str, Any] | None:
-    try:
-        out: dict[str, Any] = client.run_on_scheduler(process_memory)
-        return out
-    except Exception:  # noqa: BLE001
-        return None
-
 
 # ---------------------------------------------------------------------------------------------
 # Load: this process and its descendants (the cluster) are "own"
 # ---------------------------------------------------------------------------------------------
-
-def family_cpu() -> float:
-    """CPU seconds of this process and all its live descendants (the cluster when we started it),
-    plus their reaped children."""
-    try:
-        psutil = _mod("psutil")
-    except ImportError:
-        t = os.times()
-        return float(t.user + t.system + t.children_user + t.children_system)
-    me = psutil.Process()
-    total = 0.0
-    for p in [me, *me.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):
-            c = p.cpu_times()
-            total += c.user + c.system + getattr(c, "children_user", 0.0) + getattr(c, "children_system", 0.0)
-    return total
-
-
-class Meter(LoadMeter):
-    """The load before each run and the CPU other processes used during it.
-
-    :class:`benchmarks.harness.LoadMeter` counts this process and its reaped children as its own;
-    here the Dask workers and scheduler are live descendants doing our work, so they are counted
-    as ours too (``family_cpu``). A run is **loaded** when others used more than
-    ``OTHERS_MARGIN`` (0.1) of a core during it.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(cpu=family_cpu)
-        self._runs = Runs(repeat=1, meter=self)
-
-    def run(self, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """``fn()`` with the load before it and others' CPU during it; an exception becomes an error record."""
-        return timed(self._runs, fn)
-
-    def settle(self, seconds: float) -> dict[str, Any]:
-        """Wait up to ``seconds`` for a 5 s probe in which others use ≤ 0.1 core."""
-        return settle(self._runs, seconds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -960,270 +601,6 @@ def bench_table3(row: RowSpec, strategies: tuple[str, ...], ctx: Ctx, client: An
 
 def _clean(v: Any) -> Any:
     return clean(v, drop=("z",))
-
-
-def _num(v: Any, fmt: str) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)) or isinstance(v, str):
-        return "–"
-    return format(v, fmt)
-
-
-def _sec(s: dict[str, Any]) -> str:
-    """median (min–max) seconds of a summary."""
-    if s.get("seconds") is None:
-        return "–"
-    if s.get("runs", 0) <= 1 or s.get("min") is None:
-        return f"{s['seconds']:.3g}"
-    return f"{s['seconds']:.3g} ({s['min']:.3g}–{s['max']:.3g})"
-
-
-def _ratio_cell(r: dict[str, Any]) -> str:
-    if r.get("ratio") is None:
-        return "–"
-    if r.get("paired_min") is None or r["paired_min"] == r["paired_max"]:
-        return f"{r['ratio']:.2f}"
-    return f"{r['ratio']:.2f} [{r['paired_min']:.2f}–{r['paired_max']:.2f}]"
-
-
-def _loads(summaries: list[dict[str, Any]]) -> str:
-    ls = [ld for s in summaries for ld in s.get("loads", []) if ld]
-    if not ls:
-        return "–"
-    oth = [ld["others"] for ld in ls if "others" in ld]
-    flag = " **loaded**" if any(ld.get("loaded") for ld in ls) else ""
-    return f"{max(ld['load1'] for ld in ls):.2f} / {max(oth):.2f}{flag}" if oth else f"{max(ld['load1'] for ld in ls):.2f}{flag}"
-
-
-def _per_it(s: dict[str, Any]) -> str:
-    p = s.get("per_iteration") or {}
-    if not p:
-        return "–"
-    return f"{p.get('reductions', 0):.1f} / {p.get('tasks', 0):.0f} / {p.get('bytes_gathered', 0):,.0f}"
-
-
-def _status(s: dict[str, Any]) -> str:
-    st = sorted(set(x for x in s.get("statuses", []) if x))
-    return ", ".join(str(x)[:60] for x in st) or "–"
-
-
-def _mb(v: Any) -> str:
-    return "–" if v is None else f"{float(v):,.0f}"
-
-
-def _worker_peaks(rec: dict[str, Any], s: dict[str, Any]) -> str:
-    peaks = s.get("worker_peak_max_mb") or {}
-    return " / ".join(_mb(v) for _, v in sorted(peaks.items())) or "–"
-
-
-def render(store: dict[str, Any], page: Path) -> None:
-    """The markdown page from the whole store."""
-    meta = store.get("_meta", {})
-    rows = {k: v for k, v in store.items() if not k.startswith("_")}
-    compare = {k: v for k, v in rows.items() if v.get("kind") == "compare"}
-    scale = {k: v for k, v in rows.items() if v.get("kind") == "scale"}
-    table3 = {k: v for k, v in rows.items() if v.get("kind") == "table3"}
-    L = ["# The Dask backend at scale: chunked ASVM and cutting planes", ""]
-    cmds = sorted({v.get("_run", {}).get("command", "") for v in rows.values()} - {""})
-    L += ["Generated by `benchmarks/studies/dask_scale.py` (protocol in its docstring) from "
-          "`benchmarks/results/dask_scale.json` (not committed); do not edit by hand. Reproduce: "
-          + ", ".join(f"`{c}`" for c in cmds) + "." if cmds else
-          "No row measured yet: `python -m benchmarks.dask_scale --rows 7m,30m --repeat 3`.", ""]
-    L += ["Data: x ~ N(0, I), labels the sign of a hidden linear model (intercept 0.25) with 10 % flipped, "
-          "generated chunk by chunk on the workers (`dask.array.map_blocks`, generator block k of 65,536 rows "
-          "from `numpy.random.default_rng((seed, k))`) and persisted there. ASVM: `asvm_dual(X, y, nu=2C)`, "
-          "tol 1e-6; OCAS, active-set OCAS: `hinge_svm(X, y, C, bias=1)`, TolRel 1e-5; C = 1. The timer covers "
-          "`qpcore.solve(problem.qp, strategy, tol=...)` only (building the problems is not timed). "
-          "Cluster: 2 worker processes, 1 thread each, spilling off.", ""]
-    if compare:
-        labs = _in_labels(compare)
-        main_t = labs[0][3:] if labs else "?"
-        L += ["## Chunked against in process (same data, same problem)", "",
-              "Interleaved passes: " + ", ".join([f"in process at {_threads(labs[0])}" if labs else "in process",
-                                                  "chunked on the cluster",
-                                                  *(f"in process at {_threads(x)}" for x in labs[1:])])
-              + "; median (min–max) of the runs. **ratio** = chunked median / in-process median [range of the "
-              f"per-pass ratios]; bar (ASVM, OCAS): ≤ {BAR_RATIO:g} against the in-process run @{main_t}, all runs "
-              "converged. Objectives: the primal objective of each final point judged by the same in-process float64 "
-              "problem; **rel diff** = (f_chunked − f_in)/|f_in| (the largest over the chunked runs; in brackets the "
-              "largest difference among the in-process runs). Per iteration of a chunked solve: reductions / tasks / "
-              "bytes gathered to the client. Load: highest 1-minute load before a run / highest CPU (cores) other "
-              "processes used during one.", "",
-              "| row | strategy | tol | " + " | ".join(f"in process s @{x[3:]}" for x in labs) + " | chunked s | "
-              + " | ".join(f"**ratio** @{x[3:]}" if k == 0 else f"ratio @{x[3:]}" for k, x in enumerate(labs))
-              + " | bar | f in process | rel diff | status in / chunked | iterations in / chunked | per iteration | "
-              "worker peak MB (solve) | load |",
-              "|" + "---|" * (12 + 2 * len(labs))]
-        for key, rec in compare.items():
-            for s, r in rec.get("qpcore_strategies", {}).items():
-                ins = r.get("in", {})
-                i0 = ins.get(labs[0], {}) if labs else {}
-                rat = r.get("ratios", {})
-                bar = r.get("bar")
-                barc = "–" if not bar else ("**met**" if bar["met"] else "**not met**")
-                if r.get("loaded") and bar:
-                    barc += " (loaded: not claimed)"
-                d = r.get("dask", {})
-                L.append(" | ".join([
-                    f"| {_row_name(rec)}", r.get("label", s), f"{r.get('tol', 0):g}",
-                    *(_sec(ins.get(x, {})) for x in labs), _sec(d),
-                    *((f"**{_ratio_cell(rat.get(x, {}))}**" if k == 0 else _ratio_cell(rat.get(x, {})))
-                      for k, x in enumerate(labs)), barc,
-                    _num(i0.get("objective"), ".10g"),
-                    _num(r.get("rel_diff"), "+.1e") + (f" (in: {r['rel_spread_in']:.0e})"
-                                                       if r.get("rel_spread_in") is not None else ""),
-                    f"{_status(i0)} / {_status(d)}", f"{_num(i0.get('iterations'), 'd')} / {_num(d.get('iterations'), 'd')}",
-                    _per_it(d), _worker_peaks(rec, d), _loads([*ins.values(), d])]) + " |")
-        L += [""]
-        for key, rec in compare.items():
-            L.append(f"- **{_row_name(rec)}**: generated in {rec.get('generate_s')} s, gathered into the client in "
-                     f"{rec.get('gather_s')} s (not timed); rows per worker {_placed(rec)}; positive labels {100 * rec.get('positive', 0):.1f} %; "
-                     f"client ru_maxrss {_mb((rec.get('client') or {}).get('ru_maxrss_mb'))} MB (holds the in-process "
-                     f"copy); workers after the data: "
-                     + ", ".join(f"{_mb(v.get('rss_mb'))} MB" for v in (rec.get("workers_after_data") or {}).values())
-                     + "; worker peaks over the row: "
-                     + ", ".join(f"{_mb(v)} MB" for _, v in sorted((rec.get("workers_peak_mb") or {}).items()))
-                     + _judge_note(rec))
-        L += [""]
-    if scale:
-        L += ["## At scale: the data only on the workers", "",
-              "Peak memory: the client's `ru_maxrss` (its lifetime peak, bar < 1 GB: scale rows run first), the "
-              "scheduler's, and each worker's high-water mark during each solve (reset before it; over the whole row: the "
-              "largest of all readings, generation and builds included). Per "
-              "iteration: reductions / tasks / bytes gathered to the client.", "",
-              "| row | strategy | tol | chunked s | status | iterations | primal objective | certificate | "
-              "per iteration | worker peak MB (solve) | load |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for key, rec in scale.items():
-            for s, r in rec.get("qpcore_strategies", {}).items():
-                d = r.get("dask", {})
-                L.append(" | ".join([
-                    f"| {_row_name(rec)}", r.get("label", s), f"{r.get('tol', 0):g}", _sec(d), _status(d),
-                    _num(d.get("iterations"), "d"), _num(d.get("objective"), ".10g"), _certificate(d),
-                    _per_it(d), _worker_peaks(rec, d), _loads([d])]) + " |")
-        L += ["", "| row | client peak MB (ru_maxrss) | bar < 1 GB | client at start MB | scheduler peak MB | "
-              "worker peaks MB (whole row) | spilled MB | generated in s | rows per worker |",
-              "|---|---|---|---|---|---|---|---|---|"]
-        for key, rec in scale.items():
-            cl, sc = rec.get("client") or {}, rec.get("scheduler") or {}
-            same = sc.get("pid") == cl.get("pid")
-            wk = rec.get("workers_end") or {}
-            bar = rec.get("client_bar") or {}
-            L.append(" | ".join([
-                f"| {_row_name(rec)}", _mb(cl.get("ru_maxrss_mb")),
-                ("**met**" if bar.get("met") else "**not met**") + (" (scheduler in this process)" if same else ""),
-                _mb((rec.get("client_start") or {}).get("ru_maxrss_mb")),
-                _mb(sc.get("ru_maxrss_mb")) + (" (same process)" if same else ""),
-                " / ".join(_mb(v) for _, v in sorted((rec.get("workers_peak_mb") or {}).items())) or "–",
-                " / ".join(_mb(v.get("spilled_mb")) for _, v in sorted(wk.items())) or "–",
-                f"{rec.get('generate_s')}", _placed(rec)]) + " |")
-        L += [""]
-    if table3:
-        _render_table3_rows(L, table3)
-    if not rows:
-        L += ["## Rows and bars (not measured yet)", "",
-              f"- **7,000,000 × 32** (8 chunks of 875,000 rows, 4 on each worker), chunked against in process on the "
-              f"same data: ASVM and OCAS at most {BAR_RATIO:g}× the in-process time at 2 BLAS threads (1 thread shown "
-              "beside it), the same objective; active-set OCAS reported too.",
-              f"- **30,000,000 × 32** (7.7 GB, 30 chunks of 1,000,000 rows), on the workers only: ASVM and OCAS "
-              f"converge, the client's peak memory below {BAR_CLIENT_MB / 1024:g} GB; time, each worker's peak and "
-              "the bytes gathered to the client, reductions and tasks per iteration.", "",
-              "Both rows: one invocation on a quiet 2-core machine, 2 worker processes of 1 thread, "
-              "`python -m benchmarks.dask_scale --rows 7m,30m --repeat 3`.", ""]
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text("\n".join(L))
-        return
-    L += ["## Runs", ""]
-    for key, rec in rows.items():
-        run = rec.get("_run", {})
-        cl = run.get("cluster", {})
-        ld = run.get("load_at_start", {})
-        L.append(f"- **{_row_name(rec)}** ({run.get('time')}, mode {run.get('mode')}): `{run.get('command')}`; "
-                 f"cluster: {cl.get('how')}, {cl.get('workers')} workers × 1 thread, memory limit "
-                 f"{cl.get('memory_limit_gib')} GiB each, spill {cl.get('spill')}; worker BLAS threads "
-                 f"{_worker_blas(run.get('cluster_info', {}))}; repeat {run.get('repeat')}; load at start "
-                 f"{ld.get('load1')} (others {ld.get('others', '?')}, waited {ld.get('waited_s', 0)} s).")
-    m = meta.get("machine", {})
-    git = m.get("git") or {}
-    L += ["", f"Machine: {m.get('cpu')}, {m.get('cores')} cores, {meta.get('memory_gib')} GiB; Python "
-          f"{m.get('python')}, numpy {m.get('numpy')}, dask {meta.get('dask')}; commit {git.get('commit')}"
-          f"{' (with uncommitted changes)' if git.get('dirty') else ''}.", ""]
-    page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text("\n".join(L))
-
-
-def _render_table3_rows(L: list[str], table3: dict[str, Any]) -> None:
-    """The table3 rows: each strategy's run, then Table 3 (``benchmarks.ocas``'s rendering)."""
-    from benchmarks.studies.ocas_page import _render_table3
-
-    L += ["## Table 3 on the cluster: active-set OCAS against OCAS", "",
-          "Xiao and Zhou's Table 3 on chunked data held by the workers only (2 workers × 1 thread): the "
-          "cutting planes interleaved, each solve at the row's TolRel with a per-iteration trace (the "
-          "solve's callback reads `CutState` and `Progress.counters`, no extra pass); F* = the lowest "
-          "final objective of the runs (evaluated on the cluster). Dense Gaussian rows: no bar.", "",
-          "| row | strategy | TolRel | chunked s | status | iterations | primal objective | certificate | "
-          "per iteration | worker peak MB (solve) | load |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for rec in table3.values():
-        for s, r in rec.get("qpcore_strategies", {}).items():
-            d = r.get("dask", {})
-            L.append(" | ".join([
-                f"| {_row_name(rec)}", r.get("label", s), f"{r.get('tol', 0):g}", _sec(d), _status(d),
-                _num(d.get("iterations"), "d"), _num(d.get("objective"), ".10g"), _certificate(d),
-                _per_it(d), _worker_peaks(rec, d), _loads([d])]) + " |")
-    L.append("")
-    for rec in table3.values():
-        L += [f"### {_row_name(rec)}", ""]
-        if rec.get("error"):
-            L += [f"**{rec['error']}**", ""]
-            continue
-        L.append(f"F* = {rec.get('f_star')}; generated in {rec.get('generate_s')} s; worker peaks over the row: "
-                 + (" / ".join(_mb(v) for _, v in sorted((rec.get("workers_peak_mb") or {}).items())) or "–")
-                 + " MB.\n")
-        _render_table3(L, "dask", rec.get("table3", {}), {}, tuple(rec.get("gaps", ())))
-
-
-def _in_labels(compare: dict[str, Any]) -> list[str]:
-    """The in-process columns (``in@2t``, ``in@1t``) of the compare rows, in their run order."""
-    out: list[str] = []
-    for rec in compare.values():
-        for r in rec.get("qpcore_strategies", {}).values():
-            out += [k for k in r.get("in", {}) if k not in out]
-    return out
-
-
-def _placed(rec: dict[str, Any]) -> str:
-    rows = rec.get("rows_per_worker") or {}
-    return " / ".join(f"{v:,}" for _, v in sorted(rows.items())) or "–"
-
-
-def _threads(label: str) -> str:
-    n = label[3:-1]
-    return f"{n} BLAS thread" + ("" if n == "1" else "s")
-
-
-def _certificate(s: dict[str, Any]) -> str:
-    """The final point's certificate: the cutting planes' relative primal–dual gap, else the KKT measure."""
-    if s.get("rel_gap") is not None:
-        return f"rel gap {s['rel_gap']:.1e}"
-    return f"KKT {s['kkt']:.1e}" if s.get("kkt") is not None else "–"
-
-
-def _row_name(rec: dict[str, Any]) -> str:
-    d = rec.get("data", {})
-    return f"{d.get('rows', 0):,} × {d.get('features')} ({d.get('chunks')} chunks)"
-
-
-def _judge_note(rec: dict[str, Any]) -> str:
-    diffs = [r.get("judge_diff") for r in rec.get("qpcore_strategies", {}).values() if r.get("judge_diff") is not None]
-    if not diffs:
-        return "."
-    return f"; the cluster's own evaluation of the chunked points agrees with the in-process one to {max(diffs):.1e}."
-
-
-def _worker_blas(info: dict[str, Any]) -> str:
-    ws = info.get("workers") or {}
-    ts = sorted({b.get("threads") for w in ws.values() for b in (w.get("blas") or []) if b.get("threads")})
-    return ", ".join(map(str, ts)) or "?"
 
 
 # ---------------------------------------------------------------------------------------------
