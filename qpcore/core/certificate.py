@@ -155,6 +155,10 @@ class KKT:
         band's complementarity where larger), combined with the projected gradient of variables
         outside the equality (a_i = 0); for several disjoint groups the largest gap over the
         groups (LIBSVM's Solver_NU). For no equality or general rows: equals ``stationarity``.
+    measure : float
+        The stopping measure that ``tol`` bounds (a property): ``max(gap, 0)`` when the rows are
+        disjoint groups (``paired``), else ``stationarity``. A run is ``converged`` when it is
+        ≤ tol and the point is feasible (:meth:`ok`); the number to print or compare after a solve.
     multipliers : ndarray
         Equality multipliers λ (length m): for an SVM dual, λ = rho = −bias; one per group for
         disjoint groups.

@@ -112,6 +112,14 @@ class Equality:
         out: IndexArray = np.flatnonzero(self.group < 0)
         return out
 
+    def __repr__(self) -> str:
+        # a summary: the arrays have one entry per variable
+        n = int(self.group.size)
+        if self.kind == "groups":
+            singles = int(np.count_nonzero(self.group < 0))
+            return f"Equality(kind='groups', m={self.m}, n={n}, unit={self.unit}, singles={singles})"
+        return f"Equality(kind={self.kind!r}, m={self.m}, n={n})"
+
     def describe(self) -> str:
         """A short phrase for error messages ("2 general rows", "1 ±1 group" ...)."""
         if self.kind == "none":
@@ -193,7 +201,7 @@ class SlackForm:
     n: int
     m: int
     k: int
-    C: FloatArray
+    C: FloatArray = attrs.field(repr=False)
 
     def lift(self, x: FloatArray) -> FloatArray:
         """z = [x; Cx]: the slack-form point of a user point (feasible rows stay feasible)."""
@@ -294,6 +302,15 @@ class QP:
             self._check_lp()
         elif self.equality.kind == "groups":
             self._check_equality()
+
+    def __repr__(self) -> str:
+        # a summary (sizes, kinds, counts) instead of every array: a problem can have millions of variables
+        lb, ub = self.lb, self.ub
+        bounds = (f"{int(np.count_nonzero(np.isfinite(lb)))} finite lb, {int(np.count_nonzero(np.isfinite(ub)))} "
+                  f"finite ub, {int(np.count_nonzero(lb == ub))} fixed")
+        rows = f", k={self.k} inequality rows" if self.k else ""
+        return (f"QP(n={self.n}, Q={type(self.Q).__name__}, m={self.m} ({self.equality.describe()}){rows}, "
+                f"bounds: {bounds})")
 
     def _check_rows(self) -> None:
         bad = np.flatnonzero(self.l > self.u)

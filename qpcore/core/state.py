@@ -119,6 +119,13 @@ class State:
     nonconvex: bool = False
     primal: FloatArray | None = None
 
+    def __repr__(self) -> str:
+        # a summary: x, g and status have one entry per variable
+        work = None if self._work is None else type(self._work).__name__
+        stop = "" if self.stop is None else f", stop={self.stop.code}"
+        return (f"State(n={self.x.shape[0]}, iteration={self.iteration}, done={self.done}{stop}, work={work}, "
+                f"counters={self.counters})")
+
     def work(self, kind: type[W]) -> W:
         """The strategy's work state, checked to be a ``kind``.
 
@@ -210,6 +217,11 @@ class Result:
     iterations: int
     stats: dict[str, Any]
     state: State
+
+    def __repr__(self) -> str:
+        # a summary: the point and the multipliers are printed by asking for them
+        return (f"Result(status={self.status.code}, objective={self.objective:.10g}, iterations={self.iterations}, "
+                f"n={self.x.shape[0]}, kkt={self.kkt!r}, stats: {len(self.stats)} entries)")
 
     @property
     def converged(self) -> bool:
