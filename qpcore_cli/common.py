@@ -1,9 +1,13 @@
-"""What every ``qpcore`` sub-command shares: errors, argument types, progress and the JSON report.
+"""What every ``qpcore`` sub-command shares: errors, argument types, progress, the solve and the report.
 
 Usage errors and bad input files exit with status 2 and one line ``qpcore: error: ...`` on
 stderr, never a traceback (:class:`CLIError`).  Progress goes to stderr (a live display with
 ``rich`` when it is installed and stderr is a terminal, else plain lines; ``--quiet`` silences
-it), results to stdout.
+it), results to stdout. ``qpcore solve qp|nnls|svm`` and ``qpcore demo`` solve one QP the same
+way (:func:`solve_accepted`: a strategy that cannot take it is refused before any work),
+report its end the same way (:func:`result_fields`) and finish the same way (:func:`finish`:
+the summary lines of :func:`print_lines` unless ``--json -``, then the JSON report); the passes
+over training rows after a solve share :func:`evaluation_rows`.
 """
 
 from __future__ import annotations
@@ -14,17 +18,20 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
 import numpy as np
 
-from qpcore.core.solve import PrintReporter, Progress, Reporter
+from qpcore.core.problem import QP
+from qpcore.core.solve import PrintReporter, Progress, Reporter, Strategy, solve
 from qpcore.core.state import Result, Status
+from qpcore_strategies.registry import accepts
 
-__all__ = ["PROG", "CLIError", "Deadline", "Parser", "RichReporter", "check_writable", "evaluate_rows", "finite_float", "integer", "jsonable",
-           "make_reporter", "nonnegative_float", "nonnegative_int", "positive_float", "positive_int",
-           "write_json"]
+__all__ = ["AUTO_ROWS", "PROG", "SAMPLE_ROWS", "CLIError", "Deadline", "Parser", "RichReporter", "check_writable",
+           "evaluate_rows", "evaluation_rows", "finish", "finite_float", "integer", "is_terminal", "jsonable",
+           "make_reporter", "nonnegative_float", "nonnegative_int", "positive_float", "positive_int", "print_lines",
+           "result_fields", "solve_accepted", "write_json"]
 
 #: The program name in usage lines and error messages.
 PROG = "qpcore"
@@ -222,6 +229,144 @@ def evaluate_rows(fn: Callable[[Any], Any], X: Any, deadline: Deadline, *, first
     return out, done
 
 
+#: ``--train-accuracy auto`` evaluates the training rows up to this many, none above.
+AUTO_ROWS = 20_000
+#: ``--train-accuracy sample``: rows in the seeded sample.
+SAMPLE_ROWS = 5_000
+
+
+def evaluation_rows(n: int, mode: str, *, off_reason: str = "--train-accuracy off") -> tuple[Any, dict[str, Any]]:
+    """The rows a ``--train-accuracy`` pass evaluates, and how it was chosen.
+
+    Parameters
+    ----------
+    n : int
+        Training rows.
+    mode : {"auto", "on", "off", "sample"}
+        auto: every row up to :data:`AUTO_ROWS`, none above; sample: a seeded sample of
+        :data:`SAMPLE_ROWS` rows (every row when there are fewer).
+    off_reason : str
+        The report's reason when ``mode`` is off.
+
+    Returns
+    -------
+    (rows, info)
+        Ascending row indices (None: the pass is off) and the report's ``train_evaluation``
+        start (``mode``, ``rows`` 0, ``of`` n, ``sample``, ``cut``, and ``reason`` when off).
+    """
+    used = mode if mode != "auto" else ("on" if n <= AUTO_ROWS else "off")
+    info: dict[str, Any] = {"mode": mode, "rows": 0, "of": n, "sample": False, "cut": False}
+    if used == "off":
+        info["reason"] = f"--train-accuracy auto: more than {AUTO_ROWS:,} rows" if mode == "auto" else off_reason
+        return None, info
+    rows = np.arange(n)
+    if used == "sample" and n > SAMPLE_ROWS:
+        rows = np.sort(np.random.default_rng(0).choice(n, SAMPLE_ROWS, replace=False))
+        info.update(sample=True, seed=0)
+    return rows, info
+
+
+# --------------------------------------------------------------------------------------------
+# One solve and its report
+# --------------------------------------------------------------------------------------------
+
+
+def solve_accepted(qp: QP, strategy: Strategy, *, strategy_name: str, what: str, tol: float,
+                   max_iter: int | None, time_limit: float | None, reporter: Reporter | None,
+                   hint: str = "") -> Result:
+    """Solve ``qp`` once the strategy has said it takes it.
+
+    Parameters
+    ----------
+    qp : QP
+    strategy : Strategy
+    strategy_name : str
+        ``--strategy``'s value, for the refusal.
+    what : str
+        What the refusal calls the problem (``this problem``, ``the C-SVC dual``).
+    tol, max_iter, time_limit, reporter :
+        Handed to ``qpcore.solve``.
+    hint : str
+        Appended to a refusal.
+
+    Returns
+    -------
+    Result
+
+    Raises
+    ------
+    CLIError
+        When the strategy cannot take the problem (its own reason), before any work.
+    """
+    reason = accepts(strategy, qp)
+    if reason is not None:
+        raise CLIError(f"--strategy {strategy_name} cannot take {what}: {reason}{hint}")
+    return solve(qp, strategy, tol=tol, max_iter=max_iter, time_limit=time_limit, reporter=reporter)
+
+
+def result_fields(result: Result, measure: str = "kkt_measure") -> dict[str, Any]:
+    """How a solve ended, as every report gives it: status and message, convergence, objective,
+    the certificate's measure (and ``gap`` / ``stationarity`` after it when ``measure`` says),
+    primal infeasibility, iterations and seconds.
+
+    Parameters
+    ----------
+    result : Result
+    measure : {"kkt_measure", "gap", "stationarity"}
+        The certificate's extra figure reported beside ``kkt_measure``: the maximal-violating-pair
+        ``gap`` (SVM duals) or the ``stationarity`` (general QPs).
+
+    Returns
+    -------
+    dict
+    """
+    fields: dict[str, Any] = {
+        "status": result.status.code,
+        "status_message": result.status.message,
+        "converged": result.status is Status.CONVERGED,
+        "objective": result.objective,
+    }
+    if measure == "gap":
+        fields["gap"] = result.kkt.gap
+    fields["kkt_measure"] = result.kkt.measure
+    if measure == "stationarity":
+        fields["stationarity"] = result.kkt.stationarity
+    fields.update(primal_infeasibility=result.kkt.primal, iterations=result.iterations,
+                  seconds=float(result.stats["seconds"]))
+    return fields
+
+
+def print_lines(lines: Sequence[tuple[str, str]], out: TextIO | None = None) -> None:
+    """A summary: aligned ``name  value`` lines (plain ASCII names), to stdout by default."""
+    stream = out if out is not None else sys.stdout
+    for name, value in lines:
+        print(f"{name:<16} {value}", file=stream)
+    stream.flush()
+
+
+def finish(report: dict[str, Any], args: argparse.Namespace, summary: Callable[[dict[str, Any]], None]) -> int:
+    """End a sub-command: its summary on stdout unless ``--json -``, then the JSON report when asked.
+
+    Parameters
+    ----------
+    report : dict
+    args : argparse.Namespace
+        ``json``: None, ``-`` (stdout, instead of the summary) or a file.
+    summary : callable
+        Prints the summary of ``report``.
+
+    Returns
+    -------
+    int
+        0.
+    """
+    if args.json != "-":
+        summary(report)
+    if args.json is not None:
+        write_json(report, args.json)
+    return 0
+
+
 # --------------------------------------------------------------------------------------------
 # Progress display
 # --------------------------------------------------------------------------------------------
@@ -293,7 +438,8 @@ class RichReporter:
         self._console.print(f"{result.status.code}: {result.status.message}")
 
 
-def _isatty(stream: Any) -> bool:
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (False for anything that cannot say)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
@@ -324,7 +470,7 @@ def make_reporter(quiet: bool, tol: float, label: str = "solving", stream: TextI
     if quiet:
         return None
     out = stream if stream is not None else sys.stderr
-    if _isatty(out):
+    if is_terminal(out):
         try:
             return RichReporter(tol, out, label)
         except ImportError:

@@ -8,10 +8,10 @@ one-class, whose ±1 answers are compared with the labels), or ``Cross Validatio
 error = ...`` and ``Cross Validation Squared correlation coefficient = ...`` (regressions). No
 model file is written.
 
-A kernel C-SVC goes to :func:`qpcore_train.model_selection.cross_validation`, which computes the
-kernel once for all folds; the other types (and a C-SVC under ``--time-limit``, which that engine
-does not take) are trained fold by fold here with the command's settings
-(:class:`qpcore_cli.train.TrainJob`). Under ``--time-limit`` the folds not started before the
+A kernel formulation whose binary problem is C-SVC's dual (``standard_dual``, C-SVC's) goes to
+:func:`qpcore_train.model_selection.cross_validation`, which computes the kernel once for all
+folds; the other formulations (and those under ``--time-limit``, which that engine does not
+take) are trained fold by fold here with the command's settings (:class:`qpcore_cli.job.TrainJob`). Under ``--time-limit`` the folds not started before the
 deadline are skipped: the result covers the folds done, and says so.
 """
 
@@ -29,8 +29,8 @@ from qpcore import __version__
 from qpcore.core.problem import ProblemError
 from qpcore.core.state import Status
 from qpcore_cli.common import CLIError, write_json
-from qpcore_cli.model import CLASSIFIER_TYPES
-from qpcore_cli.train import TrainJob, exit_code, predict_rows, regression_metrics, worst_status
+from qpcore_cli.job import TrainJob, exit_code, predict_rows, regression_metrics, worst_status
+from qpcore_formulations.formulation import Formulation, Predicts, formulation
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -71,12 +71,14 @@ def cv_folds(n: int, folds: int, y_idx: NDArray[np.intp] | None, seed: int = 0
     return out
 
 
-def cv_lines(svm_type: str, pred: NDArray[Any], truth: NDArray[Any]) -> tuple[list[str], dict[str, float]]:
+def cv_lines(svm_type: Formulation | str, pred: NDArray[Any], truth: NDArray[Any]
+             ) -> tuple[list[str], dict[str, float]]:
     """svm-train's result lines (its ``%g``) and the same numbers for the report.
 
     Parameters
     ----------
-    svm_type : str
+    svm_type : Formulation or str
+        The formulation (or its name): a value formulation gets the regression's lines.
     pred, truth : ndarray
         Predicted and true class indices (classifiers), ±1 and labels (one-class), or values
         (regressions), over the rows cross-validated.
@@ -85,7 +87,7 @@ def cv_lines(svm_type: str, pred: NDArray[Any], truth: NDArray[Any]) -> tuple[li
     -------
     (list of str, dict)
     """
-    if svm_type in ("epsilon-svr", "nu-svr"):
+    if formulation(svm_type).predicts is Predicts.VALUE:
         mse, scc = regression_metrics(pred, truth)
         return ([f"Cross Validation Mean squared error = {mse:g}",
                  f"Cross Validation Squared correlation coefficient = {scc:g}"],
@@ -127,8 +129,8 @@ def run_cross_validation(args: argparse.Namespace, job: TrainJob, X: Any, y: NDA
         What the problem builders refuse on a fold.
     """
     n = int(X.shape[0])
-    classifier = job.svm_type in CLASSIFIER_TYPES
-    engine = classifier and job.svm_type == "c-svc" and job.kernel is not None and job.deadline.at is None
+    classifier = job.classifier
+    engine = job.formulation.standard_dual and job.kernel is not None and job.deadline.at is None
     fold_list = cv_folds(n, args.folds, y_idx if classifier else None)
     truth = y_idx if classifier else np.asarray(y, dtype=np.float64)
     pred = np.zeros(n, dtype=np.intp if classifier else np.float64)
@@ -138,7 +140,7 @@ def run_cross_validation(args: argparse.Namespace, job: TrainJob, X: Any, y: NDA
     try:
         if engine:
             assert job.kernel is not None
-            pred[:] = cross_validation(X, y_idx, job.classes, kernel=job.kernel, C=job.C, folds=args.folds, seed=0,
+            pred[:] = cross_validation(X, y_idx, job.classes, kernel=job.kernel, C=job.params["C"], folds=args.folds, seed=0,
                                        strategy=job.strategy, tol=job.tol, cache_bytes=job.cache_bytes,
                                        class_weight=job.weights, scheme=job.scheme, max_iter=job.max_iter)[0]
             done[:] = True
@@ -159,7 +161,7 @@ def run_cross_validation(args: argparse.Namespace, job: TrainJob, X: Any, y: NDA
     except ProblemError as exc:
         raise CLIError(f"-v {args.folds}: {exc}") from None
     worst = worst_status(statuses + ([Status.TIME_LIMIT] if skipped else []))
-    lines, metrics = cv_lines(job.svm_type, pred[done], truth[done])
+    lines, metrics = cv_lines(job.formulation, pred[done], truth[done])
     report: dict[str, Any] = {
         "command": "train", "data": args.data, "model_file": None, "n_train": n, "n_features": int(X.shape[1]),
         **settings,

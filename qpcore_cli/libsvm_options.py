@@ -18,40 +18,58 @@ import re
 from collections.abc import Sequence
 
 from qpcore_cli.common import (
+    AUTO_ROWS,
+    SAMPLE_ROWS,
     finite_float,
     nonnegative_float,
     nonnegative_int,
     positive_float,
     positive_int,
 )
-from qpcore_cli.model import SVM_TYPES
 from qpcore_cli.registry import add_entry_options
+from qpcore_formulations.formulation import FORMULATIONS, libsvm_formulation
 from qpcore_strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY
 
-__all__ = ["AUTO_ROWS", "KERNELS", "PREDICT_MAPPING", "SAMPLE_ROWS", "TRAIN_ACCURACY_MODES", "TRAIN_MAPPING",
+__all__ = ["AUTO_ROWS", "KERNELS", "PARAMETER_OPTIONS", "PREDICT_MAPPING", "SAMPLE_ROWS", "TRAIN_ACCURACY_MODES",
+           "TRAIN_MAPPING",
            "add_predict_arguments", "add_train_arguments", "default_model_file", "kernel_arg", "libsvm_argv", "mapping_text", "svm_type_arg",
            "zero_one"]
 
 #: svm-train's kernel numbers (``-t``): 0 linear, 1 poly, 2 rbf, 3 sigmoid, 4 precomputed.
 KERNELS = ("linear", "poly", "rbf", "sigmoid", "precomputed")
 
-#: ``--train-accuracy`` modes: auto (on up to :data:`AUTO_ROWS` rows), on, off, sample.
+#: ``--train-accuracy`` modes: auto (on up to :data:`~qpcore_cli.common.AUTO_ROWS` rows), on, off, sample
+#: (:func:`qpcore_cli.common.evaluation_rows`).
 TRAIN_ACCURACY_MODES = ("auto", "on", "off", "sample")
-#: ``--train-accuracy auto`` skips the pass above this many training rows.
-AUTO_ROWS = 20_000
-#: ``--train-accuracy sample``: rows in the seeded sample.
-SAMPLE_ROWS = 5_000
+
+#: The options that set a formulation's parameter, by parameter name (any other parameter of a
+#: registered formulation is ``--NAME``).
+PARAMETER_OPTIONS = {"C": ("-c", "-C", "--C"), "nu": ("-n", "--nu"), "epsilon": ("-p", "--epsilon")}
+
+
+def _types_text() -> str:
+    """``0 c-svc (default), 1 nu-svc, ...; also svdd, l2-svc``: the registry's types."""
+    numbered = sorted((f.libsvm_type, f.name) for f in FORMULATIONS.values() if f.libsvm_type is not None)
+    text = ", ".join(f"{k} {name}{' (default)' if k == 0 else ''}" for k, name in numbered)
+    others = [f.name for f in FORMULATIONS.values() if f.libsvm_type is None]
+    return text + (f"; by name also {', '.join(others)}" if others else "")
+
+
+def _taking(name: str) -> str:
+    """The formulations that take the parameter ``name``, comma-separated."""
+    return ", ".join(f.name for f in FORMULATIONS.values() if name in f.parameter_names)
+
 
 #: svm-train's options and ours: (short, long, meaning and default).
 TRAIN_MAPPING: tuple[tuple[str, str, str], ...] = (
-    ("-s TYPE", "--type", "0 c-svc (default), 1 nu-svc, 2 one-class, 3 epsilon-svr, 4 nu-svr"),
+    ("-s TYPE", "--type", _types_text()),
     ("-t KERNEL", "--kernel", "0 linear, 1 poly, 2 rbf (default), 3 sigmoid; 4 precomputed is refused"),
     ("-d D", "--degree", "poly degree (default 3)"),
     ("-g G", "--gamma", "rbf/poly/sigmoid gamma (default, and -g 0: 1/n_features)"),
     ("-r R", "--coef0", "poly/sigmoid coef0 (default 0)"),
-    ("-c C", "--C", "C of c-svc, epsilon-svr, nu-svr (default 1)"),
-    ("-n NU", "--nu", "nu of nu-svc, one-class, nu-svr (default 0.5)"),
-    ("-p EPS", "--epsilon", "epsilon of epsilon-svr (default 0.1)"),
+    ("-c C", "--C", f"C of {_taking('C')} (default 1)"),
+    ("-n NU", "--nu", f"nu of {_taking('nu')} (default 0.5)"),
+    ("-p EPS", "--epsilon", f"epsilon of {_taking('epsilon')} (default 0.1)"),
     ("-m MB", "--cache-mb", "kernel row cache in MB (default 200; svm-train's is 100)"),
     ("-e TOL", "--tol", "stopping tolerance (default 0.001)"),
     ("-h 0|1", "--shrinking/--no-shrinking", "shrinking (default 1) where the strategy has it, else ignored "
@@ -159,17 +177,19 @@ def default_model_file(data: str) -> str:
 
 
 def svm_type_arg(text: str) -> str:
-    """Argument type of ``--type`` / ``-s``: an SVM type by name or by svm-train's number.
+    """Argument type of ``--type`` / ``-s``: a registered formulation by name, or LIBSVM's by
+    svm-train's number (:mod:`qpcore_formulations.formulation`).
 
     Parameters
     ----------
     text : str
-        ``c-svc``, ``nu-svc``, ``one-class``, ``epsilon-svr``, ``nu-svr``, or 0 to 4.
+        ``c-svc``, ``nu-svc``, ``one-class``, ``epsilon-svr``, ``nu-svr`` or 0 to 4, or the name
+        of any other registered formulation (``svdd``, ``l2-svc``, ...).
 
     Returns
     -------
     str
-        The type's name (one of :data:`qpcore_cli.model.SVM_TYPES`).
+        The formulation's name.
 
     Raises
     ------
@@ -177,11 +197,13 @@ def svm_type_arg(text: str) -> str:
         For anything else.
     """
     value = text.strip().lower()
-    if value in SVM_TYPES:
+    if value in FORMULATIONS:
         return value
-    if value.isdigit() and int(value) < len(SVM_TYPES):
-        return SVM_TYPES[int(value)]
-    shown = ", ".join(f"{name} ({k})" for k, name in enumerate(SVM_TYPES))
+    found = libsvm_formulation(int(value)) if value.isdigit() else None
+    if found is not None:
+        return found.name
+    shown = ", ".join(f.name + (f" ({f.libsvm_type})" if f.libsvm_type is not None else "")
+                      for f in FORMULATIONS.values())
     raise argparse.ArgumentTypeError(f"unknown SVM type {text!r}; the types are {shown}")
 
 
@@ -264,14 +286,20 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "the current folder, as svm-train)")
     model = p.add_argument_group("model")
     model.add_argument("-s", "--type", dest="svm_type", type=svm_type_arg, metavar="TYPE",
-                       help="SVM type (svm-train's -s): c-svc or 0 (default), nu-svc or 1, one-class or 2 "
-                            "(trains on every row, labels ignored), epsilon-svr or 3, nu-svr or 4 (real targets)")
-    model.add_argument("-c", "-C", "--C", dest="C", type=positive_float,
-                       help="C > 0, the weight of the loss (default 1; c-svc, epsilon-svr, nu-svr)")
-    model.add_argument("-n", "--nu", type=finite_float, metavar="NU",
-                       help="nu in (0, 1] of nu-svc, one-class and nu-svr (default 0.5, as svm-train)")
-    model.add_argument("-p", "--epsilon", type=finite_float, metavar="EPS",
+                       help="SVM type (svm-train's -s), a registered formulation: " + "; ".join(
+                           f"{f.name}{f' or {f.libsvm_type}' if f.libsvm_type is not None else ''}"
+                           f"{' (default)' if f.libsvm_type == 0 else ''}: {f.summary}" for f in FORMULATIONS.values()))
+    model.add_argument(*PARAMETER_OPTIONS["C"], dest="C", type=positive_float,
+                       help=f"C > 0, the weight of the loss (default 1; {_taking('C')})")
+    model.add_argument(*PARAMETER_OPTIONS["nu"], type=finite_float, metavar="NU",
+                       help=f"nu in (0, 1] of {_taking('nu')} (default 0.5, as svm-train)")
+    model.add_argument(*PARAMETER_OPTIONS["epsilon"], type=finite_float, metavar="EPS",
                        help="epsilon >= 0, the width of epsilon-svr's insensitive tube (default 0.1, as svm-train)")
+    # the parameters of the other registered formulations (a plugin's) as --NAME
+    for name, param in {p.name: p for f in FORMULATIONS.values() for p in f.parameters}.items():
+        if name not in PARAMETER_OPTIONS:
+            model.add_argument(f"--{name}", dest=name, type=finite_float, metavar=name.upper(),
+                               help=f"{param.help or name} (default {param.default:g}; {_taking(name)})")
     model.add_argument("-t", "--kernel", type=kernel_arg, metavar="KERNEL",
                        help="kernel of a kernel strategy: linear or 0, poly or 1, rbf or 2 (default), sigmoid or 3 "
                             "(svm-train's 4, precomputed, is refused)")

@@ -24,6 +24,7 @@ from qpcore_cli.common import PROG, CLIError, Parser, nonnegative_int, positive_
 from qpcore_cli.qp import NNLS_PROBLEM, QP_PROBLEM
 from qpcore_cli.registry import PROBLEMS, STRATEGIES, add_entry_options, register_problem, register_strategy, spec_of_entry
 from qpcore_cli.svm import SVM_PROBLEM, run_demo
+from qpcore_formulations.formulation import FORMULATIONS
 from qpcore_strategies.registry import REGISTRY
 from qpcore_cli.predict import PREDICT_EPILOG, add_predict_arguments, run_predict
 from qpcore_cli.train import EXIT_EPILOG, add_train_arguments, run_train
@@ -65,12 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     # add_help=False: -h is svm-train's shrinking switch (add_train_arguments adds --help)
     train = sub.add_parser("train", add_help=False,
                            help="train an SVM from a LIBSVM-format file and write a model file (svm-train)",
-                           description="Train one of LIBSVM's five SVM types (--type c-svc, nu-svc, one-class, "
-                                       "epsilon-svr, nu-svr; svm-train's -s 0..4) with a kernel strategy (smo, "
-                                       "decomposition, incas, gpcg, active-set), or a linear C-SVC (asvm, ocas, "
-                                       "ocas-active, bmrm), from a LIBSVM-format file; write the model file "
-                                       "(docs/model-format.md). svm-train's short options work as in svm-train "
-                                       "(table below; docs/getting-started.md).",
+                           description="Train a registered formulation (--type: LIBSVM's five, c-svc, nu-svc, "
+                                       "one-class, epsilon-svr, nu-svr, svm-train's -s 0..4, and "
+                                       f"{', '.join(f.name for f in FORMULATIONS.values() if f.libsvm_type is None)}) "
+                                       "with a kernel strategy (smo, decomposition, incas, gpcg, active-set), or a "
+                                       "linear C-SVC (asvm, ocas, ocas-active, bmrm), from a LIBSVM-format file; "
+                                       "write the model file (docs/model-format.md). svm-train's short options work "
+                                       "as in svm-train (table below; docs/getting-started.md).",
                            epilog=EXIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_train_arguments(train)
     _add_output_arguments(train)

@@ -4,16 +4,17 @@ A model file is a NumPy ``.npz`` archive (zip; written with ``numpy.savez_compre
 with ``numpy.load(..., allow_pickle=False)``, so loading one never runs code) holding
 
 - ``header``: a 0-d unicode array, one JSON object: the format name and version, the SVM type
-  (LIBSVM's five: ``c-svc``, ``nu-svc``, ``one-class``, ``epsilon-svr``, ``nu-svr``), the model
-  kind (``"kernel"`` or ``"linear"``), for classifiers the class labels as strings with their
+  (a registered formulation, :mod:`qpcore_formulations.formulation`: LIBSVM's five ``c-svc``,
+  ``nu-svc``, ``one-class``, ``epsilon-svr``, ``nu-svr``, and ``svdd``, ``l2-svc`` or one registered
+  by a plugin), the model kind (``"kernel"`` or ``"linear"``), for classifiers the class labels as strings with their
   dtype and the multiclass scheme, the kernel and its parameters, the feature numbering,
   creation and training details;
 - numeric arrays: for a kernel classifier the support vectors (dense ``sv``, or CSR parts
   ``sv_data`` / ``sv_indices`` / ``sv_indptr``), the coefficient matrix ``D``, ``bias``,
   ``pairs``, ``support`` and ``support_class`` (:class:`qpcore_train.multiclass.MulticlassSVM`'s
-  fields); for a one-class model or a regression (one decision function,
-  :class:`qpcore_formulations.svm.SVMModel`) the support vectors, ``D`` with one column, ``bias`` and
-  ``support``; for a linear model ``W`` (one weight row per binary problem), ``bias`` and
+  fields: every label formulation); for a novelty formulation or a regression (one decision
+  function, :class:`qpcore_formulations.svm.SVMModel`) the support vectors, ``D`` with one column,
+  ``bias`` and ``support`` (and the header's ``self_coef``, SVDD's weight of K(x, x), when not 0); for a linear model ``W`` (one weight row per binary problem), ``bias`` and
   ``pairs`` (:class:`LinearModel`); optionally, for a kernel classifier trained with probabilities
   (``qpcore train -b 1``), ``prob_a`` and ``prob_b``, the sigmoid of each one-vs-one problem.
 
@@ -41,28 +42,21 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from qpcore_train.multiclass import MulticlassSVM, decide, problems_of
+from qpcore_formulations.formulation import C_SVC, FORMULATIONS, Formulation, Predicts, formulation
 from qpcore_formulations.svm import SVMModel
 from qpcore import __version__
 from qpcore.backends.operators import Kernel
 from qpcore.core.problem import ProblemError
 from qpcore_cli.common import CLIError, jsonable
 
-__all__ = ["CLASSIFIER_TYPES", "FORMAT_NAME", "FORMAT_VERSION", "FUNCTION_TYPES", "LinearModel", "Model", "ModelFile",
-           "ModelFileError", "SVM_TYPES", "class_labels", "labels_from_strings", "labels_to_strings", "load_model",
-           "load_model_file", "save_model"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "LinearModel", "Model", "ModelFile", "ModelFileError", "class_labels",
+           "labels_from_strings", "labels_to_strings", "load_model", "load_model_file", "save_model"]
 
 #: The ``format`` field of every model file's header.
 FORMAT_NAME = "qpcore-svm-model"
 #: The version this module writes; it reads every version up to this one and refuses later ones.
 #: Version 1: C-SVC models only (no ``type``); version 2 adds ``type`` and the one-function models.
 FORMAT_VERSION = 2
-
-#: The SVM types a model file holds (``svm-train -s 0..4``), the header's ``type``.
-SVM_TYPES = ("c-svc", "nu-svc", "one-class", "epsilon-svr", "nu-svr")
-#: Types stored as a classifier over two or more classes (a ``MulticlassSVM`` or ``LinearModel``).
-CLASSIFIER_TYPES = ("c-svc", "nu-svc")
-#: Types stored as one decision function (a ``qpcore_formulations.svm.SVMModel``).
-FUNCTION_TYPES = ("one-class", "epsilon-svr", "nu-svr")
 
 FloatArray = NDArray[np.float64]
 
@@ -177,9 +171,9 @@ class ModelFile:
 
     @property
     def type(self) -> str:
-        """The SVM type (one of :data:`SVM_TYPES`; ``c-svc`` for a version 1 file)."""
+        """The SVM type, a registered formulation's name (``c-svc`` for a version 1 file)."""
         value = self.header.get("type") if self.header.get("version", 1) >= 2 else None
-        return str(value) if value is not None else "c-svc"
+        return str(value) if value is not None else C_SVC.name
 
     @property
     def feature_index_base(self) -> int:
@@ -341,12 +335,21 @@ def _kernel_arrays(kernel: Kernel, sv: Any, D: NDArray[Any], bias: NDArray[Any],
 
 
 def _classifier_type(model: Model, svm_type: str | None) -> str:
-    allowed = ("c-svc",) if isinstance(model, LinearModel) else CLASSIFIER_TYPES
-    chosen = "c-svc" if svm_type is None else svm_type
+    """The type a classifier is stored as: a label formulation (with a linear model, one whose
+    linear model it is, C-SVC)."""
+    linear = isinstance(model, LinearModel)
+    allowed = [f.name for f in FORMULATIONS.values()
+               if f.predicts is Predicts.LABEL and (f.linear or not linear)]
+    chosen = C_SVC.name if svm_type is None else svm_type
     if chosen not in allowed:
         raise ModelFileError(f"svm_type: a {type(model).__name__} is stored as {' or '.join(allowed)}, "
                              f"got {svm_type!r}")
     return chosen
+
+
+def _function_types() -> list[str]:
+    """The formulations stored as one decision function (novelty and value)."""
+    return [f.name for f in FORMULATIONS.values() if f.predicts is not Predicts.LABEL]
 
 
 def save_model(path: str | os.PathLike[str], model: Model, *, svm_type: str | None = None,
@@ -362,12 +365,12 @@ def save_model(path: str | os.PathLike[str], model: Model, *, svm_type: str | No
         The file (any name; no extension is added).
     model : MulticlassSVM, LinearModel or SVMModel
         A kernel classifier (:func:`qpcore_train.multiclass.train_multiclass`; not a precomputed
-        kernel), a linear one, or a one-class model or regression (an ``SVMModel`` of kind
-        ``one-class``, ``epsilon-svr`` or ``nu-svr``, decoded by :mod:`qpcore_formulations.svm_family`).
+        kernel), a linear one, or one decision function (an ``SVMModel`` of a novelty or value
+        formulation: one-class, SVDD, the regressions, decoded by :mod:`qpcore_formulations.svm_family`).
     svm_type : str, optional
-        The header's ``type`` for a classifier: ``c-svc`` (default) or ``nu-svc`` (a
-        ``MulticlassSVM`` of ν-SVCs, coefficients already divided by r); an ``SVMModel`` is
-        stored as its ``kind``.
+        The header's ``type`` for a classifier: a label formulation's name, ``c-svc`` (default),
+        ``nu-svc`` (a ``MulticlassSVM`` of ν-SVCs, coefficients already divided by r), ``l2-svc``,
+        ...; a linear model is a ``c-svc``; an ``SVMModel`` is stored as its ``kind``.
     feature_index_base : {0, 1}, optional
         How the training file numbered its features, so that ``qpcore predict`` reads data the
         same way (recorded as null when not given; read as 1, LIBSVM's numbering).
@@ -381,12 +384,14 @@ def save_model(path: str | os.PathLike[str], model: Model, *, svm_type: str | No
     """
     labels: dict[str, Any] = {}
     if isinstance(model, SVMModel):
-        if model.kind not in FUNCTION_TYPES or svm_type not in (None, model.kind):
+        if model.kind not in _function_types() or svm_type not in (None, model.kind):
             raise ModelFileError(f"model: an SVMModel of kind {model.kind!r} is not stored (model files hold "
-                                 f"{', '.join(FUNCTION_TYPES)} as one decision function)")
+                                 f"{', '.join(_function_types())} as one decision function)")
         svm_type = model.kind
         arrays, meta = _kernel_arrays(model.kernel, model.sv, np.asarray(model.dual_coef).reshape(-1, 1),
                                       np.array([model.bias]), model.support)
+        if model.self_coef:
+            meta["self_coef"] = float(model.self_coef)      # SVDD's weight of K(x, x)
         kind = "kernel"
         n_problems = 1
     else:
@@ -513,8 +518,9 @@ def _support_vectors(header: dict[str, Any], arrays: dict[str, NDArray[Any]], n_
                           indptr.astype(np.int32 if data.shape[0] < 2**31 else np.int64)), shape=(n_sv, d))
 
 
-def _check_function(header: dict[str, Any], arrays: dict[str, NDArray[Any]], svm_type: str) -> SVMModel:
-    """Validate and build a one-function model (one-class, ε-SVR, ν-SVR)."""
+def _check_function(header: dict[str, Any], arrays: dict[str, NDArray[Any]], form: Formulation) -> SVMModel:
+    """Validate and build a one-function model (a novelty or value formulation's)."""
+    svm_type = form.name
     if header.get("kind") != "kernel":
         raise ModelFileError(f"header: type {svm_type!r} is a kernel model, got kind {header.get('kind')!r}")
     if header.get("n_problems", 1) != 1:
@@ -532,26 +538,30 @@ def _check_function(header: dict[str, Any], arrays: dict[str, NDArray[Any]], svm
     sv = _support_vectors(header, arrays, n_sv, d)
     # the primal weights, as the builders' decoder gives them, for a linear kernel's fast path
     w = np.asarray(sv.T @ coef, dtype=np.float64).ravel() if kernel.name == "linear" else None
-    classes = np.array([-1, 1]) if svm_type == "one-class" else np.zeros(0)
+    classes = np.array([-1, 1]) if form.predicts is Predicts.NOVELTY else np.zeros(0)
+    self_coef = header.get("self_coef", 0.0)
+    if not isinstance(self_coef, (int, float)) or isinstance(self_coef, bool) or not math.isfinite(self_coef):
+        raise ModelFileError(f"header: self_coef {self_coef!r} is not a finite number")
     return SVMModel(support=support, sv=sv, dual_coef=coef, bias=bias, kernel=kernel, classes=classes, w=w,
-                    kind=svm_type)
+                    kind=svm_type, self_coef=float(self_coef))
 
 
 def _check(header: dict[str, Any], arrays: dict[str, NDArray[Any]], version: int) -> Model:
     """Validate a header and its arrays (a file of format ``version``); build the model."""
-    if version >= 2:
-        svm_type = header.get("type")
-        if svm_type not in SVM_TYPES:
-            raise ModelFileError(f"header: type {svm_type!r} is not one of {', '.join(SVM_TYPES)}")
-    else:
-        svm_type = "c-svc"      # version 1 stored C-SVCs only and had no type
+    # version 1 stored C-SVCs only and had no type
+    svm_type = header.get("type") if version >= 2 else C_SVC.name
+    if not isinstance(svm_type, str) or svm_type not in FORMULATIONS:
+        raise ModelFileError(f"header: type {svm_type!r} is not one of {', '.join(FORMULATIONS)}")
+    form = formulation(svm_type)
     kind = header.get("kind")
     if kind not in ("kernel", "linear"):
         raise ModelFileError(f"header: kind {kind!r} is not 'kernel' or 'linear'")
-    if svm_type in FUNCTION_TYPES:
-        return _check_function(header, arrays, str(svm_type))
-    if kind == "linear" and svm_type != "c-svc":
-        raise ModelFileError(f"header: a linear model has type 'c-svc', got {svm_type!r}")
+    if form.predicts is not Predicts.LABEL:
+        return _check_function(header, arrays, form)
+    if kind == "linear" and not form.linear:
+        linear = [f.name for f in FORMULATIONS.values() if f.linear]
+        raise ModelFileError(f"header: a linear model has type {' or '.join(repr(t) for t in linear)}, "
+                             f"got {svm_type!r}")
     strings = header.get("classes")
     if not isinstance(strings, list) or not all(isinstance(s, str) for s in strings):
         raise ModelFileError("header: 'classes' must be a list of strings")

@@ -28,8 +28,9 @@ from qpcore.core.problem import ProblemError
 from qpcore_cli.common import CLIError, check_writable, write_json
 from qpcore_cli.libsvm_options import PREDICT_MAPPING, add_predict_arguments, mapping_text
 from qpcore_cli.model import ModelFile, class_labels, labels_to_strings, load_model_file
-from qpcore_cli.svm import _with_width
-from qpcore_cli.train import read_data, regression_metrics
+from qpcore_cli.data import read_data, with_width
+from qpcore_cli.job import regression_metrics
+from qpcore_formulations.formulation import Predicts, formulation
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -84,7 +85,7 @@ def _predict_function(args: argparse.Namespace, loaded: ModelFile, model: SVMMod
     except (ProblemError, ValueError) as exc:
         raise CLIError(f"cannot predict {args.data!r}: {exc}") from None
     n = int(X.shape[0])
-    regression = svm_type in ("epsilon-svr", "nu-svr")
+    regression = formulation(svm_type).predicts is Predicts.VALUE
     if regression:
         labels = [f"{v:.17g}" for v in f.tolist()]
     else:
@@ -193,7 +194,7 @@ def run_predict(args: argparse.Namespace) -> int:
     d = int(model.sv.shape[1]) if isinstance(model, SVMModel) else model.n_features
     warning = None
     if X.shape[1] < d:
-        X = _with_width(X, d)
+        X = with_width(X, d)
     elif X.shape[1] > d:
         extra = sp.csr_matrix(X)[:, d:]
         if extra.count_nonzero():
@@ -201,11 +202,11 @@ def run_predict(args: argparse.Namespace) -> int:
             warning = (f"{args.data!r} has features beyond the model's {d} (numbers {first} to "
                        f"{X.shape[1] - 1 + loaded.feature_index_base}); the model treats them as zeros")
             if isinstance(model, MulticlassSVM):
-                model = attrs.evolve(model, sv=_with_width(model.sv, int(X.shape[1])))
+                model = attrs.evolve(model, sv=with_width(model.sv, int(X.shape[1])))
             elif isinstance(model, SVMModel):
                 wide = int(X.shape[1])
                 w = None if model.w is None else np.pad(model.w, (0, wide - d))
-                model = attrs.evolve(model, sv=_with_width(model.sv, wide), w=w)
+                model = attrs.evolve(model, sv=with_width(model.sv, wide), w=w)
             else:
                 X = sp.csr_matrix(X)[:, :d]
         else:

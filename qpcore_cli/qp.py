@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -13,12 +12,20 @@ import numpy as np
 from qpcore_formulations.least_squares import nnls
 from qpcore import __version__
 from qpcore.core.problem import QP, ProblemError
-from qpcore.core.solve import Strategy, solve
-from qpcore.core.state import Result, Status
-from qpcore_cli.common import CLIError, Deadline, check_writable, make_reporter, write_json
+from qpcore.core.solve import Strategy
+from qpcore.core.state import Result
+from qpcore_cli.common import (
+    CLIError,
+    Deadline,
+    check_writable,
+    finish,
+    make_reporter,
+    print_lines,
+    result_fields,
+    solve_accepted,
+)
 from qpcore.backends.lowrank import DiagPlusLowRankQ
 from qpcore_cli.registry import STRATEGIES, ProblemKind
-from qpcore_strategies.registry import accepts
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -97,12 +104,9 @@ def solve_report(qp: Any, strategy: Strategy, args: argparse.Namespace, label: s
     (Result, dict)
         The result and its report (status, objective, KKT measures, counters, settings).
     """
-    reason = accepts(strategy, qp)
-    if reason is not None:
-        raise CLIError(f"--strategy {args.strategy} cannot take this problem: {reason}")
     limit = args.time_limit if deadline is None else deadline.solve_limit()
-    result = solve(qp, strategy, tol=args.tol, max_iter=args.max_iter, time_limit=limit,
-                   reporter=make_reporter(args.quiet, args.tol, label))
+    result = solve_accepted(qp, strategy, strategy_name=args.strategy, what="this problem", tol=args.tol,
+                            max_iter=args.max_iter, time_limit=limit, reporter=make_reporter(args.quiet, args.tol, label))
     spec = STRATEGIES.get(args.strategy)
     report: dict[str, Any] = {
         "strategy": args.strategy,
@@ -112,15 +116,7 @@ def solve_report(qp: Any, strategy: Strategy, args: argparse.Namespace, label: s
         "tol": args.tol,
         "max_iter": args.max_iter,
         "time_limit": args.time_limit,
-        "status": result.status.code,
-        "status_message": result.status.message,
-        "converged": result.status is Status.CONVERGED,
-        "objective": result.objective,
-        "kkt_measure": result.kkt.measure,
-        "stationarity": result.kkt.stationarity,
-        "primal_infeasibility": result.kkt.primal,
-        "iterations": result.iterations,
-        "seconds": float(result.stats["seconds"]),
+        **result_fields(result, "stationarity"),
         "stats": result.stats,
         "qpcore_version": __version__,
     }
@@ -137,17 +133,11 @@ def _print_generic(report: dict[str, Any], extra: Sequence[tuple[str, str]] = ()
         ("time", f"{r['seconds']:.3f} s solve, {r['total_seconds']:.3f} s with reading and building"),
         *extra,
     ]
-    for name, value in lines:
-        print(f"{name:<16} {value}")
-    sys.stdout.flush()
+    print_lines(lines)
 
 
 def _finish(report: dict[str, Any], args: argparse.Namespace, extra: Sequence[tuple[str, str]] = ()) -> int:
-    if args.json != "-":
-        _print_generic(report, extra)
-    if args.json is not None:
-        write_json(report, args.json)
-    return 0
+    return finish(report, args, lambda r: _print_generic(r, extra))
 
 
 def _solution_field(x: NDArray[np.float64]) -> list[float] | None:

@@ -11,37 +11,40 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import sys
 import time
 from dataclasses import dataclass
 from importlib.resources import as_file, files
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import numpy as np
-import scipy.sparse as sp
 
-from qpcore_formulations.data.svmlight import DataFormatError, load_svmlight
+from qpcore_formulations.data.svmlight import load_svmlight
 from qpcore_formulations.svm import csvc
 from qpcore import __version__
 from qpcore.backends.operators import Kernel
 from qpcore.core.problem import ProblemError
-from qpcore.core.solve import Reporter, Strategy, solve
-from qpcore.core.state import Status
+from qpcore.core.solve import Reporter, Strategy
 from qpcore_cli.common import (
+    AUTO_ROWS,
+    SAMPLE_ROWS,
     CLIError,
     Deadline,
     check_writable,
     evaluate_rows,
+    evaluation_rows,
+    finish,
     finite_float,
     make_reporter,
     nonnegative_float,
     positive_float,
     positive_int,
-    write_json,
+    print_lines,
+    result_fields,
+    solve_accepted,
 )
+from qpcore_cli.data import load_train_test
 from qpcore_cli.registry import STRATEGIES, ProblemKind
-from qpcore_strategies.registry import REGISTRY, accepts, make
+from qpcore_strategies.registry import REGISTRY, make
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -50,99 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEMO_FEATURES", "DEMO_FILES", "SVM_PROBLEM", "SVMSettings", "add_svm_arguments",
            "load_train_test", "print_summary", "run_demo", "run_svm", "train_svm"]
-
-
-# --------------------------------------------------------------------------------------------
-# Reading data
-# --------------------------------------------------------------------------------------------
-
-
-def _read_svmlight(path: str, role: str, zero_based: bool) -> tuple[Any, NDArray[np.float64]]:
-    """Read a LIBSVM file, turning every failure into a one-line :class:`CLIError`."""
-    if os.path.isdir(path):
-        raise CLIError(f"{role} file {path!r} is a directory")
-    if not os.path.exists(path):
-        raise CLIError(f"{role} file {path!r} not found")
-    try:
-        return load_svmlight(path, zero_based=zero_based)
-    except DataFormatError as exc:
-        raise CLIError(f"{role} file: {exc}") from None
-    except OSError as exc:
-        raise CLIError(f"cannot read {role} file {path!r}: {exc.strerror or exc}") from None
-    except (ValueError, EOFError, MemoryError) as exc:
-        raise CLIError(f"cannot read {role} file {path!r}: {exc}") from None
-
-
-def _with_width(X: Any, width: int) -> Any:
-    """X padded with empty columns to ``width`` (CSR or dense)."""
-    if X.shape[1] == width:
-        return X
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width))
-    return np.pad(np.asarray(X), ((0, 0), (0, width - X.shape[1])))
-
-
-def _drop_first_column(X: Any) -> Any:
-    """The CSR ``X`` without its (empty) column 0: one-based indices read as zero-based."""
-    X = sp.csr_matrix(X)
-    return sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], max(0, X.shape[1] - 1)))
-
-
-def load_train_test(data: str, test: str | None, n_features: int | None, index_base: str
-                    ) -> tuple[Any, NDArray[np.float64], Any, NDArray[np.float64] | None, int]:
-    """Read the training (and test) file with one numbering and one width.
-
-    Parameters
-    ----------
-    data, test : str
-        Paths (plain, gzip or bzip2); ``test`` may be None.
-    n_features : int, optional
-        Width; an index beyond it is an error.
-    index_base : {"auto", "0", "1"}
-        Feature numbering. ``auto``: zero-based if the *training* file uses index 0, else one-based,
-        and the test file is read the same way (so the two can never be numbered differently).
-
-    Returns
-    -------
-    X, y, X_test, y_test, train_width
-        Training and test data of equal width, and the training file's own width (its
-        largest feature number, or ``n_features``), the LIBSVM base of the default gamma.
-
-    Raises
-    ------
-    CLIError
-        On a missing, unreadable or malformed file, or numberings or widths that do not fit.
-    """
-    if index_base == "auto":
-        X, y = _read_svmlight(data, "training", zero_based=True)
-        zero_based = bool((X.indices == 0).any())
-        if not zero_based:
-            X = _drop_first_column(X)
-    else:
-        zero_based = index_base == "0"
-        X, y = _read_svmlight(data, "training", zero_based=zero_based)
-    X_test = y_test = None
-    if test is not None:
-        if index_base == "auto" and not zero_based:
-            X_test, y_test = _read_svmlight(test, "test", zero_based=True)
-            if (X_test.indices == 0).any():
-                raise CLIError(f"test file {test!r} uses feature index 0 but the training file {data!r} does not; "
-                               "pass --index-base 0 or 1")
-            X_test = _drop_first_column(X_test)
-        else:
-            X_test, y_test = _read_svmlight(test, "test", zero_based=zero_based)
-    train_width = int(X.shape[1]) if n_features is None else n_features
-    width = train_width
-    for M, path in ((X, data), (X_test, test)):
-        if M is not None and M.shape[1] > width:
-            if n_features is not None:
-                raise CLIError(f"{path!r} has {M.shape[1]} features, more than --n-features {n_features}")
-            width = int(M.shape[1])
-    X = _with_width(X, width)
-    if X_test is not None:
-        X_test = _with_width(X_test, width)
-    return X, y, X_test, y_test, train_width
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,25 +82,13 @@ class SVMSettings:
     gamma_source: str = "given"
 
 
-#: ``--train-accuracy auto`` is off above this many training rows.
-AUTO_ROWS = 20_000
-#: ``--train-accuracy sample``: rows in the seeded sample.
-SAMPLE_ROWS = 5_000
-
-
 def _accuracy(model: Any, X: Any, y: NDArray[np.float64], deadline: Deadline, what: str, mode: str = "on"
               ) -> tuple[float | None, dict[str, Any], list[str]]:
     """Accuracy of ``model`` on (X, y) in chunks while the deadline allows: (value, how, skipped)."""
     n = int(y.size)
-    used = mode if mode != "auto" else ("on" if n <= AUTO_ROWS else "off")
-    info: dict[str, Any] = {"mode": mode, "rows": 0, "of": n, "sample": False, "cut": False}
-    if used == "off":
-        info["reason"] = f"--train-accuracy auto: more than {AUTO_ROWS:,} rows" if mode == "auto" else "off"
+    rows, info = evaluation_rows(n, mode, off_reason="off")
+    if rows is None:
         return None, info, []
-    rows = np.arange(n)
-    if used == "sample" and n > SAMPLE_ROWS:
-        rows = np.sort(np.random.default_rng(0).choice(n, SAMPLE_ROWS, replace=False))
-        info.update(sample=True, seed=0)
     outs, done = evaluate_rows(lambda Z: np.asarray(model.predict(Z)), X[rows] if rows.size < n else X, deadline)
     info["rows"] = done
     if n == 0:
@@ -238,15 +136,13 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
     try:
         kernel = Kernel(cast("KernelName", s.kernel), gamma=s.gamma, degree=s.degree, coef0=s.coef0)
         problem = csvc(X, y, C=s.C, kernel=kernel, cache_bytes=int(s.cache_mb * (1 << 20)))
-        reason = accepts(s.strategy, problem.qp)
-        if reason is not None:
-            entry = REGISTRY.get(s.strategy_name)
-            hint = (f" (the linear SVM it solves: qpcore train --strategy {entry.name} --kernel linear)"
-                    if entry is not None and entry.family == "linear" else "")
-            raise CLIError(f"--strategy {s.strategy_name} cannot take the C-SVC dual: {reason}{hint}")
+        entry = REGISTRY.get(s.strategy_name)
+        hint = (f" (the linear SVM it solves: qpcore train --strategy {entry.name} --kernel linear)"
+                if entry is not None and entry.family == "linear" else "")
         t1 = time.perf_counter()
-        result = solve(problem.qp, s.strategy, tol=s.tol, max_iter=s.max_iter, time_limit=deadline.solve_limit(),
-                       reporter=reporter)
+        result = solve_accepted(problem.qp, s.strategy, strategy_name=s.strategy_name, what="the C-SVC dual",
+                                tol=s.tol, max_iter=s.max_iter, time_limit=deadline.solve_limit(), reporter=reporter,
+                                hint=hint)
         t2 = time.perf_counter()
         model = problem.decode(result)
     except ProblemError as exc:
@@ -281,15 +177,7 @@ def train_svm(X: Any, y: NDArray[np.float64], X_test: Any, y_test: NDArray[np.fl
         "cache_mb": s.cache_mb,
         "max_iter": s.max_iter,
         "time_limit": s.time_limit,
-        "status": result.status.code,
-        "status_message": result.status.message,
-        "converged": result.status is Status.CONVERGED,
-        "objective": result.objective,
-        "gap": result.kkt.gap,
-        "kkt_measure": result.kkt.measure,
-        "primal_infeasibility": result.kkt.primal,
-        "iterations": result.iterations,
-        "seconds": float(result.stats["seconds"]),
+        **result_fields(result, "gap"),
         "build_seconds": t1 - t0,
         "decode_seconds": t3 - t2,
         "evaluation_seconds": t4 - t3,
@@ -352,10 +240,7 @@ def print_summary(report: dict[str, Any], out: TextIO | None = None) -> None:
         lines.append(("test accuracy", f"{_fmt_pct(r['test_accuracy'])}   ({r['n_test']} held-out rows)"))
     if r.get("skipped"):
         lines.append(("skipped", "; ".join(r["skipped"])))
-    stream = out if out is not None else sys.stdout
-    for name, value in lines:
-        print(f"{name:<16} {value}", file=stream)
-    stream.flush()
+    print_lines(lines, out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,11 +289,7 @@ def run_demo(args: argparse.Namespace) -> int:
     report = train_svm(X, y, X_test, y_test, settings, make_reporter(args.quiet, settings.tol, "auto"))
     report["data"] = f"bundled:{DEMO_FILES[0]}"
     report["test"] = f"bundled:{DEMO_FILES[1]}"
-    if not quiet_stdout:
-        print_summary(report)
-    if args.json is not None:
-        write_json(report, args.json)
-    return 0
+    return finish(report, args, print_summary)
 
 
 # --------------------------------------------------------------------------------------------
@@ -497,11 +378,7 @@ def run_svm(args: argparse.Namespace) -> int:
     report["test"] = args.test
     # from the command's start, reading included: what --time-limit bounds
     report["command_seconds"] = time.perf_counter() - deadline.start
-    if args.json != "-":
-        print_summary(report)
-    if args.json is not None:
-        write_json(report, args.json)
-    return 0
+    return finish(report, args, print_summary)
 
 
 #: ``qpcore solve svm``: the C-SVC dual from a LIBSVM-format file, strategy auto by default.

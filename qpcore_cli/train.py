@@ -1,14 +1,15 @@
-"""``qpcore train``: LIBSVM's ``svm-train`` over every strategy.
+"""``qpcore train``: LIBSVM's ``svm-train`` over every strategy and every registered formulation.
 
-``qpcore train DATA [MODEL]`` reads a LIBSVM-format file, trains a kernel C-SVC or ν-SVC
-(:func:`qpcore_train.multiclass.train_multiclass` with ``--strategy smo|decomposition|incas|gpcg``),
-a one-class SVM, an ε-SVR or a ν-SVR (``--type``, svm-train's ``-s``; :func:`train_function`
-over :mod:`qpcore_formulations.svm_family`), or a linear SVM (``--strategy asvm|ocas|ocas-active|bmrm``: the
-L2-loss dual of :func:`qpcore_formulations.asvm.asvm_dual` or the hinge risk of
-:func:`qpcore_formulations.risk.hinge_svm`, with the regularized constant feature ``--bias`` as LIBLINEAR's
-``-B``) over two or more classes, one-vs-one or one-vs-rest, and writes the model file of
-:mod:`qpcore_cli.model` (by default DATA's base name + ``.model`` in the current folder, as
-svm-train). svm-train's short options (``-s -t -d -g -r -c -n -p -m -e -h -b -wLABEL -v -q``) have
+``qpcore train DATA [MODEL]`` reads a LIBSVM-format file and trains the formulation of ``--type``
+(svm-train's ``-s``: LIBSVM's five, by name or number, and every other formulation of the
+registry, :mod:`qpcore_formulations.formulation`, such as ``svdd`` and the L2-loss ``l2-svc``) with a
+kernel strategy through the training layer (:func:`qpcore_train.fit.fit_formulation`: a label
+formulation over two or more classes, one-vs-one or one-vs-rest; a novelty or value formulation
+over every row), or a linear C-SVC (``--strategy asvm|ocas|ocas-active|bmrm``,
+:func:`qpcore_cli.job.train_linear`), and writes the model file of :mod:`qpcore_cli.model` (by
+default DATA's base name + ``.model`` in the current folder, as svm-train). Each formulation's
+parameters are its options (``-c``, ``-n``, ``-p``, ``--NAME``), refused for a type that does not
+take them. svm-train's short options (``-s -t -d -g -r -c -n -p -m -e -h -b -wLABEL -v -q``) have
 svm-train's meanings and defaults (:mod:`qpcore_cli.libsvm_options`); ``-b 1`` fits Platt's
 sigmoids (:func:`qpcore_train.probability.calibrate`), ``-v N`` cross-validates instead of writing a
 model (:mod:`qpcore_cli.crossval`). ``qpcore predict DATA MODEL [OUTPUT]`` (:mod:`qpcore_cli.predict`)
@@ -29,9 +30,7 @@ best point found); 2 for bad input or usage (one line on stderr, nothing written
 interrupted. ``qpcore predict`` exits 0 or 2.
 
 Progress (stderr, only when stderr is a terminal, or always with ``--verbose``; never with
-``--quiet``): the binary problem being solved (``pair 3/45: 2 vs 7``), its iteration, the gap the
-strategy is judged on against ``--tol`` (the maximal-violating-pair gap, the projected gradient
-for ASVM, the relative duality gap for the cutting planes), the best gap so far, and elapsed time.
+``--quiet``) is :class:`qpcore_cli.progress.GapReporter`'s.
 """
 
 from __future__ import annotations
@@ -41,80 +40,71 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 import numpy as np
 
-import qpcore
-from qpcore_train.multiclass import MulticlassSVM, linear_binary, problems_of, train_multiclass
-from qpcore_train.probability import calibrate
-from qpcore_formulations.svm import SVMModel
-from qpcore_formulations.svm_family import check_nu, epsilon_svr, nu_svr, one_class
-from qpcore_strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, accepts, make
 from qpcore import __version__
 from qpcore.backends.operators import Kernel
-from qpcore.core.optimality import lagrangian_bound
 from qpcore.core.problem import ProblemError
-from qpcore.core.solve import Progress, Strategy
 from qpcore.core.state import Result, Status
-from qpcore_cli.common import CLIError, Deadline, check_writable, evaluate_rows, positive_float, write_json
+from qpcore_cli.common import (
+    CLIError,
+    Deadline,
+    check_writable,
+    evaluate_rows,
+    evaluation_rows,
+    positive_float,
+    print_lines,
+    write_json,
+)
+from qpcore_cli.crossval import run_cross_validation
+from qpcore_cli.data import read_data
+from qpcore_cli.job import (
+    EXIT_CODES,
+    TrainJob,
+    exit_code,
+    fit_metrics,
+    make_strategy,
+    predict_rows,
+    regression_metrics,
+    train_linear,
+    worst_status,
+)
 from qpcore_cli.libsvm_options import (
-    AUTO_ROWS,
-    SAMPLE_ROWS,
     TRAIN_MAPPING,
     add_train_arguments,
     default_model_file,
     mapping_text,
     svm_type_arg,
 )
-from qpcore_cli.model import (
-    CLASSIFIER_TYPES,
-    FUNCTION_TYPES,
-    LinearModel,
-    Model,
-    class_labels,
-    labels_to_strings,
-    save_model,
-)
+from qpcore_cli.model import Model, class_labels, labels_to_strings, save_model
+from qpcore_cli.progress import GapReporter, gap_reporter, problem_names
 from qpcore_cli.registry import entry_options
-from qpcore_cli.svm import _drop_first_column, _read_svmlight, _with_width
+from qpcore_formulations.formulation import C_SVC, FORMULATIONS, Formulation, Predicts, formulation
+from qpcore_formulations.svm import SVMModel
+from qpcore_strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY
+from qpcore_train.multiclass import MulticlassSVM, problems_of
+from qpcore_train.probability import calibrate
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from qpcore.backends.operators import KernelName
 
+# the statuses, the job and the progress display live in qpcore_cli.job and qpcore_cli.progress;
+# their names stay importable from here
 __all__ = ["EXIT_BAD_INPUT", "EXIT_CODES", "EXIT_EPILOG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES",
            "GapReporter", "TrainJob", "add_train_arguments", "exit_code", "make_strategy",
            "predict_rows", "problem_names", "read_data", "regression_metrics", "run_train",
-           "svm_type_arg", "train_function", "train_linear", "worst_status"]
+           "svm_type_arg", "train_linear", "worst_status"]
 
 FloatArray = Any  # NDArray[np.float64], kept loose for the sparse/dense mix
 
-# the strategy names (strategies.KERNEL_STRATEGIES train a qpcore_train.multiclass.MulticlassSVM,
-# strategies.LINEAR_STRATEGIES a qpcore_cli.model.LinearModel) are re-exported here
-
 #: Exit status for bad input or usage (one line ``qpcore: error: ...`` on stderr).
 EXIT_BAD_INPUT = 2
-#: Exit status of ``qpcore train`` for each status a run can end with.
-EXIT_CODES: dict[Status, int] = {
-    Status.CONVERGED: 0,
-    Status.MAX_ITER: 3,
-    Status.TIME_LIMIT: 4,
-    Status.STALLED: 5,
-    Status.UNBOUNDED: 6,
-    Status.NONFINITE: 7,
-    Status.INFEASIBLE: 8,
-    Status.NONCONVEX: 9,
-    Status.STOPPED: 10,
-    Status.TARGET: 11,
-    Status.PRIMAL_INFEASIBLE: 12,
-}
-# worst last: limits, then a stop without progress, then results that are not solutions
-_SEVERITY = (Status.CONVERGED, Status.TARGET, Status.MAX_ITER, Status.TIME_LIMIT, Status.STOPPED, Status.STALLED,
-             Status.NONCONVEX, Status.UNBOUNDED, Status.INFEASIBLE, Status.PRIMAL_INFEASIBLE, Status.NONFINITE)
 
 #: The ``--help`` epilog of ``qpcore train``: svm-train's options, the exit codes.
 EXIT_EPILOG = mapping_text("svm-train's options (each with svm-train's meaning and default) and their long names:",
@@ -142,243 +132,93 @@ is described in docs/model-format.md."""
 
 
 
-# --------------------------------------------------------------------------------------------
-# Statuses and exit codes
-# --------------------------------------------------------------------------------------------
-
-
-def worst_status(statuses: Sequence[Status]) -> Status:
-    """The status that decides the exit code of a run of several binary problems.
-
-    Parameters
-    ----------
-    statuses : sequence of Status
-
-    Returns
-    -------
-    Status
-        ``CONVERGED`` for an empty sequence or when all converged, else the worst one (limits
-        before stops before non-solutions).
-    """
-    worst = Status.CONVERGED
-    for s in statuses:
-        if _SEVERITY.index(s) > _SEVERITY.index(worst):
-            worst = s
-    return worst
-
-
-def exit_code(status: Status) -> int:
-    """The exit status of ``qpcore train`` for a run that ended with ``status`` (:data:`EXIT_CODES`)."""
-    return EXIT_CODES[status]
 
 
 # --------------------------------------------------------------------------------------------
-# Strategies and progress
+# Options
 # --------------------------------------------------------------------------------------------
 
 
-def make_strategy(name: str, options: Mapping[str, Any] | None = None) -> Strategy:
-    """The strategy of ``--strategy name`` from the one registry (:mod:`qpcore_strategies.registry`).
-
-    Parameters
-    ----------
-    name : str
-        One of :data:`KERNEL_STRATEGIES` or :data:`LINEAR_STRATEGIES` (or a registry spec,
-        ``decomposition:q=128``).
-    options : mapping, optional
-        Its options (``--rule``, ``--q`` ...); the registry's defaults for the others.
-
-    Returns
-    -------
-    Strategy
-
-    Raises
-    ------
-    CLIError
-        For an unknown name or option, or a bad value.
-    """
-    try:
-        return make(name, **dict(options or {}))
-    except ProblemError as exc:
-        raise CLIError(f"--strategy {name}: {exc}") from None
+def _names(pick: Any) -> list[str]:
+    """The registered formulations ``pick(f)`` is true of, in the registry's order."""
+    return [f.name for f in FORMULATIONS.values() if pick(f)]
 
 
-def problem_names(classes: NDArray[Any], pairs: NDArray[np.intp]) -> list[str]:
-    """Names of the binary problems for progress lines: ``pair 3/45: 2 vs 7``, ``class 1/3: 0 vs rest``.
-
-    Parameters
-    ----------
-    classes : ndarray
-        The labels.
-    pairs : ndarray of shape (n_problems, 2)
-
-    Returns
-    -------
-    list of str
-    """
-    text, _ = labels_to_strings(classes)
-    n = len(pairs)
-    out = []
-    for p, (i, j) in enumerate(pairs):
-        if j < 0:
-            out.append(f"class {p + 1}/{n}: {text[i]} vs rest")
-        else:
-            out.append(f"pair {p + 1}/{n}: {text[i]} vs {text[j]}")
+def _parameter_flags() -> dict[str, tuple[str, list[str]]]:
+    """Each parameter name of the registry: its option's name in messages and the formulations
+    that take it (svm-train ignores an option the type does not use; here it is refused, as
+    --bias is for a kernel strategy)."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for f in FORMULATIONS.values():
+        for p in f.parameters:
+            out.setdefault(p.name, (p.flag or f"--{p.name}", []))[1].append(f.name)
     return out
 
 
-def _fmt_gap(value: float) -> str:
-    return f"{value:.2e}" if math.isfinite(value) else "-"
+@attrs.frozen
+class _Resolved:
+    form: Formulation
+    params: dict[str, float]
+    linear: bool
+    scheme: Literal["ovo", "ovr"]
+    notes: list[str]
 
 
-class GapReporter:
-    """Progress of a sequence of binary problems: the gap against the tolerance, and elapsed time.
-
-    No bar: the gap of a dual method is not monotone, and a bar drawn from it stays empty while
-    the gap rises. Each update shows the problem's name, its iteration, the current gap, the best
-    gap so far, the tolerance it must reach, the problem's and the run's elapsed time. On a
-    terminal (``live``) one line is redrawn in place and a problem that ends without converging
-    leaves its line on screen; otherwise every update and every end is its own line.
-
-    Parameters
-    ----------
-    names : list of str
-        One name per binary problem, in the order they are solved.
-    tol : float
-        The stopping tolerance.
-    relative : bool
-        The strategy is judged on the relative duality gap (cutting planes), not the KKT measure.
-    live : bool
-        Redraw one line (a terminal) instead of printing lines.
-    stream : file, optional
-        stderr by default.
-    interval : float
-        Seconds between updates.
-    """
-
-    def __init__(self, names: list[str], tol: float, *, relative: bool = False, live: bool = True,
-                 stream: TextIO | None = None, interval: float = 0.5) -> None:
-        self.names = names
-        self.tol = tol
-        self.relative = relative
-        self.live = live
-        self.stream = stream if stream is not None else sys.stderr
-        self.interval = interval
-        self.index = 0
-        self._best = math.inf
-        self._t0 = time.perf_counter()
-        self._pending = False
-
-    def _name(self) -> str:
-        return self.names[self.index] if self.index < len(self.names) else f"problem {self.index + 1}"
-
-    def _gap(self, progress: Progress) -> float:
-        if not self.relative:
-            return float(progress.gap)
-        w = progress.state.primal
-        if w is None:
-            return math.inf
-        lower = lagrangian_bound(progress.qp, w)
-        gap = progress.objective - lower
-        return gap / abs(lower) if lower != 0 else math.inf
-
-    def _emit(self, line: str, final: bool) -> None:
-        if self.live:
-            self.stream.write("\r" + line + "\x1b[K" + ("\n" if final else ""))
-            self._pending = not final
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def update(self, progress: Progress) -> None:
-        """Show a snapshot of the current problem."""
-        gap = self._gap(progress)
-        if math.isfinite(gap):
-            self._best = min(self._best, gap)
-        total = time.perf_counter() - self._t0
-        self._emit(f"{self._name()}  iter {progress.iteration}  gap {_fmt_gap(gap)} "
-                   f"(best {_fmt_gap(self._best)}, tol {self.tol:.0e})  {progress.elapsed:.1f} s "
-                   f"(total {total:.1f} s)", final=False)
-
-    def finish(self, result: Result) -> None:
-        """Show how the current problem ended and move on to the next."""
-        if self.relative and math.isfinite(result.kkt.duality_gap) and result.kkt.lower_bound != 0:
-            gap = result.kkt.duality_gap / abs(result.kkt.lower_bound)
-        else:
-            gap = result.kkt.measure
-        line = (f"{self._name()}: {result.status.code}, {result.iterations} iterations, gap {_fmt_gap(gap)} "
-                f"(tol {self.tol:.0e}), {float(result.stats['seconds']):.2f} s")
-        # on a terminal a converged problem's line is overwritten by the next one
-        self._emit(line, final=not self.live or result.status is not Status.CONVERGED)
-        self.index += 1
-        self._best = math.inf
-
-    def close(self) -> None:
-        """Clear a line left pending on the terminal."""
-        if self.live and self._pending:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self._pending = False
-
-
-def _isatty(stream: Any) -> bool:
+def _resolve(args: argparse.Namespace) -> _Resolved:
+    """Check option combinations and the formulation's parameters."""
+    form = formulation(args.svm_type or C_SVC.name)
+    for name, (flag, types) in _parameter_flags().items():
+        if getattr(args, name, None) is not None and name not in form.parameter_names:
+            raise CLIError(f"{flag} applies to --type {', '.join(types)}, not to --type {form.name}")
+    label = form.predicts is Predicts.LABEL
+    for given, flag, types in ((args.class_weight, "-wLABEL/--class-weight", _names(lambda f: f.class_weights)),
+                               (args.multiclass, "--multiclass", _names(lambda f: f.predicts is Predicts.LABEL))):
+        if given is not None and form.name not in types:
+            raise CLIError(f"{flag} applies to --type {', '.join(types)}, not to --type {form.name}")
     try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
-def _reporter(args: argparse.Namespace, names: list[str], tol: float, relative: bool) -> GapReporter | None:
-    if args.quiet:
-        return None
-    live = _isatty(sys.stderr)
-    if not live and not args.verbose:
-        return None
-    return GapReporter(names, tol, relative=relative, live=live)
-
-
-# --------------------------------------------------------------------------------------------
-# Data
-# --------------------------------------------------------------------------------------------
-
-
-def read_data(path: str, role: str, index_base: str, n_features: int | None = None) -> tuple[Any, Any, int]:
-    """Read a LIBSVM-format file as CSR data, float64 labels and its feature numbering.
-
-    Parameters
-    ----------
-    path : str
-        Plain, gzip or bzip2 text.
-    role : str
-        ``"training"`` or ``"data"`` (for messages).
-    index_base : {"auto", "0", "1"}
-        ``auto``: zero-based if the file uses index 0, else one-based (LIBSVM's numbering).
-    n_features : int, optional
-        Pad to this width; a feature beyond it is an error.
-
-    Returns
-    -------
-    X, y, base
-        Data (column k is feature k + base), labels, and the base used (0 or 1).
-
-    Raises
-    ------
-    CLIError
-        On a missing, unreadable or malformed file, or a feature beyond ``n_features``.
-    """
-    if index_base == "auto":
-        X, y = _read_svmlight(path, role, zero_based=True)
-        base = 0 if bool((X.indices == 0).any()) else 1
-        if base == 1:
-            X = _drop_first_column(X)
-    else:
-        base = int(index_base)
-        X, y = _read_svmlight(path, role, zero_based=base == 0)
-    if n_features is not None:
-        if X.shape[1] > n_features:
-            raise CLIError(f"{role} file {path!r} has {X.shape[1]} features, more than --n-features {n_features}")
-        X = _with_width(X, n_features)
-    return X, y, base
+        params = form.params({name: getattr(args, name, None) for name in form.parameter_names})
+    except ProblemError as exc:
+        raise CLIError(str(exc)) from None
+    linear = args.strategy in LINEAR_STRATEGIES
+    if linear and not form.linear:
+        raise CLIError(f"--type {form.name} needs a kernel strategy ({', '.join(KERNEL_STRATEGIES)}); "
+                       f"--strategy {args.strategy} trains a linear {' or '.join(_names(lambda f: f.linear))}")
+    if linear:
+        given = [f"--{n.replace('_', '-')}" for n in ("kernel", "gamma", "degree", "coef0")
+                 if getattr(args, n) is not None]
+        if args.kernel == "linear":
+            given.remove("--kernel")
+        if given:
+            verb = "applies" if len(given) == 1 else "apply"
+            raise CLIError(f"{', '.join(given)} {verb} to kernel strategies ({', '.join(KERNEL_STRATEGIES)}), "
+                           f"not to --strategy {args.strategy}, a linear model")
+        if args.strategy == "asvm" and args.bias == 0:
+            raise CLIError("--bias 0 (no intercept) needs a hinge-loss strategy (ocas, ocas-active, bmrm): "
+                           "the ASVM dual always has its threshold")
+    elif args.bias is not None:
+        raise CLIError(f"--bias applies to linear strategies ({', '.join(LINEAR_STRATEGIES)}), "
+                       f"not to --strategy {args.strategy}")
+    scheme = args.multiclass or ("ovr" if linear else "ovo")
+    notes: list[str] = []
+    if args.probability and args.folds is None:
+        if not label or linear:
+            raise CLIError(f"-b 1 (probability estimates) needs a kernel classifier (--type "
+                           f"{' or '.join(_names(lambda f: f.predicts is Predicts.LABEL))} with "
+                           f"{', '.join(KERNEL_STRATEGIES)}), not --type {form.name} with --strategy {args.strategy}")
+        if scheme == "ovr":
+            raise CLIError("-b 1 (probability estimates) couples one-vs-one problems: drop --multiclass ovr")
+    elif args.probability:
+        notes.append("-b 1 is not used by -v: the cross-validation labels are the decision values' labels")
+    if args.libsvm_shrinking is not None:
+        wanted = bool(args.libsvm_shrinking)
+        if any(o.name == "shrinking" for o in REGISTRY[args.strategy].options):
+            if args.strategy_shrinking is not None and bool(args.strategy_shrinking) != wanted:
+                raise CLIError(f"-h {args.libsvm_shrinking} and --{'' if args.strategy_shrinking else 'no-'}shrinking "
+                               "disagree")
+            args.strategy_shrinking = wanted
+        else:
+            notes.append(f"-h {args.libsvm_shrinking} ignored: --strategy {args.strategy} has no shrinking option")
+    return _Resolved(form, params, linear, cast("Literal['ovo', 'ovr']", scheme), notes)
 
 
 def _class_weights(specs: list[str] | None, classes: NDArray[Any]) -> FloatArray:
@@ -402,136 +242,6 @@ def _class_weights(specs: list[str] | None, classes: NDArray[Any]) -> FloatArray
         except argparse.ArgumentTypeError as exc:
             raise CLIError(f"--class-weight {spec!r}: weight {exc}") from None
     return w
-
-
-# --------------------------------------------------------------------------------------------
-# Training
-# --------------------------------------------------------------------------------------------
-
-
-def train_linear(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C_i: FloatArray, strategy_name: str,
-                 strategy: Strategy, *, scheme: Literal["ovo", "ovr"], bias: float, tol: float,
-                 max_iter: int | None, time_limit: float | None,
-                 reporter: GapReporter | None, deadline: Deadline | None = None) -> tuple[LinearModel, list[Result]]:
-    """Train one linear SVM per binary problem (as :func:`qpcore_train.multiclass.train_multiclass` does
-    for kernels) and collect them into a :class:`qpcore_cli.model.LinearModel`.
-
-    ``asvm`` solves the L2-loss SVM min ½(‖w‖² + v²) + C Σ max(0, 1 − y_i(x_iᵀw + β·v))² through
-    the ASVM dual of the data scaled by 1/β with ν = 2·C·β² (as ``qpcore_sklearn.linear`` maps
-    LIBLINEAR's ``-s 2 -B β``); it takes one C, so class weights must be 1. The cutting planes
-    solve the hinge loss min ½(‖w‖² + v²) + Σ C_i max(0, 1 − y_i(x_iᵀw + β·v))
-    (:func:`qpcore_formulations.risk.hinge_svm`, β = 0: no intercept).
-
-    Parameters
-    ----------
-    X : csr_matrix or ndarray
-        Training data.
-    y_idx : ndarray of int
-        Class index of each row.
-    classes : ndarray
-        The labels.
-    C_i : ndarray
-        C times the class weight of each row.
-    strategy_name : str
-        One of :data:`LINEAR_STRATEGIES`.
-    strategy : Strategy
-    scheme : {"ovo", "ovr"}
-    bias : float
-        β ≥ 0, the regularized constant feature (LIBLINEAR's ``-B``).
-    tol, max_iter, time_limit :
-        For each binary problem.
-    reporter : GapReporter or None
-    deadline : Deadline, optional
-        Caps each problem's time limit by the time left (a bound on the whole sequence).
-
-    Returns
-    -------
-    (LinearModel, list of Result)
-
-    Raises
-    ------
-    ProblemError
-        When a problem cannot be built.
-    """
-    s = float(bias)
-    pairs = problems_of(int(classes.size), scheme)
-    W = np.zeros((len(pairs), X.shape[1]))
-    b = np.zeros(len(pairs))
-    results: list[Result] = []
-    for p, (i, j) in enumerate(pairs):
-        rows = np.flatnonzero((y_idx == i) | (y_idx == j)) if j >= 0 else np.arange(y_idx.size)
-        Xp = X if rows.size == y_idx.size else X[rows]
-        yk = (y_idx[rows] == i).astype(np.int64)         # class i is +1 (the larger value)
-        limit = time_limit
-        if deadline is not None and deadline.at is not None:
-            left = deadline.solve_limit()
-            limit = left if limit is None else min(limit, float(left or limit))
-        W[p], b[p], res = linear_binary(Xp, yk, C_i[rows], strategy, squared_hinge=strategy_name == "asvm", bias=s,
-                                        tol=tol, max_iter=max_iter, time_limit=limit, reporter=reporter)
-        results.append(res)
-    lin = LinearModel(classes=classes, scheme="ovr" if pairs[0][1] < 0 else "ovo", pairs=pairs.astype(np.intp),
-                      W=W, bias=b, intercept_scaling=s)
-    return lin, results
-
-
-# which SVM types each type-specific option applies to (svm-train ignores the others silently;
-# here an option that changes nothing is refused, as --bias is for a kernel strategy)
-_APPLIES = {"C": ("-c", ("c-svc", "epsilon-svr", "nu-svr")), "nu": ("-n/--nu", ("nu-svc", "one-class", "nu-svr")),
-            "epsilon": ("-p/--epsilon", ("epsilon-svr",)),
-            "class_weight": ("-wLABEL/--class-weight", ("c-svc",)),
-            "multiclass": ("--multiclass", CLASSIFIER_TYPES)}
-
-
-def _resolve(args: argparse.Namespace) -> tuple[bool, str, list[str]]:
-    """Check option combinations; return (linear, scheme, notes for stderr)."""
-    svm_type = args.svm_type or "c-svc"
-    for dest, (flag, types) in _APPLIES.items():
-        if getattr(args, dest) is not None and svm_type not in types:
-            raise CLIError(f"{flag} applies to --type {', '.join(types)}, not to --type {svm_type}")
-    if args.nu is not None:
-        try:
-            check_nu(args.nu)
-        except ProblemError as exc:
-            raise CLIError(str(exc)) from None
-    linear = args.strategy in LINEAR_STRATEGIES
-    if linear and svm_type != "c-svc":
-        raise CLIError(f"--type {svm_type} needs a kernel strategy ({', '.join(KERNEL_STRATEGIES)}); "
-                       f"--strategy {args.strategy} trains a linear c-svc")
-    if linear:
-        given = [f"--{n.replace('_', '-')}" for n in ("kernel", "gamma", "degree", "coef0")
-                 if getattr(args, n) is not None]
-        if args.kernel == "linear":
-            given.remove("--kernel")
-        if given:
-            verb = "applies" if len(given) == 1 else "apply"
-            raise CLIError(f"{', '.join(given)} {verb} to kernel strategies ({', '.join(KERNEL_STRATEGIES)}), "
-                           f"not to --strategy {args.strategy}, a linear model")
-        if args.strategy == "asvm" and args.bias == 0:
-            raise CLIError("--bias 0 (no intercept) needs a hinge-loss strategy (ocas, ocas-active, bmrm): "
-                           "the ASVM dual always has its threshold")
-    elif args.bias is not None:
-        raise CLIError(f"--bias applies to linear strategies ({', '.join(LINEAR_STRATEGIES)}), "
-                       f"not to --strategy {args.strategy}")
-    scheme = args.multiclass or ("ovr" if linear else "ovo")
-    notes: list[str] = []
-    if args.probability and args.folds is None:
-        if svm_type not in CLASSIFIER_TYPES or linear:
-            raise CLIError(f"-b 1 (probability estimates) needs a kernel classifier (--type c-svc or nu-svc with "
-                           f"{', '.join(KERNEL_STRATEGIES)}), not --type {svm_type} with --strategy {args.strategy}")
-        if scheme == "ovr":
-            raise CLIError("-b 1 (probability estimates) couples one-vs-one problems: drop --multiclass ovr")
-    elif args.probability:
-        notes.append("-b 1 is not used by -v: the cross-validation labels are the decision values' labels")
-    if args.libsvm_shrinking is not None:
-        wanted = bool(args.libsvm_shrinking)
-        if any(o.name == "shrinking" for o in REGISTRY[args.strategy].options):
-            if args.strategy_shrinking is not None and bool(args.strategy_shrinking) != wanted:
-                raise CLIError(f"-h {args.libsvm_shrinking} and --{'' if args.strategy_shrinking else 'no-'}shrinking "
-                               "disagree")
-            args.strategy_shrinking = wanted
-        else:
-            notes.append(f"-h {args.libsvm_shrinking} ignored: --strategy {args.strategy} has no shrinking option")
-    return linear, scheme, notes
 
 
 def _pct(value: float | None) -> str:
@@ -562,210 +272,18 @@ def _kernel_of(args: argparse.Namespace, d: int) -> tuple[Kernel, dict[str, Any]
     return kernel, settings
 
 
-def regression_metrics(pred: NDArray[Any], target: NDArray[Any]) -> tuple[float, float]:
-    """svm-predict's mean squared error and squared correlation coefficient.
-
-    Parameters
-    ----------
-    pred, target : ndarray
-        Predicted and true values (same length, at least one).
-
-    Returns
-    -------
-    (mse, scc)
-        Σ(p − t)²/n and (nΣpt − ΣpΣt)² / ((nΣp² − (Σp)²)(nΣt² − (Σt)²)), svm-predict's formulas;
-        a zero denominator gives inf (nan for 0/0), as svm-predict's C division does.
-    """
-    p = np.asarray(pred, dtype=np.float64)
-    t = np.asarray(target, dtype=np.float64)
-    total = float(p.size)
-    mse = float(np.sum((p - t) ** 2)) / total
-    sump, sumt = float(p.sum()), float(t.sum())
-    sumpp, sumtt, sumpt = float(p @ p), float(t @ t), float(p @ t)
-    num = (total * sumpt - sump * sumt) ** 2
-    den = (total * sumpp - sump * sump) * (total * sumtt - sumt * sumt)
-    if den == 0.0:
-        return mse, math.nan if num == 0.0 else math.inf
-    return mse, num / den
+# --------------------------------------------------------------------------------------------
+# Training and the passes after it
+# --------------------------------------------------------------------------------------------
 
 
-def train_function(X: Any, y: NDArray[Any], svm_type: str, kernel: Kernel, strategy: Strategy, strategy_name: str,
-                   *, C: float, nu: float, epsilon: float, tol: float, max_iter: int | None,
-                   time_limit: float | None, reporter: GapReporter | None,
-                   cache_bytes: int = 200 << 20) -> tuple[SVMModel, Result]:
-    """Train a one-class SVM or a regression (one decision function) with LIBSVM's formulation.
-
-    The problem comes from :mod:`qpcore_formulations.svm_family` (:func:`~qpcore_formulations.svm_family.one_class`
-    over every row, labels ignored; :func:`~qpcore_formulations.svm_family.epsilon_svr`,
-    :func:`~qpcore_formulations.svm_family.nu_svr` over the real targets), is solved from LIBSVM's start and
-    decoded (rho as the bias).
-
-    Parameters
-    ----------
-    X : csr_matrix or ndarray
-        Training data.
-    y : ndarray
-        Targets (regressions; ignored for one-class).
-    svm_type : {"one-class", "epsilon-svr", "nu-svr"}
-    kernel : Kernel
-    strategy : Strategy
-    strategy_name : str
-        For the message when it cannot take the problem.
-    C, nu, epsilon : float
-        The parameters of the type (unused ones are ignored).
-    tol, max_iter, time_limit, reporter :
-        Handed to ``qpcore.solve``.
-    cache_bytes : int
-        Kernel row cache.
-
-    Returns
-    -------
-    (SVMModel, Result)
-
-    Raises
-    ------
-    ProblemError
-        Input the builder refuses (one row, ν outside (0, 1], ε < 0, non-finite targets).
-    CLIError
-        A strategy that cannot take the problem (its own reason).
-    """
-    if svm_type == "one-class":
-        prob = one_class(X, nu, kernel, cache_bytes=cache_bytes)
-    elif svm_type == "epsilon-svr":
-        prob = epsilon_svr(X, y, C, epsilon, kernel, cache_bytes=cache_bytes)
-    elif svm_type == "nu-svr":
-        prob = nu_svr(X, y, C, nu, kernel, cache_bytes=cache_bytes)
-    else:
-        raise ProblemError(f"svm_type: {svm_type!r} is not one of {', '.join(FUNCTION_TYPES)}")
-    reason = accepts(strategy, prob.qp)
-    if reason is not None:
-        raise CLIError(f"--strategy {strategy_name} cannot take the {svm_type} dual: {reason}")
-    res = qpcore.solve(prob.qp, strategy, x0=prob.x0, tol=tol, max_iter=max_iter, time_limit=time_limit,
-                       reporter=reporter)
-    return prob.decode(res), res
-
-
-@attrs.frozen(eq=False)
-class TrainJob:
-    """What ``qpcore train`` trains, on any subset of the rows (the model, or a cross-validation fold).
-
-    Attributes
-    ----------
-    svm_type : str
-        One of :data:`qpcore_cli.model.SVM_TYPES`.
-    strategy_name : str
-    strategy : Strategy
-    kernel : Kernel or None
-        None for a linear strategy.
-    classes : ndarray
-        The labels of a classifier (empty for a one-class model or a regression).
-    weights : ndarray
-        Per-class factor on C.
-    scheme : {"ovo", "ovr"}
-    C, nu, epsilon, bias : float
-        The model's parameters (bias: linear strategies).
-    tol : float
-    max_iter : int or None
-    cache_bytes : int
-    deadline : Deadline
-        The command's; every solve gets the time left.
-    """
-
-    svm_type: str
-    strategy_name: str
-    strategy: Strategy
-    kernel: Kernel | None
-    classes: NDArray[Any]
-    weights: FloatArray
-    scheme: Literal["ovo", "ovr"]
-    C: float
-    nu: float
-    epsilon: float
-    bias: float
-    tol: float
-    max_iter: int | None
-    cache_bytes: int
-    deadline: Deadline
-
-    def class_C(self, y_idx: NDArray[np.intp]) -> FloatArray:
-        """Per-row C of a classifier: C times the class weight (ν-SVC: 1, C only selects rows)."""
-        if self.svm_type == "nu-svc":
-            return np.ones(y_idx.size)
-        return self.C * self.weights[y_idx]
-
-    def fit(self, X: Any, y: NDArray[Any], y_idx: NDArray[np.intp],
-            reporter: GapReporter | None = None) -> tuple[Model, list[Result]]:
-        """Train on the rows given.
-
-        Parameters
-        ----------
-        X : csr_matrix or ndarray
-        y : ndarray
-            Targets (regressions).
-        y_idx : ndarray of int
-            Class indices (classifiers; empty otherwise).
-        reporter : GapReporter, optional
-
-        Returns
-        -------
-        (Model, list of Result)
-
-        Raises
-        ------
-        ProblemError
-            What the problem builders refuse.
-        CLIError
-            A strategy that cannot take the problem.
-        """
-        if self.kernel is None:
-            return train_linear(X, y_idx, self.classes, self.class_C(y_idx), self.strategy_name, self.strategy,
-                                scheme=self.scheme, bias=self.bias, tol=self.tol, max_iter=self.max_iter,
-                                time_limit=None, reporter=reporter, deadline=self.deadline)
-        if self.svm_type in FUNCTION_TYPES:
-            fitted, res = train_function(X, y, self.svm_type, self.kernel, self.strategy, self.strategy_name, C=self.C,
-                                         nu=self.nu, epsilon=self.epsilon, tol=self.tol, max_iter=self.max_iter,
-                                         time_limit=self.deadline.solve_limit(), reporter=reporter,
-                                         cache_bytes=self.cache_bytes)
-            return fitted, [res]
-        trained = train_multiclass(X, y_idx, self.classes, self.class_C(y_idx), self.kernel, self.strategy,
-                                   scheme=self.scheme, tol=self.tol, max_iter=self.max_iter, reporter=reporter,
-                                   cache_bytes=self.cache_bytes, nu=self.nu if self.svm_type == "nu-svc" else None,
-                                   deadline=self.deadline.at)
-        return trained.model, trained.results
-
-
-def predict_rows(model: Model, X: Any) -> FloatArray:
-    """A model's answer per row: the class index (classifiers), the value (regressions), ±1 (one-class).
-
-    Parameters
-    ----------
-    model : MulticlassSVM, LinearModel or SVMModel
-    X : csr_matrix or ndarray
-
-    Returns
-    -------
-    ndarray
-    """
-    if isinstance(model, SVMModel):
-        f = np.asarray(model.decision_function(X), dtype=np.float64)
-        return f if model.kind in ("epsilon-svr", "nu-svr") else np.where(f > 0, 1.0, -1.0)
-    return np.asarray(model.predict_index(model.raw(X)))
-
-
-def _fit_pass(model: Model, X: Any, y: NDArray[Any], y_idx: NDArray[np.intp], svm_type: str, mode: str,
+def _fit_pass(model: Model, X: Any, y: NDArray[Any], y_idx: NDArray[np.intp], form: Formulation, mode: str,
               deadline: Deadline) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """The training-accuracy pass of ``--train-accuracy``: (metrics, how it was run, what was skipped)."""
     n = int(X.shape[0])
-    used = mode if mode != "auto" else ("on" if n <= AUTO_ROWS else "off")
-    info: dict[str, Any] = {"mode": mode, "rows": 0, "of": n, "sample": False, "cut": False}
-    if used == "off":
-        info["reason"] = (f"--train-accuracy auto: more than {AUTO_ROWS:,} rows" if mode == "auto"
-                          else "--train-accuracy off")
+    rows, info = evaluation_rows(n, mode)
+    if rows is None:
         return {}, info, []
-    rows = np.arange(n)
-    if used == "sample" and n > SAMPLE_ROWS:
-        rows = np.sort(np.random.default_rng(0).choice(n, SAMPLE_ROWS, replace=False))
-        info.update(sample=True, seed=0)
     Xs = X[rows] if rows.size < n else X
     outs, done = evaluate_rows(lambda Z: predict_rows(model, Z), Xs, deadline)
     info["rows"] = done
@@ -776,14 +294,8 @@ def _fit_pass(model: Model, X: Any, y: NDArray[Any], y_idx: NDArray[np.intp], sv
     if done < rows.size:
         info["cut"] = True
         skipped.append(f"training accuracy after {done:,} of {rows.size:,} rows (time limit)")
-    pred = np.concatenate(outs)
-    fit: dict[str, Any] = {}
-    if svm_type in ("epsilon-svr", "nu-svr"):
-        fit["train_mse"], fit["train_scc"] = regression_metrics(pred, y[rows[:done]])
-    elif svm_type == "one-class":
-        fit["train_outlier_fraction"] = float(np.mean(pred < 0))
-    else:
-        fit["train_accuracy"] = float(np.mean(pred == y_idx[rows[:done]]))
+    truth = {Predicts.LABEL: y_idx, Predicts.VALUE: y}.get(form.predicts)
+    fit: dict[str, Any] = fit_metrics(form, np.concatenate(outs), None if truth is None else truth[rows[:done]])
     return fit, info, skipped
 
 
@@ -795,14 +307,11 @@ def _calibrate(job: TrainJob, model: MulticlassSVM, X: Any, y_idx: NDArray[np.in
     statuses: list[Status] = []
 
     def fit_fn(X_sub: Any, y_sub: NDArray[np.intp]) -> MulticlassSVM:
-        assert job.kernel is not None
-        u, y01 = np.unique(y_sub, return_inverse=True)
-        trained = train_multiclass(X_sub, y01.astype(np.intp).ravel(), job.classes[u], job.class_C(y_sub),
-                                   job.kernel, job.strategy, tol=job.tol, max_iter=job.max_iter,
-                                   cache_bytes=job.cache_bytes, nu=job.nu if job.svm_type == "nu-svc" else None,
-                                   deadline=job.deadline.at)
-        statuses.extend(r.status for r in trained.results)
-        return trained.model
+        # the fold's classes only (a pair's two), numbered among themselves
+        trained, results = job.fit_classes(X_sub, np.zeros(0), y_sub, job.classes[np.unique(y_sub)])
+        statuses.extend(r.status for r in results)
+        assert isinstance(trained, MulticlassSVM)
+        return trained
 
     try:
         prob_a, prob_b = calibrate(X, y_idx, job.classes, fit_fn, folds=5, seed=0)
@@ -837,16 +346,11 @@ def run_train(args: argparse.Namespace) -> int:
     CLIError
         On bad input (exit status 2, nothing written).
     """
-    from qpcore_cli.crossval import run_cross_validation   # it builds on this module
-
     t0 = time.perf_counter()
     deadline = Deadline(args.time_limit, start=t0)
-    linear, scheme, notes = _resolve(args)
-    svm_type = args.svm_type or "c-svc"
-    function = svm_type in FUNCTION_TYPES
-    C = 1.0 if args.C is None else float(args.C)
-    nu = 0.5 if args.nu is None else float(args.nu)
-    epsilon = 0.1 if args.epsilon is None else float(args.epsilon)
+    how = _resolve(args)
+    form, notes = how.form, how.notes
+    function = form.predicts is not Predicts.LABEL
     cv = args.folds is not None
     if args.model_file is None and not cv:
         args.model_file = default_model_file(args.data)
@@ -865,7 +369,7 @@ def run_train(args: argparse.Namespace) -> int:
     pairs: NDArray[np.intp] = np.zeros((0, 2), dtype=np.intp)
     weights = np.ones(0)
     if function:
-        names = [svm_type]
+        names = [form.name]
     else:
         classes, inverse = np.unique(class_labels(y), return_inverse=True)
         y_idx = inverse.astype(np.intp).ravel()
@@ -873,26 +377,20 @@ def run_train(args: argparse.Namespace) -> int:
             raise CLIError(f"training file {args.data!r} holds one class only (label "
                            f"{labels_to_strings(classes)[0][0]}); a classifier needs two or more")
         weights = _class_weights(args.class_weight, classes)
-        pairs = problems_of(int(classes.size), cast("Literal['ovo', 'ovr']", scheme))
+        pairs = problems_of(int(classes.size), how.scheme)
         names = problem_names(classes, pairs)
     options = entry_options(REGISTRY[args.strategy], args)
     strategy = make_strategy(args.strategy, options)
     relative = strategy.criterion == "relative_gap"
     max_iter = args.max_iter
-    settings: dict[str, Any] = {"type": svm_type, "strategy": args.strategy, **options}
-    if svm_type in ("c-svc", "epsilon-svr", "nu-svr"):
-        settings["C"] = C
-    if svm_type in ("nu-svc", "one-class", "nu-svr"):
-        settings["nu"] = nu
-    if svm_type == "epsilon-svr":
-        settings["epsilon"] = epsilon
-    settings["tol"] = args.tol
+    settings: dict[str, Any] = {"type": form.name, "strategy": args.strategy, **options, **how.params,
+                                "tol": args.tol}
     if not function:
-        settings.update(scheme=scheme, class_weight={labels_to_strings(classes)[0][k]: float(weights[k])
-                                                     for k in range(classes.size) if weights[k] != 1.0})
+        settings.update(scheme=how.scheme, class_weight={labels_to_strings(classes)[0][k]: float(weights[k])
+                                                         for k in range(classes.size) if weights[k] != 1.0})
     kernel: Kernel | None = None
     bias = 1.0
-    if linear:
+    if how.linear:
         if args.strategy == "asvm" and not np.all(weights == 1.0):
             raise CLIError("--class-weight needs a hinge-loss strategy (ocas, ocas-active, bmrm): the ASVM "
                            "dual of the squared hinge takes one C for every example")
@@ -905,16 +403,15 @@ def run_train(args: argparse.Namespace) -> int:
         max_iter = max(10_000_000, 100 * n) if max_iter is None else max_iter
         settings.update(kind="kernel", **kernel_settings, cache_mb=args.cache_mb, max_iter=max_iter,
                         time_limit=args.time_limit)
-    job = TrainJob(svm_type=svm_type, strategy_name=args.strategy, strategy=strategy, kernel=kernel, classes=classes,
-                   weights=weights, scheme=cast("Literal['ovo', 'ovr']", scheme), C=C, nu=nu, epsilon=epsilon,
-                   bias=bias, tol=args.tol, max_iter=max_iter, cache_bytes=int(args.cache_mb * (1 << 20)),
-                   deadline=deadline)
+    job = TrainJob(formulation=form, params=how.params, strategy_name=args.strategy, strategy=strategy,
+                   kernel=kernel, classes=classes, weights=weights, scheme=how.scheme, bias=bias, tol=args.tol,
+                   max_iter=max_iter, cache_bytes=int(args.cache_mb * (1 << 20)), deadline=deadline)
     if not args.quiet:
         for note in notes:
             print(f"qpcore: note: {note}", file=sys.stderr, flush=True)
     if cv:
         return run_cross_validation(args, job, X, y, y_idx, settings, notes, t0)
-    reporter = _reporter(args, names, args.tol, relative)
+    reporter = gap_reporter(args, names, args.tol, relative)
     t1 = time.perf_counter()
     model: Model
     try:
@@ -930,7 +427,7 @@ def run_train(args: argparse.Namespace) -> int:
         model, cut = _calibrate(job, model, X, y_idx)
         skipped += cut
         settings["probability"] = model.prob_a is not None
-    fit, fit_info, cut = _fit_pass(model, X, y, y_idx, svm_type, args.train_accuracy, deadline)
+    fit, fit_info, cut = _fit_pass(model, X, y, y_idx, form, args.train_accuracy, deadline)
     skipped += cut
     if isinstance(model, SVMModel) and model.r is not None:
         fit["r"] = model.r      # ν-SVR: −r is the tube width ε the solution found
@@ -952,9 +449,9 @@ def run_train(args: argparse.Namespace) -> int:
     n_sv = int(model.D.shape[0]) if isinstance(model, MulticlassSVM) else (
         model.n_sv if isinstance(model, SVMModel) else None)
     info = {**settings, "data": os.path.abspath(args.data), "n_train": n, "n_features": d,
-            "status": worst.code, "qpcore_formulations": [{k: p[k] for k in ("name", "status", "iterations")} for p in problems],
+            "status": worst.code, "problems": [{k: p[k] for k in ("name", "status", "iterations")} for p in problems],
             **fit, "train_evaluation": fit_info, "skipped": skipped, "seconds": t2 - t1}
-    save_model(args.model_file, model, svm_type=svm_type, feature_index_base=base, training=info)
+    save_model(args.model_file, model, svm_type=form.name, feature_index_base=base, training=info)
     t4 = time.perf_counter()
     report: dict[str, Any] = {
         "command": "train",
@@ -971,7 +468,7 @@ def run_train(args: argparse.Namespace) -> int:
         "converged": worst is Status.CONVERGED,
         "exit_status": code,
         "n_problems": len(problems),
-        "qpcore_formulations": problems,
+        "problems": problems,
         "iterations": sum(r.iterations for r in results),
         "n_sv": n_sv,
         "train_accuracy": None,
@@ -985,7 +482,7 @@ def run_train(args: argparse.Namespace) -> int:
         "qpcore_version": __version__,
     }
     if args.json != "-":
-        _print_train_summary(report, names, results)
+        _print_train_summary(report, names, results, form)
     if args.json is not None:
         write_json(report, args.json)
     return code
@@ -1016,7 +513,7 @@ def _fit_text(r: Mapping[str, Any], value: str) -> str:
     return value
 
 
-def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Result]) -> None:
+def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Result], form: Formulation) -> None:
     what = (_kernel_text(r) if r["kind"] == "kernel"
             else f"linear, {r['loss'].replace('_', ' ')} loss, bias {r['bias']:g}")
     params = ", ".join(f"{k} {r[k]:g}" for k in ("C", "nu", "epsilon") if k in r)
@@ -1033,7 +530,7 @@ def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Resu
     lines = [
         ("data", data),
         ("model", model),
-        ("qpcore_formulations", f"{len(results)} ({n_conv} converged)"),
+        ("problems", f"{len(results)} ({n_conv} converged)"),
         ("status", f"{r['status']} (exit {r['exit_status']})"),
     ]
     bad = [f"{nm.split(': ', 1)[-1]}: {res.status.code}" for nm, res in zip(names, results)
@@ -1050,15 +547,13 @@ def _print_train_summary(r: dict[str, Any], names: list[str], results: list[Resu
     ]
     if "train_mse" in r:
         lines += [("train MSE", _fit_text(r, f"{r['train_mse']:g}")), ("train SCC", f"{r['train_scc']:g}")]
-    elif r["type"] == "one-class":
+    elif form.predicts is Predicts.NOVELTY:
         lines.append(("train outliers", _fit_text(r, _pct(r.get("train_outlier_fraction")))))
-    elif r["type"] in ("epsilon-svr", "nu-svr"):
+    elif form.predicts is Predicts.VALUE:
         lines.append(("train MSE", _fit_text(r, "-")))
     else:
         lines.append(("train accuracy", _fit_text(r, _pct(r["train_accuracy"]))))
     if r["skipped"]:
         lines.append(("skipped", "; ".join(r["skipped"])))
     lines.append(("model file", r["model_file"]))
-    for name, value in lines:
-        print(f"{name:<16} {value}")
-    sys.stdout.flush()
+    print_lines(lines)

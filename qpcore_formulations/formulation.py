@@ -48,8 +48,9 @@ from qpcore_formulations import svm, svm_family
 if TYPE_CHECKING:
     from qpcore_formulations.svm import SVMModel
 
-__all__ = ["FORMULATIONS", "Builder", "Formulation", "FormulationProblem", "PairCheck", "Parameter", "Predicts",
-           "check_epsilon", "check_positive", "formulation", "libsvm_formulation", "register_formulation"]
+__all__ = ["C_SVC", "EPSILON_SVR", "FORMULATIONS", "L2_SVC", "NU_SVC", "NU_SVR", "ONE_CLASS", "SVDD", "Builder",
+           "Formulation", "FormulationProblem", "PairCheck", "Parameter", "Predicts", "check_epsilon", "check_positive",
+           "formulation", "libsvm_formulation", "register_formulation"]
 
 FloatArray = NDArray[np.float64]
 

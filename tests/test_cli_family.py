@@ -23,7 +23,9 @@ from qpcore_formulations.data.svmlight import dump_svmlight, load_svmlight
 from qpcore.backends.operators import Kernel
 from qpcore_cli import main
 from qpcore_cli.model import FORMAT_VERSION, LinearModel, ModelFileError, load_model, load_model_file, save_model
-from qpcore_cli.train import KERNEL_STRATEGIES, make_strategy, regression_metrics, svm_type_arg, train_function
+from qpcore_cli.train import KERNEL_STRATEGIES, make_strategy, regression_metrics, svm_type_arg
+from qpcore_formulations.formulation import formulation
+from qpcore_train.fit import fit_formulation
 
 TYPES = ("c-svc", "nu-svc", "one-class", "epsilon-svr", "nu-svr")
 REGRESSIONS = ("epsilon-svr", "nu-svr")
@@ -126,14 +128,17 @@ def test_each_type_trains_and_predicts(capsys: pytest.CaptureFixture[str], small
                     ["# label decision"] if svm_type == "one-class" else ["# label -1/1"])
 
 
-@pytest.mark.parametrize("svm_type", ("one-class", "epsilon-svr", "nu-svr"))
+@pytest.mark.parametrize("svm_type", ("one-class", "epsilon-svr", "nu-svr", "svdd"))
 @pytest.mark.parametrize("sparse", (False, True))
 def test_function_model_round_trip(tmp_path: Path, svm_type: str, sparse: bool) -> None:
     X, _, t = blobs(50, 2)
     Xs: Any = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X)) if sparse else X
     kernel = Kernel("rbf", gamma=0.7)
-    m, res = train_function(Xs, t, svm_type, kernel, make_strategy("smo"), "smo", C=2.0, nu=0.3, epsilon=0.05,
-                            tol=1e-8, max_iter=None, time_limit=None, reporter=None)
+    given = {"C": 2.0, "nu": 0.3, "epsilon": 0.05}
+    params = {k: v for k, v in given.items() if k in formulation(svm_type).parameter_names}
+    fitted = fit_formulation(svm_type, Xs, t, kernel, make_strategy("smo"), params=params, tol=1e-8)
+    m, res = fitted.model, fitted.results[0]
+    assert isinstance(m, SVMModel)
     assert res.status.code == "converged" and m.kind == svm_type
     if sparse:      # the operator keeps dense rows here: store the support vectors as CSR
         m = attrs.evolve(m, sv=sp.csr_matrix(m.sv))
@@ -411,7 +416,7 @@ def test_limits_keep_the_model_and_help_lists_the_options(capsys: pytest.Capture
     code, out, _ = run(capsys, "train", small["r.trn"], model, "-s", "epsilon-svr", "--max-iter", "1",
                        "--json", report)
     assert code == 3 and "max_iter (exit 3)" in out and model.exists()
-    assert read_json(report)["qpcore_formulations"][0]["status"] == "max_iter"
+    assert read_json(report)["problems"][0]["status"] == "max_iter"
     assert run(capsys, "predict", small["r.tst"], model, tmp_path / "p.txt", "-q")[0] == 0
     code, out, _ = run(capsys, "train", "--help")
     assert code == 0

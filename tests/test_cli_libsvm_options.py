@@ -286,8 +286,8 @@ def test_train_accuracy_modes(capsys: pytest.CaptureFixture[str], adult: Path, t
     full = read_json(js)["train_accuracy"]
     assert code == 0 and 0.7 < full <= 1.0
     # small limits stand in for 20,000 and 5,000 rows
-    monkeypatch.setattr("qpcore_cli.train.AUTO_ROWS", 100)
-    monkeypatch.setattr("qpcore_cli.train.SAMPLE_ROWS", 120)
+    monkeypatch.setattr("qpcore_cli.common.AUTO_ROWS", 100)
+    monkeypatch.setattr("qpcore_cli.common.SAMPLE_ROWS", 120)
     code, out, _ = run(capsys, "train", adult, tmp_path / "m", "--json", js)
     assert code == 0 and "more than 100 rows" in out and read_json(js)["train_accuracy"] is None
     code, out, _ = run(capsys, "train", adult, tmp_path / "m", "--train-accuracy", "sample", "--json", js)

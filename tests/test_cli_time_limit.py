@@ -50,7 +50,7 @@ def test_train_returns_within_the_limit(capsys: pytest.CaptureFixture[str], adul
     assert seconds < T + 2.0
     assert "skipped          training accuracy" in out and "(time limit)" in out
     r = json.loads(js.read_text())
-    assert r["skipped"] and r["train_accuracy"] is None and r["qpcore_formulations"][0]["status"] == "time_limit"
+    assert r["skipped"] and r["train_accuracy"] is None and r["problems"][0]["status"] == "time_limit"
     assert (tmp_path / "m").exists()             # the best point found is written
 
 

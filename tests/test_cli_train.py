@@ -165,9 +165,9 @@ def test_multiclass(capsys: pytest.CaptureFixture[str], multi: tuple[Path, Path]
     code, _, err = run(capsys, "train", trn, model, "--strategy", strategy, "--json", report, *extra)
     assert code == 0, err
     r = read_json(report)
-    assert r["n_problems"] == n_problems and len(r["qpcore_formulations"]) == n_problems
+    assert r["n_problems"] == n_problems and len(r["problems"]) == n_problems
     assert r["scheme"] == (scheme or ("ovr" if strategy in LINEAR_STRATEGIES else "ovo"))
-    assert r["qpcore_formulations"][0]["name"] in ("2 vs 5", "2 vs rest")
+    assert r["problems"][0]["name"] in ("2 vs 5", "2 vs rest")
     assert run(capsys, "predict", tst, model, pred, "--json", pjson)[0] == 0
     assert set(lines_of(pred)) <= {"2", "5", "7", "9"}
     assert read_json(pjson)["accuracy"] > 0.9
@@ -398,7 +398,8 @@ def test_version_refusal_and_corrupt_files(capsys: pytest.CaptureFixture[str], m
     assert zipfile.is_zipfile(model)
     cases = [
         ({"version": 3}, None, None, "format version 3; this qpcore"),
-        ({"type": "svdd"}, None, None, "type 'svdd' is not one of"),
+        ({"type": "c-svm"}, None, None, "type 'c-svm' is not one of"),
+        ({"type": "svdd"}, None, None, "type 'svdd' has one decision function"),
         ({"type": "epsilon-svr"}, None, None, "type 'epsilon-svr' has one decision function"),
         ({"version": 0}, None, None, "unknown format version 0"),
         ({"format": "libsvm"}, None, None, "not a qpcore model file"),
