@@ -10,90 +10,39 @@ refit (:meth:`IncrementalSVC.leave_one_out`, :meth:`IncrementalSVC.loo_score`).
 Fitted attributes follow ``sklearn.svm.SVC`` (binary layout): ``support_``, ``support_vectors_``,
 ``n_support_``, ``dual_coef_``, ``intercept_``; indices refer to the *current* training set, the
 points held in the order they arrived (a point's index drops by one for every earlier point that
-is unlearned, as with ``numpy.delete``).
+is unlearned, as with ``numpy.delete``). The scaffolding it shares with the other incremental
+estimators is :class:`qpcore_sklearn.incremental_base.IncrementalEstimator`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Self
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from qpcore.core.certificate import KKT
-from qpcore.backends.operators import Kernel
-from qpcore_sklearn._params import gamma_value, positive
 from qpcore_incremental.incremental import IncrementalSVM
-from qpcore_incremental.incremental_path import RESERVE, PathEngine
+from qpcore_incremental.incremental_path import RESERVE
+from qpcore_sklearn._params import positive
+from qpcore_sklearn.incremental_base import (
+    VALIDATE_X,
+    FloatArray,
+    IncrementalEstimator,
+    IndexArray,
+    Labels,
+    as_dense,
+    cache_bytes,
+    check_kernel_params,
+    make_kernel,
+)
 
 __all__ = ["IncrementalSVC", "LeaveOneOut"]
-
-FloatArray = NDArray[np.float64]
-IndexArray = NDArray[np.intp]
-
-_KERNELS = ("rbf", "linear", "poly", "sigmoid")
-
-
-def _dense(X: Any) -> Any:
-    """Sparse input as a dense array: the model stores its points dense anyway, and a row of a
-    ``scipy.sparse`` *array* (unlike a matrix) is 1-D, which its point-by-point learning rejects."""
-    return X.toarray() if sp.issparse(X) else X
-
-
-def stored_points(model: PathEngine, slots: IndexArray) -> FloatArray:
-    """The points ``model`` holds in ``slots`` (a copy): the support vectors the estimators keep
-    (the engine offers no public reader of its points)."""
-    out: FloatArray = np.array(model._op.points[slots], dtype=np.float64)
-    return out
-
-
-def check_kernel_params(est: Any) -> None:
-    """The parameters every incremental estimator shares: kernel, degree, coef0, tol, fit_method,
-    cache_size, refresh_every."""
-    if est.kernel not in _KERNELS:
-        raise ValueError(f"kernel must be one of {', '.join(_KERNELS)}, got {est.kernel!r}")
-    positive("tol", est.tol)
-    if est.fit_method not in ("batch", "incremental"):
-        raise ValueError(f"fit_method must be 'batch' or 'incremental', got {est.fit_method!r}")
-    positive("cache_size", est.cache_size, unit=" (MB)")
-    if not isinstance(est.refresh_every, (int, np.integer)):
-        raise ValueError(f"refresh_every must be an integer, got {est.refresh_every!r}")
-    if est.kernel == "poly" and not (isinstance(est.degree, (int, np.integer)) and est.degree >= 1):
-        raise ValueError(f"degree must be a positive integer, got {est.degree!r}")
-    if not (isinstance(est.coef0, (int, float, np.number)) and np.isfinite(est.coef0)):
-        raise ValueError(f"coef0 must be a finite number, got {est.coef0!r}")
-
-
-def make_kernel(est: Any, X: Any) -> Kernel:
-    """The estimator's kernel for a first batch X (``gamma="scale"`` from X), kept as ``_gamma``
-    and ``_kernel_obj``."""
-    est._gamma = gamma_value(est.gamma, str(est.kernel), X)
-    est._kernel_obj = Kernel(est.kernel, gamma=est._gamma, degree=int(est.degree), coef0=float(est.coef0))
-    return est._kernel_obj  # type: ignore[no-any-return]
-
-
-def check_positions(indices: ArrayLike, n: int) -> IndexArray:
-    """``indices`` as distinct non-negative positions in a training set of ``n`` points, leaving
-    at least one; a ValueError naming ``indices`` otherwise."""
-    idx = np.atleast_1d(np.asarray(indices))
-    if idx.size == 0:
-        return np.zeros(0, dtype=np.intp)
-    if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
-        raise ValueError(f"indices: pass integer positions in the training set, got {indices!r}")
-    if (idx < -n).any() or (idx >= n).any():
-        raise ValueError(f"indices: out of range for a training set of {n} points")
-    idx = np.where(idx < 0, idx + n, idx).astype(np.intp)
-    if np.unique(idx).size != idx.size:
-        raise ValueError("indices: repeated positions")
-    if idx.size == n:
-        raise ValueError("indices: cannot remove every training point (fit again instead)")
-    return idx
 
 
 class _CPModel(IncrementalSVM):
@@ -152,21 +101,20 @@ class LeaveOneOut:
         return int(self.correct.size - self.correct.sum())
 
 
-class _BinaryIncremental(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
-    """What the binary incremental classifiers share: the classes, ``fit``/``partial_fit``/``unlearn``
-    over an :class:`~qpcore_incremental.incremental.IncrementalSVM`, SVC's fitted attributes, prediction and
-    the certificate. Subclasses give the parameters (``_check_params``) and the model (``_new_model``)."""
+class _BinaryIncremental(ClassifierMixin, IncrementalEstimator):  # type: ignore[misc]
+    """What the binary incremental classifiers share: the classes, ``fit``/``partial_fit`` over an
+    :class:`~qpcore_incremental.incremental.IncrementalSVM` (the rest of the scaffolding is
+    :class:`~qpcore_sklearn.incremental_base.IncrementalEstimator`'s), SVC's fitted attributes,
+    prediction and the leave-one-out result. Subclasses give the parameters (``_check_params``) and
+    the model (``_new_model``)."""
 
     _model: IncrementalSVM
+    _loo: LeaveOneOut | None
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
         tags.classifier_tags.multi_class = False
         return tags
-
-    def _check_params(self) -> None:
-        raise NotImplementedError
 
     def _new_model(self, X: Any) -> IncrementalSVM:
         raise NotImplementedError
@@ -182,18 +130,50 @@ class _BinaryIncremental(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
 
     # -- fitting ----------------------------------------------------------------------------------
 
-    def _build(self, X: Any, ypm: FloatArray, *, strict: bool) -> None:
-        """A fresh model on (X, ±1 labels): batch-solved and polished, or learned point by point
-        (``strict``: from :meth:`fit`, where the training set is complete; otherwise the first
-        batch of :meth:`partial_fit`)."""
+    def _build(self, X: Any, labels: Labels, *, strict: bool) -> None:
+        """A fresh model on (X, ±1 labels): batch-solved and polished, or learned point by point."""
+        (ypm,) = labels
         model = self._new_model(X)
-        X = _dense(X)
+        X = as_dense(X)
         if self.fit_method == "batch":
             model.fit(X, ypm, batch_tol=float(self.tol))
         else:
             model.learn_many(X, ypm)
-        self._model = model
-        self._changed()
+        self._use(model)
+
+    def _fit_data(self, X: Any, y: Any) -> tuple[Any, Labels]:
+        X, y = validate_data(self, X, y, **VALIDATE_X)
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        k = self.classes_.size
+        if k < 2:
+            raise ValueError(f"y: the training data must hold 2 classes, got {k} class: {self.classes_.tolist()}")
+        if k > 2:
+            raise ValueError(f"Only binary classification is supported. The type of the target is "
+                             f"{type_of_target(y)} ({k} classes: {self.classes_.tolist()}).")
+        return X, (self._encode(y),)
+
+    def _partial_data(self, X: Any, y: Any, classes: ArrayLike | None, first: bool) -> tuple[Any, Labels]:
+        if first and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit "
+                             "(the two labels, e.g. classes=np.unique(y_all))")
+        X, y = validate_data(self, X, y, reset=first, **VALIDATE_X)
+        check_classification_targets(y)
+        if classes is not None:
+            cls = np.unique(np.asarray(classes))
+            if first:
+                if cls.size != 2:
+                    raise ValueError(f"Only binary classification is supported: classes must hold exactly 2 "
+                                     f"labels, got {cls.size}: {cls.tolist()}")
+            elif not np.array_equal(cls, self.classes_):
+                raise ValueError(f"classes={cls.tolist()} is not the same as on the first call to partial_fit "
+                                 f"({self.classes_.tolist()})")
+        if first:
+            known = np.isin(y, cls)
+            if not known.all():
+                raise ValueError(f"y: labels {np.unique(y[~known]).tolist()} are not among classes={cls.tolist()}")
+            self.classes_ = cls
+        return X, (self._encode(y),)
 
     def fit(self, X: Any, y: Any) -> Self:
         """Fit the classifier from scratch (the exact optimum of its dual on X, y).
@@ -214,18 +194,7 @@ class _BinaryIncremental(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         ValueError
             NaN/inf, a shape mismatch, fewer or more than two classes, invalid parameters.
         """
-        self._check_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        k = self.classes_.size
-        if k < 2:
-            raise ValueError(f"y: the training data must hold 2 classes, got {k} class: {self.classes_.tolist()}")
-        if k > 2:
-            raise ValueError(f"Only binary classification is supported. The type of the target is "
-                             f"{type_of_target(y)} ({k} classes: {self.classes_.tolist()}).")
-        self._build(X, self._encode(y), strict=True)
-        return self
+        return self._fit(X, y)
 
     def partial_fit(self, X: Any, y: Any, classes: ArrayLike | None = None) -> Self:
         """Add the points of (X, y) to the training set, exactly.
@@ -255,82 +224,17 @@ class _BinaryIncremental(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             NaN/inf, a feature count different from the first call's, ``classes`` missing on the
             first call, not two classes, different from ``classes_``, or a label not among them.
         """
-        first = not hasattr(self, "_model")
-        if first:
-            self._check_params()
-            if classes is None:
-                raise ValueError("classes must be passed on the first call to partial_fit "
-                                 "(the two labels, e.g. classes=np.unique(y_all))")
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C", reset=first)
-        check_classification_targets(y)
-        if classes is not None:
-            cls = np.unique(np.asarray(classes))
-            if first:
-                if cls.size != 2:
-                    raise ValueError(f"Only binary classification is supported: classes must hold exactly 2 "
-                                     f"labels, got {cls.size}: {cls.tolist()}")
-            elif not np.array_equal(cls, self.classes_):
-                raise ValueError(f"classes={cls.tolist()} is not the same as on the first call to partial_fit "
-                                 f"({self.classes_.tolist()})")
-        if first:
-            known = np.isin(y, cls)
-            if not known.all():
-                raise ValueError(f"y: labels {np.unique(y[~known]).tolist()} are not among classes={cls.tolist()}")
-            self.classes_ = cls
-            self._build(X, self._encode(y), strict=False)
-            return self
-        ypm = self._encode(y)
-        self._model.learn_many(_dense(X), ypm)
-        self._changed()
-        return self
+        return self._partial_fit(X, y, classes)
 
-    def unlearn(self, indices: ArrayLike) -> Self:
-        """Remove training points exactly (the Cauwenberghs–Poggio decrement).
-
-        After the call the model equals a fit on the current training set without these points;
-        the remaining points keep their order (later indices shift down, as with ``numpy.delete``).
-
-        Parameters
-        ----------
-        indices : int or array-like of int
-            Positions in the current training set (the indexing of ``support_`` and of
-            :meth:`leave_one_out`), distinct; negative values count from the end.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValueError
-            Indices that are not integers, out of range, repeated, or that would remove every point.
-        """
-        check_is_fitted(self)
-        idx = check_positions(indices, int(self._ids.size))
-        if idx.size == 0:
-            return self
-        for pid in self._ids[idx].tolist():
-            self._model.unlearn(int(pid))
-        self._changed()
-        return self
-
-    def _changed(self) -> None:
-        """Read the model into SVC's fitted attributes (training-set order = arrival order)."""
+    def _read_model(self, order: IndexArray) -> tuple[IndexArray, FloatArray]:
+        """SVC's fitted attributes: support vectors by class, then by index (LIBSVM's order)."""
         m = self._model
-        sl = m._op.slots()
-        ids = m.ids
-        order = np.argsort(ids, kind="stable")
-        self._ids = ids[order]
         alpha, ypm = m.alpha[order], m.y[order]
         sv = np.flatnonzero(alpha > 0)
-        sv = sv[np.lexsort((sv, ypm[sv] > 0))]           # by class, then by index (LIBSVM's order)
-        self.support_ = sv.astype(np.int32)
+        sv = sv[np.lexsort((sv, ypm[sv] > 0))]
         self.n_support_ = np.array([int((ypm[sv] < 0).sum()), int((ypm[sv] > 0).sum())], dtype=np.int32)
-        self.support_vectors_ = stored_points(m, sl[order][sv])
-        self.dual_coef_ = (alpha[sv] * ypm[sv])[None, :]
         self.intercept_ = np.array([m.bias])
-        self.shape_fit_ = (int(self._ids.size), int(self.n_features_in_))
-        self._loo: LeaveOneOut | None = None
+        return sv, alpha[sv] * ypm[sv]
 
     # -- prediction -------------------------------------------------------------------------------
 
@@ -346,12 +250,10 @@ class _BinaryIncremental(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         ndarray of shape (n_samples,)
             Positive values mean ``classes_[1]``.
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
+        X = self._check_X(X)
         out = np.full(X.shape[0], float(self.intercept_[0]))
-        if self.support_.size:
-            for s in range(0, X.shape[0], 2048):
-                out[s:s + 2048] += self._kernel_obj.block(X[s:s + 2048], self.support_vectors_) @ self.dual_coef_[0]
+        for rows, K in self._kernel_blocks(X):
+            out[rows] += K @ self.dual_coef_[0]
         return out
 
     def predict(self, X: Any) -> NDArray[Any]:
@@ -369,26 +271,24 @@ class _BinaryIncremental(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         out: NDArray[Any] = self.classes_[(dec > 0).astype(np.intp)]
         return out
 
-    # -- certificate ------------------------------------------------------------------------------
+    # -- leave-one-out ----------------------------------------------------------------------------
 
-    def certificate(self) -> KKT:
-        """The KKT certificate of the current model, computed from the dual problem alone.
-
-        Returns
-        -------
-        qpcore.core.certificate.KKT
-            ``qpcore.kkt`` of the dual over the current training set at the model's α (an O(n²)
-            kernel evaluation); ``.measure`` is the maximal-violating-pair gap.
-        """
-        check_is_fitted(self)
-        return self._model.certificate()
-
-    @property
-    def n_updates_(self) -> dict[str, int]:
-        """Counters of the incremental model: points ``learned`` and ``unlearned``, path
-        ``steps``, ``refreshes``, ``repairs``."""
-        check_is_fitted(self)
-        return dict(self._model.stats)
+    def _loo_from(self, values: Callable[[], FloatArray], *, nan_wrong: bool) -> LeaveOneOut:
+        """The leave-one-out result from the model's values f₋ᵢ(xᵢ) (model order), kept until the
+        next change; ``nan_wrong``: a NaN value (no model without the point) is not correct."""
+        if self._loo is None:
+            t0 = time.perf_counter()
+            m = self._model
+            order = np.argsort(m.ids, kind="stable")
+            dec = values()[order]
+            ypm = m.y[order]
+            pred = self.classes_[(dec > 0).astype(np.intp)]
+            correct = (dec > 0) == (ypm > 0)
+            if nan_wrong:
+                correct = ~np.isnan(dec) & correct
+            self._loo = LeaveOneOut(decision=dec, predictions=pred, correct=correct,
+                                    seconds=time.perf_counter() - t0)
+        return self._loo
 
 
 class IncrementalSVC(_BinaryIncremental):
@@ -478,6 +378,7 @@ class IncrementalSVC(_BinaryIncremental):
         self.fit_method = fit_method
         self.cache_size = cache_size
         self.refresh_every = refresh_every
+
     # -- parameters -------------------------------------------------------------------------------
 
     def _check_params(self) -> None:
@@ -486,7 +387,7 @@ class IncrementalSVC(_BinaryIncremental):
 
     def _new_model(self, X: Any) -> _CPModel:
         return _CPModel(make_kernel(self, X), float(self.C), classes=np.array([-1.0, 1.0]),
-                        refresh_every=int(self.refresh_every), cache_bytes=int(float(self.cache_size) * (1 << 20)))
+                        refresh_every=int(self.refresh_every), cache_bytes=cache_bytes(self))
 
     # -- leave-one-out ----------------------------------------------------------------------------
 
@@ -504,16 +405,7 @@ class IncrementalSVC(_BinaryIncremental):
             In the order of the current training set.
         """
         check_is_fitted(self)
-        if self._loo is None:
-            t0 = time.perf_counter()
-            m = self._model
-            order = np.argsort(m.ids, kind="stable")
-            dec = m.loo_decision()[order]
-            ypm = m.y[order]
-            pred = self.classes_[(dec > 0).astype(np.intp)]
-            self._loo = LeaveOneOut(decision=dec, predictions=pred, correct=(dec > 0) == (ypm > 0),
-                                    seconds=time.perf_counter() - t0)
-        return self._loo
+        return self._loo_from(self._model.loo_decision, nan_wrong=False)
 
     def loo_score(self) -> float:
         """The exact leave-one-out accuracy.

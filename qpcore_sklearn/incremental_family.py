@@ -10,7 +10,8 @@ where ν(C) = eᵀα/(Cl) equals ν for the ν-SVC). Every state is the batch op
 held, and ``leave_one_out`` gives each point's exact leave-one-out decision value without a refit.
 
 As for :class:`~qpcore_sklearn.incremental.IncrementalSVC`, indices refer to the *current*
-training set, the points held in the order they arrived (``numpy.delete``'s shift on unlearning).
+training set, the points held in the order they arrived (``numpy.delete``'s shift on unlearning);
+the scaffolding they share is :class:`qpcore_sklearn.incremental_base.IncrementalEstimator`.
 """
 
 from __future__ import annotations
@@ -20,38 +21,28 @@ from typing import Any, Self
 
 import attrs
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator, OutlierMixin
+from numpy.typing import NDArray
+from sklearn.base import OutlierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from qpcore_formulations.svm_family import check_nu
-from qpcore.core.certificate import KKT
 from qpcore.core.problem import ProblemError
-from qpcore_sklearn.incremental import (
-    FloatArray,
-    LeaveOneOut,
-    _BinaryIncremental,
-    _dense,
-    check_kernel_params,
-    check_positions,
-    make_kernel,
-    stored_points,
-)
 from qpcore_incremental.incremental import IncrementalNuSVC as _NuEngine
 from qpcore_incremental.incremental_oneclass import IncrementalOneClass
+from qpcore_sklearn.incremental import LeaveOneOut, _BinaryIncremental
+from qpcore_sklearn.incremental_base import (
+    VALIDATE_X,
+    FloatArray,
+    IncrementalEstimator,
+    IndexArray,
+    Labels,
+    as_dense,
+    cache_bytes,
+    check_kernel_params,
+    make_kernel,
+    nu_value,
+)
 
 __all__ = ["IncrementalNuSVC", "IncrementalOneClassSVM", "OneClassLeaveOneOut"]
-
-
-def _nu(nu: Any) -> float:
-    try:
-        return check_nu(nu)
-    except ProblemError as exc:
-        raise ValueError(str(exc)) from None
-
-
-def _cache_bytes(est: Any) -> int:
-    return int(float(est.cache_size) * (1 << 20))
 
 
 #: Decision values within this fraction of Σ αᵢ|K(xᵢ, x)| + |rho| (far above the sum's rounding,
@@ -123,7 +114,7 @@ class OneClassLeaveOneOut:
         return self.n_outliers / self.predictions.size if self.predictions.size else 0.0
 
 
-class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
+class IncrementalOneClassSVM(OutlierMixin, IncrementalEstimator):  # type: ignore[misc]
     """Schölkopf's one-class SVM (``sklearn.svm.OneClassSVM``) kept exactly solved under additions
     and removals.
 
@@ -192,6 +183,9 @@ class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
     training point (ν fixes C by l, so no point is free of work), each undone from a snapshot.
     """
 
+    _model: _OneClassModel
+    _loo: OneClassLeaveOneOut | None
+
     def __init__(self, kernel: str = "rbf", degree: int = 3, gamma: str | float = "scale", coef0: float = 0.0,
                  tol: float = 1e-3, nu: float = 0.5, fit_method: str = "batch", cache_size: float = 200,
                  refresh_every: int = 500) -> None:
@@ -205,23 +199,27 @@ class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
         self.cache_size = cache_size
         self.refresh_every = refresh_every
 
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
     def _check_params(self) -> None:
-        _nu(self.nu)
+        nu_value(self.nu)
         check_kernel_params(self)
 
-    def _build(self, X: Any) -> None:
+    def _build(self, X: Any, labels: Labels, *, strict: bool) -> None:
         model = _OneClassModel(make_kernel(self, X), nu=float(self.nu), refresh_every=int(self.refresh_every),
-                               cache_bytes=_cache_bytes(self))
-        model.fit(_dense(X), method=str(self.fit_method))
-        self._model = model
-        self._changed()
+                               cache_bytes=cache_bytes(self))
+        model.fit(as_dense(X), method=str(self.fit_method))
+        self._use(model)
 
     # -- fitting ----------------------------------------------------------------------------------
+
+    def _fit_data(self, X: Any, y: Any) -> tuple[Any, Labels]:
+        X = validate_data(self, X, **VALIDATE_X)
+        if X.shape[0] < 2:
+            raise ValueError(f"X: {type(self).__name__} needs at least two training rows, got n_samples = "
+                             f"{X.shape[0]}")
+        return X, ()
+
+    def _partial_data(self, X: Any, y: Any, classes: Any, first: bool) -> tuple[Any, Labels]:
+        return validate_data(self, X, reset=first, **VALIDATE_X), ()
 
     def fit(self, X: Any, y: Any = None) -> Self:
         """Fit the novelty detector from scratch (the exact one-class optimum on X).
@@ -241,13 +239,7 @@ class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
         ValueError
             NaN/inf, fewer than two rows, ν outside (0, 1], invalid parameters: before any work.
         """
-        self._check_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C")
-        if X.shape[0] < 2:
-            raise ValueError(f"X: {type(self).__name__} needs at least two training rows, got n_samples = "
-                             f"{X.shape[0]}")
-        self._build(X)
-        return self
+        return self._fit(X, y)
 
     def partial_fit(self, X: Any, y: Any = None) -> Self:
         """Add the points of X to the training set, exactly.
@@ -272,64 +264,18 @@ class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
         ValueError
             NaN/inf, a feature count different from the first call's, invalid parameters.
         """
-        first = not hasattr(self, "_model")
-        if first:
-            self._check_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=first)
-        if first:
-            self._build(X)
-            return self
-        self._model.learn_many(_dense(X))
-        self._changed()
-        return self
+        return self._partial_fit(X, y)
 
-    def unlearn(self, indices: ArrayLike) -> Self:
-        """Remove training points exactly (C moved to 1/(ν(l − 1)), then the decrement).
-
-        After the call the model equals a fit on the current training set without these points;
-        the remaining points keep their order (later indices shift down, as with ``numpy.delete``).
-
-        Parameters
-        ----------
-        indices : int or array-like of int
-            Positions in the current training set (the indexing of ``support_`` and of
-            :meth:`leave_one_out`), distinct; negative values count from the end.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValueError
-            Indices that are not integers, out of range, repeated, or that would remove every point.
-        """
-        check_is_fitted(self)
-        idx = check_positions(indices, int(self._ids.size))
-        if idx.size == 0:
-            return self
-        for pid in self._ids[idx].tolist():
-            self._model.unlearn(int(pid))
-        self._changed()
-        return self
-
-    def _changed(self) -> None:
-        """Read the model into OneClassSVM's fitted attributes (training-set order = arrival order)."""
+    def _read_model(self, order: IndexArray) -> tuple[IndexArray, FloatArray]:
+        """OneClassSVM's fitted attributes: LIBSVM's α of the support vectors, ascending."""
         m = self._model
-        ids = m.ids
-        order = np.argsort(ids, kind="stable")
-        self._ids = ids[order]
         alpha = m.libsvm_alpha[order]
         sv = np.flatnonzero(alpha > 0)
-        self.support_ = sv.astype(np.int32)
         self.n_support_ = np.array([sv.size], dtype=np.int32)
-        self.support_vectors_ = stored_points(m, m._op.slots()[order][sv])
-        self.dual_coef_ = alpha[sv][None, :]
         self.offset_ = float(m.rho)
         self.intercept_ = np.array([-self.offset_])
         self.fit_status_ = 0
-        self.shape_fit_ = (int(self._ids.size), int(self.n_features_in_))
-        self._loo: OneClassLeaveOneOut | None = None
+        return sv, alpha[sv]
 
     # -- prediction -------------------------------------------------------------------------------
 
@@ -347,17 +293,14 @@ class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
         -------
         ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
+        X = self._check_X(X)
         rho = float(self.offset_)
         out = np.full(X.shape[0], -rho)
         mag = np.full(X.shape[0], abs(rho))
         coef = self.dual_coef_[0]
-        if self.support_.size:
-            for s in range(0, X.shape[0], 2048):
-                K = self._kernel_obj.block(X[s:s + 2048], self.support_vectors_)
-                out[s:s + 2048] += K @ coef
-                mag[s:s + 2048] += np.abs(K) @ coef
+        for rows, K in self._kernel_blocks(X):
+            out[rows] += K @ coef
+            mag[rows] += np.abs(K) @ coef
         # the margin vectors lie exactly on the boundary, where the sum's rounding (which changes
         # with how X is blocked) would pick the sign: a value within it is the boundary, 0
         out[np.abs(out) <= _BOUNDARY * mag] = 0.0
@@ -393,7 +336,7 @@ class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
         """
         return np.where(self.decision_function(X) >= 0, 1, -1).astype(np.int64)
 
-    # -- leave-one-out and the certificate --------------------------------------------------------
+    # -- leave-one-out ----------------------------------------------------------------------------
 
     def leave_one_out(self) -> OneClassLeaveOneOut:
         """Exact leave-one-out decision values of every training point.
@@ -415,26 +358,6 @@ class IncrementalOneClassSVM(OutlierMixin, BaseEstimator):  # type: ignore[misc]
             self._loo = OneClassLeaveOneOut(decision=dec, predictions=np.where(dec >= 0, 1, -1).astype(np.int64),
                                             seconds=time.perf_counter() - t0)
         return self._loo
-
-    def certificate(self) -> KKT:
-        """The KKT certificate of the current model, computed from the dual problem alone.
-
-        Returns
-        -------
-        qpcore.core.certificate.KKT
-            ``qpcore.kkt`` of the scaled dual (Σα = 1, 0 ≤ α ≤ 1/(νl)) over the current training
-            set at the model's α (an O(n²) kernel evaluation).
-        """
-        check_is_fitted(self)
-        return self._model.certificate()
-
-    @property
-    def n_updates_(self) -> dict[str, int]:
-        """Counters of the incremental model: points ``learned`` and ``unlearned``, path
-        ``steps``, ``refreshes``, ``repairs``."""
-        check_is_fitted(self)
-        return dict(self._model.stats)
-
 
 class IncrementalNuSVC(_BinaryIncremental):
     """Binary ν-SVM classifier (``sklearn.svm.NuSVC``) kept exactly solved under additions and removals.
@@ -521,17 +444,18 @@ class IncrementalNuSVC(_BinaryIncremental):
         self.refresh_every = refresh_every
 
     def _check_params(self) -> None:
-        _nu(self.nu)
+        nu_value(self.nu)
         check_kernel_params(self)
 
     def _new_model(self, X: Any) -> _NuEngine:
         return _NuEngine(make_kernel(self, X), nu=float(self.nu), classes=np.array([-1.0, 1.0]),
-                         refresh_every=int(self.refresh_every), cache_bytes=_cache_bytes(self))
+                         refresh_every=int(self.refresh_every), cache_bytes=cache_bytes(self))
 
-    def _build(self, X: Any, ypm: FloatArray, *, strict: bool) -> None:
+    def _build(self, X: Any, labels: Labels, *, strict: bool) -> None:
         """A fresh model on (X, ±1 labels). From :meth:`fit` an infeasible ν is an error (before any
         work), and so is a ν below every ν(C); a first :meth:`partial_fit` batch keeps its points
         and waits for more (:attr:`nu_reached_`)."""
+        (ypm,) = labels
         nu = float(self.nu)
         npos, nneg = int((ypm > 0).sum()), int((ypm < 0).sum())
         feasible = nu * ypm.size / 2.0 <= min(npos, nneg)
@@ -539,7 +463,7 @@ class IncrementalNuSVC(_BinaryIncremental):
             raise ValueError(f"specified nu is infeasible: nu · n_samples / 2 = {nu} · {ypm.size} / 2 > "
                              f"min(n_{self.classes_[1]}, n_{self.classes_[0]}) = min({npos}, {nneg})")
         model = self._new_model(X)
-        X = _dense(X)
+        X = as_dense(X)
         try:
             if self.fit_method == "batch" and feasible:
                 model.fit(X, ypm, batch_tol=float(self.tol))
@@ -555,8 +479,7 @@ class IncrementalNuSVC(_BinaryIncremental):
         if strict and not model.nu_reached:
             raise ValueError(f"nu: {nu} is below every ν(C) of these points: the ν-SVC's solution has w = 0 "
                              "(overlapping classes); choose a larger nu")
-        self._model = model
-        self._changed()
+        self._use(model)
 
     _MODEL_ATTRS = ("support_", "support_vectors_", "n_support_", "dual_coef_", "intercept_")
 
@@ -611,17 +534,7 @@ class IncrementalNuSVC(_BinaryIncremental):
             ν-SVC exists on the rest) has a NaN decision and counts as not correct.
         """
         self._need_nu()
-        if self._loo is None:
-            t0 = time.perf_counter()
-            m = self._model
-            order = np.argsort(m.ids, kind="stable")
-            dec = m.leave_one_out().decision[order]
-            ypm = m.y[order]
-            pred = self.classes_[(dec > 0).astype(np.intp)]
-            correct = ~np.isnan(dec) & ((dec > 0) == (ypm > 0))
-            self._loo = LeaveOneOut(decision=dec, predictions=pred, correct=correct,
-                                    seconds=time.perf_counter() - t0)
-        return self._loo
+        return self._loo_from(lambda: self._model.leave_one_out().decision, nan_wrong=True)
 
     def loo_score(self) -> float:
         """The exact leave-one-out accuracy (the score of :meth:`leave_one_out`).
