@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("sklearn.svm")
 pytest.importorskip("threadpoolctl")
 
+from benchmarks.harness import fmt_exp, fmt_ratio, in_child  # noqa: E402
 from benchmarks.studies import incas  # noqa: E402
 
 ROWS = "hard_small,weak,incremental,loo,window"
@@ -58,8 +59,8 @@ def test_batch_rows_ratios_and_gaps_come_from_the_runs(tiny_run: tuple[dict[str,
                 assert r["threads"] == 1 and r["loads"][0]["load1"] >= 0
                 lines = _row_lines(page, prob["spec"]["key"], incas.solver_label(r["solver"]), "1")
                 assert lines, (prob["spec"]["key"], key)
-                assert any(incas._r(r["ratio"]) in ln and incas._e(r["rel_obj"]) in ln
-                           and incas._e(anchor["rel_obj"]) in ln for ln in lines)
+                assert any(fmt_ratio(r["ratio"]) in ln and fmt_exp(r["rel_obj"]) in ln
+                           and fmt_exp(anchor["rel_obj"]) in ln for ln in lines)
                 checked += 1
     assert checked >= 4      # SMO and decomposition on every problem at least
     assert "Bar (issue 12)" in page and "loaded" in page.lower()
@@ -77,11 +78,11 @@ def test_incremental_loo_window_rows(tiny_run: tuple[dict[str, Any], str]) -> No
     if "learn" in inc:                                   # the incremental SVM is importable
         s = inc["learn"]["1"]
         assert s["ratio_libsvm"] == pytest.approx(lib / s["per_add_median"])
-        assert f"LIBSVM {incas._r(s['ratio_libsvm'])}×" in page
+        assert f"LIBSVM {fmt_ratio(s['ratio_libsvm'])}×" in page
         assert abs(inc["check"]["rel_diff"]) < 1e-6
         o = loo["ours"]["1"]
         assert o["speedup"] == pytest.approx(loo["brute_force"]["seconds"] / o["seconds"])
-        assert f"{incas._r(o['speedup'])}×" in page
+        assert f"{fmt_ratio(o['speedup'])}×" in page
         w = win["ours"]["1"]
         assert w["ratio_libsvm"] == pytest.approx(w["rows_per_s"] * win["libsvm"]["per_fit_median"])
         assert w["checks"] and all(abs(c["rel_diff"]) < 1e-6 for c in w["checks"])
@@ -95,10 +96,10 @@ def test_stopped_child_and_errors_are_reported() -> None:
         time.sleep(30)
         return {}
 
-    out = incas.in_child(slow, timeout=0.3)
+    out = in_child(slow, timeout=0.3)
     assert out.get("timeout") is True and time.perf_counter() - t0 < 5
-    assert incas.in_child(lambda: {"v": 1}, timeout=10) == {"v": 1}
-    assert "ZeroDivisionError" in incas.in_child(lambda: {"v": 1 / 0}, timeout=10)["error"]
+    assert in_child(lambda: {"v": 1}, timeout=10) == {"v": 1}
+    assert "ZeroDivisionError" in in_child(lambda: {"v": 1 / 0}, timeout=10)["error"]
 
 
 def test_load_rule() -> None:
@@ -131,4 +132,4 @@ def test_stopped_anchor_gives_a_ratio_bound(tmp_path: Path) -> None:
         assert a["status"].startswith("> 1e-09 s") and a["objective"] is None
         r = prob["results"]["decomp:512@1"]
         assert r["ratio"] is None and r["ratio_below"] == pytest.approx(r["seconds"] / 1e-9)
-        assert f"< {incas._r(r['ratio_below'])}" in page
+        assert f"< {fmt_ratio(r['ratio_below'])}" in page

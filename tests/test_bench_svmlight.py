@@ -183,6 +183,7 @@ def test_incas_hard_rows_have_an_svmlight_column(built: bool, tmp_path: Path,
     pytest.importorskip("threadpoolctl")
     import json
 
+    from benchmarks.harness import fmt_ratio
     from benchmarks.studies import incas
 
     if not built:
@@ -206,6 +207,6 @@ def test_incas_hard_rows_have_an_svmlight_column(built: bool, tmp_path: Path,
         assert s["rel_obj"] is not None and 0 <= s["rel_obj"] < 1e-6    # -e tol/2 at tol 1e-6
         inc = next(r for k, r in p["results"].items() if k.startswith("incas@"))
         assert inc["vs_svmlight"] == pytest.approx(inc["seconds"] / s["seconds"], rel=1e-12)
-        assert f"{incas._r(inc['vs_svmlight'])}× SVMlight" in page
-        assert any(ln.startswith(f"| {p['spec']['key']} | SVMlight V6.02 | 1 | {incas._r(s['ratio'])}")
+        assert f"{fmt_ratio(inc['vs_svmlight'])}× SVMlight" in page
+        assert any(ln.startswith(f"| {p['spec']['key']} | SVMlight V6.02 | 1 | {fmt_ratio(s['ratio'])}")
                    for ln in page.splitlines())

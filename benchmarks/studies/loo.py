@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="correctness only: 200 rows, one pass")
     p.add_argument("--out", default=None, help="JSON file (default benchmarks/results[/quick]/loo.json)")
     a = p.parse_args(argv)
-    from benchmarks.studies.incas import load_source
+    from benchmarks.studies.incas_rows import load_source
 
     rows, repeat = (200, 1) if a.quick else (a.rows, a.repeat)
     src = load_source(a.data)
