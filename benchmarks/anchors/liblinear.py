@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import time
 from typing import Any
+
 import numpy as np
-from benchmarks.harness import PeakMemory, in_child  # noqa: E402
+
+from benchmarks.harness import PeakMemory, in_child
 
 
 def run_liblinear(Xin: Any, y: np.ndarray, C: float, bias: float, eps: float, timeout: float,

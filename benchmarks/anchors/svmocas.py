@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
 import numpy as np
 
 

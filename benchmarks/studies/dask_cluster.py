@@ -5,20 +5,21 @@ load meter that counts the cluster as our own CPU (see :mod:`benchmarks.studies.
 
 from __future__ import annotations
 
-import os
-import sys
 import contextlib
+import os
 import resource
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
-from benchmarks.harness import LoadMeter, Runs, settle, timed  # noqa: E402
+
+from benchmarks.harness import LoadMeter, Runs, settle, timed
 from benchmarks.harness.measure import REPO, _status_kb
-from benchmarks.studies.dask_data import _mod  # noqa: E402
+from benchmarks.studies.dask_data import _mod
 
 
 def default_worker_memory() -> int:

@@ -9,64 +9,35 @@ import importlib
 import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
+
 import numpy as np
 from numpy.typing import NDArray
 
 
 FloatArray = NDArray[np.float64]
-
-
 GEN_BLOCK = 65_536                 # rows of one generator block (defines the data: see DataSpec)
-
-
 _MODEL_STREAM = 2**31 - 1          # the rng stream of the hidden model
-
-
 C_DEFAULT = 1.0
-
-
 BIAS = 1.0                         # the hinge problem's constant feature (svmocas -b 1, LIBLINEAR -B 1)
-
-
 STRATEGIES = ("asvm", "ocas", "ocas-active", "ocas-active-paper")
-
-
 DEFAULT_STRATEGIES = ("asvm", "ocas", "ocas-active")
-
-
 LABEL = {"asvm": "ASVM", "ocas": "OCAS", "ocas-active": "active-set OCAS",
          "ocas-active-paper": "active-set OCAS (paper: μ 0.05, 20 cuts)"}
 
 
 FAMILY = {"asvm": "asvm", "ocas": "hinge", "ocas-active": "hinge", "ocas-active-paper": "hinge"}
-
-
 TOL = {"asvm": 1e-6, "ocas": 1e-5, "ocas-active": 1e-5,      # benchmarks/asvm.py --tol, benchmarks/ocas.py --tol
        "ocas-active-paper": 1e-5}
 
 
 #: the table3 rows: TolRel of their solves (1e-5 must be passed) and the gaps of Xiao and Zhou's Table 3
 TOL_TABLE3 = 1e-6
-
-
 BAR_RATIO = 1.5                    # chunked / in process, ASVM and OCAS (issue 16)
-
-
 BARRED = ("asvm", "ocas")
-
-
 BAR_CLIENT_MB = 1024.0             # the client's peak on the scale row
-
-
 PRESETS = {"7m": ("compare", 7_000_000), "30m": ("scale", 30_000_000)}
-
-
 KINDS = ("compare", "scale", "table3")
-
-
 SMALL_ROWS = "200k,200k:scale,200k:table3"
-
-
 SMALL_CHUNKS = 4
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from typing import Any
-from benchmarks.studies.dask_data import BAR_CLIENT_MB, BAR_RATIO  # noqa: E402
+
+from benchmarks.studies.dask_data import BAR_CLIENT_MB, BAR_RATIO
 
 
 def _num(v: Any, fmt: str) -> str:

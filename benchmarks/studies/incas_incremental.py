@@ -8,31 +8,13 @@ import math
 import time
 from functools import partial
 from typing import Any, Callable
+
 import numpy as np
 import scipy.sparse as sp
-from benchmarks.harness import (  # noqa: E402
-    in_child,
-    interleave,
-    log,
-    median,
-    now_iso,
-    ratio_stats,
-    thread_limit,
-    summarize_runs,
-)
-from benchmarks.studies.incas_rows import (  # noqa: E402
-    arrays,
-    available,
-    BAR,
-    Ctx,
-    eval_qp,
-    judge,
-    REF_TOL,
-    run_anchor,
-    run_ours,
-    Sizes,
-    Source,
-    Spec,
+
+from benchmarks.harness import in_child, interleave, log, median, now_iso, ratio_stats, summarize_runs, thread_limit
+from benchmarks.studies.incas_rows import (
+    BAR, REF_TOL, Ctx, Sizes, Source, Spec, arrays, available, eval_qp, judge, run_anchor, run_ours,
 )
 
 

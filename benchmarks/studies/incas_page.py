@@ -5,14 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import OTHERS_MARGIN, generated_line
-from benchmarks.harness import fmt_exp as _e
-from benchmarks.harness import fmt_flag as _flag
-from benchmarks.harness import fmt_loads as _loads
-from benchmarks.harness import fmt_ratio as _r
-from benchmarks.harness import fmt_seconds as _sec
-from benchmarks.harness import fmt_summary_seconds as _secs
+from benchmarks.harness import (
+    OTHERS_MARGIN, fmt_exp as _e, fmt_flag as _flag, fmt_loads as _loads, fmt_ratio as _r, fmt_seconds as _sec,
+    fmt_summary_seconds as _secs, generated_line,
+)
 from benchmarks.studies.incas_rows import BAR, REF_TOL, ROW_NAMES, solver_label
+
 
 def _n(v: Any) -> str:
     return "–" if v is None else str(v)

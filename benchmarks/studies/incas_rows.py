@@ -8,20 +8,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
-from benchmarks.harness import PeakMemory, Runs, blas_threads, in_child, thread_limit  # noqa: E402
+
+from benchmarks.harness import PeakMemory, Runs, blas_threads, in_child, thread_limit
 
 
 SEED = 12                      # the subsets: rows default_rng(SEED).permutation(n_adult)[:n]
-
-
 REF_TOL = 1e-9                 # the tight reference solve
-
-
 ROW_NAMES = ("hard_small", "hard_large", "weak", "incremental", "loo", "window")
-
-
 BAR = {"hard": 0.5, "hard_rel_obj": 1e-8, "incremental": 50.0, "loo": 20.0}
 
 
@@ -42,8 +38,6 @@ class Sizes:
 
 
 FULL = Sizes()
-
-
 QUICK = Sizes(hard_small=200, hard_large=400, weak=200, inc_base=300, inc_add=20, inc_sample=2, loo=100,
               win=150, win_total=450, win_check=150)
 

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
 import numpy as np
-from benchmarks.harness import median  # noqa: E402
+
+from benchmarks.harness import median
 
 
 GAPS = (1e-2, 1e-3, 1e-4)
-
-
 #: the gaps of Xiao and Zhou's Table 3 (the candidates of the default ``--gaps``: those ≥ 10·tol)
 TABLE3_GAPS = (1e-2, 1e-3, 1e-4, 1e-5)
-
-
 #: Table 3's bars (issue 27), active-set OCAS / OCAS at the gap ``t3_gap`` on the text rows
 BAR_T3 = {"gap": 1e-4, "eval": 0.6, "search": 0.3, "total": 1.0}
 

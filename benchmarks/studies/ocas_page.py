@@ -6,16 +6,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from typing import Any
-from benchmarks.harness import (  # noqa: E402
-    generated_line,
-    fmt_exp as _e,
-    fmt_flag as _flag,
-    fmt_loads as _loads,
-    fmt_ratio as _r,
-    fmt_seconds as _sec,
+
+from benchmarks.harness import (
+    fmt_exp as _e, fmt_flag as _flag, fmt_loads as _loads, fmt_ratio as _r, fmt_seconds as _sec, generated_line,
 )
-from benchmarks.studies.ocas_gaps import BAR_T3, GAPS, gkey, gtext  # noqa: E402
-from benchmarks.studies.ocas_rows import BAR, LABEL, REAL_ROWS, ROW_NAMES, split_key, TEXT_ROWS  # noqa: E402
+from benchmarks.studies.ocas_gaps import BAR_T3, GAPS, gkey, gtext
+from benchmarks.studies.ocas_rows import BAR, LABEL, REAL_ROWS, ROW_NAMES, TEXT_ROWS, split_key
 
 
 TITLES = {

@@ -4,60 +4,40 @@ variants of ours and how one runs, and the untimed reference F* (see :mod:`bench
 
 from __future__ import annotations
 
-import os
 import hashlib
 import json
+import os
 import re
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
-from benchmarks.harness import seed, PeakMemory, blas_threads, fmt_exp as _e, log, now_iso, thread_limit  # noqa: E402
-from benchmarks.anchors.svmocas import run_svmocas  # noqa: E402
+
+from benchmarks.anchors.svmocas import run_svmocas
+from benchmarks.harness import PeakMemory, blas_threads, fmt_exp as _e, log, now_iso, seed, thread_limit
 
 
 EPS_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
-
-
 REAL_ROWS = ("reuters", "adult", "ijcnn1")
-
-
 DENSE_ROWS = ("dense2m", "dense200k")
-
-
 #: the text rows, where the paper expects the active set's gain (Table 3's bars apply there)
 TEXT_ROWS = ("reuters", "text1m")
-
-
 ROW_NAMES = (*REAL_ROWS, *DENSE_ROWS, "text1m", "crossover")
-
-
 VARIANTS = ("ocas", "bmrm", "asocas", "asocas-paper")
-
-
 DEFAULT_VARIANTS = ("ocas", "bmrm", "asocas")
-
-
 AS_VARIANTS = ("asocas", "asocas-paper")
-
-
 #: Xiao and Zhou's settings (``ActiveSetOCAS.paper()``): the cut point μ = 0.05 and at most 20 cuts
 PAPER_MU, PAPER_MAX_CUTS = 0.05, 20
-
-
 LABEL = {"ocas": "OCAS", "bmrm": "BMRM", "asocas": "active-set OCAS",
          "asocas-paper": "active-set OCAS (paper: μ 0.05, 20 cuts)"}
 
 
 ANCHOR_METHOD = {"ocas": 1, "bmrm": 0, "asocas": 1, "asocas-paper": 1}  # the svmocas -m each of ours is compared with
-
-
 BAR = {"vs_svmocas": 1.0, "dense_best": 0.5, "asocas_eval_search": 0.5}
-
-
 DEFAULT_SVM_DIR = Path(tempfile.gettempdir()) / "qpcore_ocas_svm"
 
 
@@ -94,8 +74,6 @@ class Sizes:
 
 
 FULL = Sizes()
-
-
 QUICK = Sizes(real=1000, dense=5000, dense_small=2000, text=5000, cross_rows=(1000, 3000), cross_C=(0.1, 10.0))
 
 
