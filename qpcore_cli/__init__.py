@@ -11,14 +11,17 @@ main
 registry
     :data:`PROBLEMS` and :data:`STRATEGIES`, and how to add to them.
 common
-    Errors, argument types, progress reporters and the JSON report.
+    Errors, argument types, progress reporters, one solve and its report, the JSON report.
+data
+    Reading LIBSVM-format files.
 svm
     ``qpcore solve svm`` and ``qpcore demo``.
 qp
     ``qpcore solve qp`` and ``qpcore solve nnls``.
 train
-    ``qpcore train`` and ``qpcore predict`` (LIBSVM's svm-train / svm-predict habits, every
-    strategy, many classes, exit statuses by how the run ended).
+    ``qpcore train`` (LIBSVM's svm-train habits, every registered formulation and strategy, many
+    classes, exit statuses by how the run ended), with ``job`` (what it trains), ``progress``
+    (its display), ``crossval`` (``-v``) and ``libsvm_options``; ``predict``: ``qpcore predict``.
 model
     The model file: a versioned, documented ``.npz`` without pickles (docs/model-format.md).
 """
