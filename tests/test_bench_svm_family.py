@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("sklearn.svm")
 pytest.importorskip("threadpoolctl")
 
-from benchmarks.studies import svm_family  # noqa: E402
+from benchmarks.studies import svm_family, svm_family_page, svm_family_rows  # noqa: E402
 from benchmarks.harness import fmt_ratio  # noqa: E402
 
 ONE_ROW = ("one-class", "epsilon-svr")     # INCAS takes these (one equality row)
@@ -33,8 +33,8 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
 
 def test_every_row_at_both_tolerances(quick_run: tuple[dict[str, Any], str]) -> None:
     store, page = quick_run
-    assert set(svm_family.ROW_NAMES) <= set(store) and "_meta" in store
-    for row in svm_family.BATCH_ROWS:
+    assert set(svm_family_rows.ROW_NAMES) <= set(store) and "_meta" in store
+    for row in svm_family_rows.BATCH_ROWS:
         probs = store[row]["problems"]
         assert [p["tol"] for p in probs] == [1e-3, 1e-6]
         assert store[row]["_run"]["mode"] == "quick"
@@ -48,12 +48,12 @@ def test_every_row_at_both_tolerances(quick_run: tuple[dict[str, Any], str]) -> 
             assert set(res) == want, (row, set(res))
             if kind not in ONE_ROW:
                 assert "equality" in p["unavailable"]["incas"]
-            assert f"## {svm_family.TITLES[row]}" in page
+            assert f"## {svm_family_page.TITLES[row]}" in page
 
 
 def test_ratios_and_rel_obj_come_from_the_runs(quick_run: tuple[dict[str, Any], str]) -> None:
     store, _ = quick_run
-    for row in svm_family.BATCH_ROWS:
+    for row in svm_family_rows.BATCH_ROWS:
         for p in store[row]["problems"]:
             res, f_ref = p["results"], p["f_ref"]
             anchor = res["libsvm"]
@@ -75,7 +75,7 @@ def test_ratios_and_rel_obj_come_from_the_runs(quick_run: tuple[dict[str, Any], 
 
 def test_best_is_the_fastest_good_one_and_the_bar_follows(quick_run: tuple[dict[str, Any], str]) -> None:
     store, page = quick_run
-    for row in svm_family.BATCH_ROWS:
+    for row in svm_family_rows.BATCH_ROWS:
         for p in store[row]["problems"]:
             res = p["results"]
             best = res["best@1"]
@@ -86,8 +86,8 @@ def test_best_is_the_fastest_good_one_and_the_bar_follows(quick_run: tuple[dict[
             assert best["bar"] == (best["ratio"] <= svm_family.BAR["ratio"]
                                    and best["rel_obj"] <= svm_family.BAR["rel_obj"])
             flag = "**met**" if best["bar"] else "not met"
-            assert any(f"| {p['tol']:g} | 1 | {svm_family.solver_label(best['best_of'])} | "
-                       f"{svm_family._ratio_cell(best)} |" in ln and ln.endswith(f"| {flag} |")
+            assert any(f"| {p['tol']:g} | 1 | {svm_family_rows.solver_label(best['best_of'])} | "
+                       f"{svm_family_page._ratio_cell(best)} |" in ln and ln.endswith(f"| {flag} |")
                        for ln in page.splitlines()), (row, p["tol"])
     assert "## Summary: the bar" in page
 

@@ -69,17 +69,14 @@ import math  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from functools import partial  # noqa: E402
-from pathlib import Path  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
-import scipy.sparse as sp  # noqa: E402
 
 from benchmarks.harness import (  # noqa: E402
     OTHERS_MARGIN,
     add_store_arguments,
     resolve_store_arguments,
-    generated_line,
     PeakMemory,
     Runs,
     Study,
@@ -87,12 +84,7 @@ from benchmarks.harness import (  # noqa: E402
     blas_threads_under,
     clean,
     command_line,
-    fmt_exp,
-    fmt_flag,
-    fmt_loads,
-    fmt_ratio,
     fmt_seconds,
-    fmt_summary_seconds,
     in_child,
     interleave,
     log,
@@ -107,179 +99,28 @@ from benchmarks.harness import (  # noqa: E402
     summarize_runs,
 )
 from benchmarks.studies.svm import judge  # noqa: E402
-
-SEED = 25                      # the adult subsets: rows default_rng(SEED).permutation(n_adult)[:n]
-REF_TOL = 1e-9                 # the tight reference solve
-ROW_NAMES = ("nu_svc", "one_class", "epsilon_svr", "nu_svr", "incremental")
-BATCH_ROWS = ROW_NAMES[:4]
-BAR = {"ratio": 0.5, "rel_obj": 1e-6, "incremental": 50.0}
+from benchmarks.studies.svm_family_rows import (  # noqa: E402
+    BAR,
+    FULL,
+    libsvm_alpha,
+    load_source,
+    make_strategy,
+    QUICK,
+    REF_TOL,
+    ROW_NAMES,
+    row_spec,
+    SEED,
+    Sizes,
+    solver_label,
+    Source,
+    Spec,
+)
+from benchmarks.studies.svm_family_page import render  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
 # Sizes, problems, data
 # ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Sizes:
-    """Rows of each benchmark (full: issue 25; quick: a plumbing check in seconds)."""
-
-    adult: int = 10000
-    abalone: int | None = None    # None: the whole set
-    inc_base: int = 2000
-    inc_sample: int = 5           # different new rows, each learned once into the same model
-
-
-FULL = Sizes()
-QUICK = Sizes(adult=240, abalone=200, inc_base=120, inc_sample=2)
-
-
-@dataclass(frozen=True)
-class Spec:
-    """One problem of the family: kind, data, kernel width and the kind's parameters."""
-
-    row: str
-    kind: str                 # nu-svc, one-class, epsilon-svr, nu-svr
-    data: str                 # adult, abalone (or their synthetic stand-ins)
-    n: int
-    gamma: float
-    C: float = 1.0
-    nu: float = 0.0           # ν (the ν formulations and one-class)
-    epsilon: float = 0.0      # ε (ε-SVR)
-    balanced: bool = False    # n/2 rows of each class (ν-SVC: adult's 24% positives make ν = 0.5 infeasible)
-
-    @property
-    def key(self) -> str:
-        p = {"nu-svc": f"ν-SVC ν={self.nu:g}", "one-class": f"one-class ν={self.nu:g}",
-             "epsilon-svr": f"ε-SVR C={self.C:g} ε={self.epsilon:g}",
-             "nu-svr": f"ν-SVR C={self.C:g} ν={self.nu:g}"}[self.kind]
-        return f"{p}, n={self.n}{' (classes balanced)' if self.balanced else ''}, RBF γ={self.gamma:g}"
-
-    def build(self, X: Any, y: np.ndarray, **kw: Any) -> Any:
-        """Our problem (``qpcore_formulations.svm_family``); ``kw`` goes to the kernel operator."""
-        from qpcore_formulations import svm_family as fam
-        from qpcore import Kernel
-
-        k = Kernel("rbf", gamma=self.gamma)
-        if self.kind == "nu-svc":
-            return fam.nu_svc(X, y, self.nu, k, **kw)
-        if self.kind == "one-class":
-            return fam.one_class(X, self.nu, k, **kw)
-        if self.kind == "epsilon-svr":
-            return fam.epsilon_svr(X, y, self.C, self.epsilon, k, **kw)
-        return fam.nu_svr(X, y, self.C, self.nu, k, **kw)
-
-    def estimator(self, tol: float, cache_mb: int) -> Any:
-        """scikit-learn's LIBSVM estimator at the same parameters."""
-        from sklearn import svm
-
-        common = {"kernel": "rbf", "gamma": self.gamma, "tol": tol, "cache_size": cache_mb, "shrinking": True}
-        if self.kind == "nu-svc":
-            return svm.NuSVC(nu=self.nu, **common)
-        if self.kind == "one-class":
-            return svm.OneClassSVM(nu=self.nu, **common)
-        if self.kind == "epsilon-svr":
-            return svm.SVR(C=self.C, epsilon=self.epsilon, **common)
-        return svm.NuSVR(C=self.C, nu=self.nu, **common)
-
-
-def row_spec(row: str, sz: Sizes, n_abalone: int) -> Spec:
-    if row == "nu_svc":
-        return Spec(row, "nu-svc", "adult", sz.adult, 0.05, nu=0.5, balanced=True)
-    if row == "one_class":
-        return Spec(row, "one-class", "adult", sz.adult, 0.05, nu=0.1)
-    n = n_abalone if sz.abalone is None else min(sz.abalone, n_abalone)
-    if row == "epsilon_svr":
-        return Spec(row, "epsilon-svr", "abalone", n, 1.0, C=10.0, epsilon=0.1)
-    if row == "nu_svr":
-        return Spec(row, "nu-svr", "abalone", n, 1.0, C=10.0, nu=0.5)
-    raise KeyError(row)
-
-
-def libsvm_alpha(spec: Spec, est: Any, y: np.ndarray) -> np.ndarray:
-    """LIBSVM's dual point in our variables (the mapping of the module docstring)."""
-    n = y.size
-    coef = np.zeros(n)
-    dc = est.dual_coef_
-    coef[est.support_] = np.asarray(dc.toarray() if sp.issparse(dc) else dc, dtype=np.float64).ravel()
-    if spec.kind == "one-class":
-        return coef
-    if spec.kind == "nu-svc":
-        a = np.abs(coef)
-        half = spec.nu * n / 2.0
-        for side in (y > 0, y < 0):
-            s = a[side].sum()
-            if s > 0:
-                a[side] *= half / s
-        return np.minimum(a, 1.0)
-    pos, neg = np.maximum(coef, 0.0), np.maximum(-coef, 0.0)
-    if spec.kind == "nu-svr":
-        room = np.maximum(spec.C - np.maximum(pos, neg), 0.0)
-        need = max(0.0, spec.C * spec.nu * n / 2.0 - float(pos.sum()))
-        before = np.cumsum(room) - room
-        d = np.clip(need - before, 0.0, room)
-        pos, neg = pos + d, neg + d
-    return np.concatenate([pos, neg])
-
-
-@dataclass
-class Source:
-    """A data set in a fixed seeded order: subsets are prefixes of it."""
-
-    name: str
-    X: Any               # CSR with int32 indices (LIBSVM's sparse path needs them)
-    Xd: np.ndarray       # dense C-contiguous float64
-    y: np.ndarray        # ±1 labels (adult) or real targets (abalone)
-
-    def take(self, n: int, balanced: bool = False) -> tuple[Any, np.ndarray, np.ndarray]:
-        """The first n rows, or (balanced) the first n/2 of each class, in the fixed order."""
-        if n > self.X.shape[0]:
-            raise ValueError(f"{self.name} has {self.X.shape[0]} rows, {n} asked for")
-        if not balanced:
-            return self.X[:n], self.Xd[:n], self.y[:n]
-        pos, neg = np.flatnonzero(self.y > 0), np.flatnonzero(self.y <= 0)
-        if min(pos.size, neg.size) < n // 2:
-            raise ValueError(f"{self.name} has too few rows of one class for a balanced subset of {n}")
-        idx = np.sort(np.concatenate([pos[: n // 2], neg[: n - n // 2]]))
-        return self.X[idx], self.Xd[idx], self.y[idx]
-
-
-def synthetic(kind: str, n: int, seed: int = 0) -> tuple[Any, np.ndarray]:
-    """Stand-ins for tests: adult-like binary sparse features with noisy linear labels, or
-    abalone-like 8 dense features in [−1, 1] with a smooth target."""
-    rng = np.random.default_rng(seed)
-    if kind == "adult":
-        X = (rng.random((n, 30)) < 0.15).astype(np.float64)
-        w = rng.standard_normal(30)
-        s = X @ w + 0.5 * rng.standard_normal(n)
-        return sp.csr_matrix(X), np.where(s > np.median(s), 1.0, -1.0)
-    X = rng.uniform(-1.0, 1.0, size=(n, 8))
-    return sp.csr_matrix(X), 10.0 + 3.0 * np.sin(2.0 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.3 * rng.standard_normal(n)
-
-
-def _read(name: str) -> tuple[Any, np.ndarray]:
-    from qpcore_formulations.data.files import DATASET_NAMES, data_dir, load_dataset
-
-    if name in DATASET_NAMES:
-        return load_dataset(name)
-    from qpcore_formulations.data.svmlight import load_svmlight
-
-    return load_svmlight(data_dir() / f"{name}.trn.bz2")
-
-
-def load_source(name: str, data: str, n: int, seed: int = SEED) -> Source:
-    """Read the data set (not timed) and fix its order (adult: seeded permutation; abalone: the file's)."""
-    if data == "synthetic":
-        X, y = synthetic(name, n, seed)
-    else:
-        X, y = _read(name)
-    X = sp.csr_matrix(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if name == "adult":
-        order = np.random.default_rng(seed).permutation(X.shape[0])
-        X, y = X[order], np.where(y[order] > 0, 1.0, -1.0)
-    X.sort_indices()
-    X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
-    return Source(name=name, X=X, Xd=np.ascontiguousarray(X.toarray()), y=y)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,17 +146,6 @@ class Ctx(Runs):
             else:
                 self.inputs[spec.data] = {"chosen": self.anchor_input}
         return str(self.inputs[spec.data]["chosen"])
-
-
-def make_strategy(solver: str) -> Any:
-    from qpcore_strategies.registry import make
-
-    return make(solver)
-
-
-def solver_label(solver: str) -> str:
-    return {"smo": "SMO", "decomposition": "decomposition", "incas": "INCAS", "best": "**best**"}.get(
-        solver, solver.replace("decomp:", "decomposition q="))
 
 
 def eval_qp(spec: Spec, X: Any, y: np.ndarray) -> Any:
@@ -598,170 +428,6 @@ def inc_check(model: Any, Xs: Any, Xd: np.ndarray, y: np.ndarray, n0: int, spec:
 
 def _clean(v: Any) -> Any:
     return clean(v, drop=("x", "alpha", "result", "judge"))
-
-
-_e, _r, _sec, _secs, _loads, _flag = fmt_exp, fmt_ratio, fmt_seconds, fmt_summary_seconds, fmt_loads, fmt_flag
-
-TITLES = {
-    "nu_svc": "ν-SVC (ν = 0.5), class-balanced adult subset, RBF γ = 0.05",
-    "one_class": "One-class SVM (ν = 0.1), adult subset, RBF γ = 0.05",
-    "epsilon_svr": "ε-SVR, abalone, RBF γ = 1, C = 10, ε = 0.1",
-    "nu_svr": "ν-SVR, abalone, RBF γ = 1, C = 10, ν = 0.5",
-    "incremental": "Incremental one-class: one learn against a LIBSVM refit",
-}
-
-
-def _input(rec: dict[str, Any]) -> str:
-    return str(rec["problems"][0]["anchor_input"] if "problems" in rec else rec.get("anchor_input"))
-
-
-def _anchor_note(m: dict[str, Any]) -> str:
-    c = m.get("anchor_check")
-    if not c or "dense_s" not in c:
-        return " (as asked)"
-    return f" (the faster on {c['problem']} at tol 1e-3: dense {_sec(c['dense_s'])} s, sparse {_sec(c['sparse_s'])} s)"
-
-
-def _n(v: Any) -> str:
-    return "–" if v is None else str(v)
-
-
-def _ratio_cell(s: dict[str, Any]) -> str:
-    rat = _r(s.get("ratio")) if s.get("ratio") is not None else (
-        f"< {_r(s.get('ratio_below'))}" if s.get("ratio_below") is not None else "–")
-    if s.get("status") == "time_limit" and s.get("ratio") is not None:
-        rat = f"> {rat}"          # ours was stopped: the ratio is a lower bound
-    rng = f" [{_r(s.get('paired_min'))}–{_r(s.get('paired_max'))}]" if s.get("paired_min") is not None else ""
-    return rat + rng
-
-
-def render(store: dict[str, Any], page: Path) -> None:
-    """The markdown page from the whole store."""
-    meta = store.get("_meta", {})
-    L: list[str] = ["# The SVM family against LIBSVM\n",
-                    generated_line("svm_family", "svm_family.json")]
-    small = [n for n in ROW_NAMES if n in store and store[n]["_run"]["mode"] != "full"]
-    if small:
-        L.append(f"> **{', '.join(small)}: {store[small[0]]['_run']['mode']}-mode results** (tiny subsets): they "
-                 "check the plumbing, they are *not* the issue-25 figures. The full run: "
-                 "`python -m benchmarks.svm_family` (a full run drops the quick rows from the page).\n")
-    _render_summary(L, store)
-    for name in ROW_NAMES:
-        rec = store.get(name)
-        if not rec:
-            continue
-        m = rec["_run"]
-        L.append(f"## {TITLES[name]}\n")
-        L.append(f"Command: `{m['command']}` ({m['time']}); mode **{m['mode']}**; data {m['data']}; threads "
-                 f"{m['threads']}; cache {m['cache_mb']} MB both sides; our cache dtype {m['dtype']}; repeat "
-                 f"{m['repeat']} (a first run over {m['long']:g} s is not repeated); LIBSVM input "
-                 f"**{_input(rec)}**{_anchor_note(m)}.\n")
-        if name == "incremental":
-            _render_incremental(L, rec)
-        else:
-            _render_batch(L, rec)
-    L.append("## Reading the tables\n")
-    L.append(
-        "- **ratio** = our median wall time / LIBSVM's median (< 1: we are faster); in brackets the range of "
-        "the ratios of each of our runs to the anchor run just before it. Seconds are a detail.\n"
-        "- **best**: at each thread count the fastest of ours among those at rel_obj ≤ "
-        f"{BAR['rel_obj']:g} (of all when none is); **bar** (issue 25): best ≤ {BAR['ratio']}× LIBSVM's time at "
-        f"rel_obj ≤ {BAR['rel_obj']:g}.\n"
-        "- **rel_obj** = (f − f_ref)/|f_ref|, f the objective of the median run's point judged by our float64 "
-        "problem (LIBSVM's α mapped to our variables as the module docstring says); f_ref the lowest of every "
-        "run's and an untimed tight solve's. **KKT gap**: `qpcore.kkt`'s gap of that point.\n"
-        "- **load**: highest 1-minute load / our share / others' CPU during the run (cores); a run is "
-        f"**loaded** when others > {OTHERS_MARGIN} core.\n")
-    if meta.get("machine"):
-        mc = meta["machine"]
-        L.append("## Machine\n")
-        L.append(f"{mc.get('cpu')}, {mc.get('cores')} cores; Python {mc.get('python')}, numpy {mc.get('numpy')}, "
-                 f"scipy {mc.get('scipy')}, scikit-learn {mc.get('sklearn')}; commit "
-                 f"{mc.get('git', {}).get('commit')}{' (dirty)' if mc.get('git', {}).get('dirty') else ''}.\n")
-    page.write_text("\n".join(L))
-
-
-def _render_summary(L: list[str], store: dict[str, Any]) -> None:
-    """The closing note's figures up front: every best ratio against the bar, and the learn speed-up."""
-    lines = []
-    for name in BATCH_ROWS:
-        rec = store.get(name)
-        for p in (rec or {}).get("problems", []):
-            for k, s in p["results"].items():
-                if s["solver"] == "best":
-                    lines.append(f"| {TITLES[name].split(',')[0]} | {p['tol']:g} | {s['threads']} | "
-                                 f"{solver_label(s['best_of'])} | {_ratio_cell(s)} | {_e(s['rel_obj'])} | "
-                                 f"{_flag(s['loaded'] or p['results']['libsvm']['loaded'])} | "
-                                 f"{'**met**' if s['bar'] else 'not met'} |")
-    inc = store.get("incremental")
-    if not lines and not inc:
-        return
-    L.append("## Summary: the bar\n")
-    if lines:
-        L.append("| formulation | tol | threads | best is | ratio ours / LIBSVM | rel_obj | load flag | bar |")
-        L.append("|---|---|---|---|---|---|---|---|")
-        L.extend(lines)
-        L.append("")
-    if inc:
-        if "learn" in inc:
-            for t, s in inc["learn"].items():
-                L.append(f"- incremental one-class, {t} thread(s): one learn {_r(s['speedup'])}× faster than a "
-                         f"LIBSVM refit (bar ≥ {BAR['incremental']:g}×: {'**met**' if s['bar'] else 'not met'}).")
-        else:
-            L.append(f"- incremental one-class: skipped, {inc['unavailable'].get('incremental')}.")
-        L.append("")
-
-
-def _render_batch(L: list[str], rec: dict[str, Any]) -> None:
-    L.append("| tol | solver | threads | ratio [per pass] | runs | ours s (min–max) | LIBSVM s (min–max) | rel_obj ours "
-             "| rel_obj LIBSVM | KKT gap ours / LIBSVM | status | n_SV | load / own / others | load flag | bar |")
-    L.append("|---" * 15 + "|")
-    for p in rec["problems"]:
-        res = p["results"]
-        a = res["libsvm"]
-        for k, s in res.items():
-            if k == "libsvm":
-                continue
-            th = str(s["threads"]) + (f" (BLAS {s['blas_threads']})" if s.get("blas_threads") not in (None, s["threads"])
-                                      else "")
-            who = solver_label(s["solver"]) + (f" ({solver_label(s['best_of'])})" if s["solver"] == "best" else "")
-            bar = ("**met**" if s["bar"] else "not met") if "bar" in s else ""
-            L.append(f"| {p['tol']:g} | {who} | {th} | {_ratio_cell(s)} | {s['runs']} / {a['runs']} | {_secs(s)} | "
-                     f"{_secs(a)} | {_e(s['rel_obj'])} | {_e(a['rel_obj'])} | "
-                     f"{_e(s['kkt_gap'], '.1e')} / {_e(a['kkt_gap'], '.1e')} | {s['status']} | "
-                     f"{_n(s['n_sv'])} / {_n(a['n_sv'])} | {_loads(s['loads'] + a['loads'])} | "
-                     f"{_flag(s['loaded'] or a['loaded'])} | {bar} |")
-        for solver, why in p.get("unavailable", {}).items():
-            L.append(f"| {p['tol']:g} | {solver_label(solver)} | – | does not apply: {why} |" + " |" * 11)
-    L.append("")
-    p0 = rec["problems"][0]
-    by = "; ".join(f"tol {p['tol']:g}: {p.get('ref_by')}" for p in rec["problems"])
-    L.append(f"Problem: {p0['spec']['key']}. f_ref: {p0['ref_source']} (the lowest came from — {by}). "
-             "runs: ours / LIBSVM; n_SV: ours / LIBSVM (points with a nonzero coefficient).\n")
-
-
-def _render_incremental(L: list[str], rec: dict[str, Any]) -> None:
-    lib = rec["libsvm_refit"]
-    L.append(f"One-class model of {rec['base']} rows ({rec['spec']['key']}); each timed `learn` adds one of "
-             f"{rec['sample']} new rows to it (then unlearned, untimed). LIBSVM refits `OneClassSVM` on the "
-             f"{lib['rows']} rows at tol {lib['tol']:g}.\n")
-    L.append("| method | threads | median s (min–max) | runs | speed-up (LIBSVM / learn) | load / own / others "
-             "| load flag | bar |")
-    L.append("|---|---|---|---|---|---|---|---|")
-    L.append(f"| LIBSVM refit | 1 | {_secs(lib)} | {lib['runs']} | | {_loads(lib['loads'])} | {_flag(lib['loaded'])} | |")
-    if "learn" in rec:
-        for t, s in rec["learn"].items():
-            L.append(f"| learn | {t} | {_secs(s)} | {s['runs']} | {_r(s['speedup'])}× | {_loads(s['loads'])} | "
-                     f"{_flag(s['loaded'])} | {'**met**' if s['bar'] else 'not met'} (≥ {BAR['incremental']:g}×) |")
-        c = rec.get("check", {})
-        if "error" in c:
-            L.append(f"\nCheck after one more learn: failed ({c['error']}).")
-        else:
-            L.append(f"\nCheck after one more learn: the model's objective against {c.get('batch')} on the same "
-                     f"rows: rel. diff {_e(c.get('rel_diff'))}.")
-    else:
-        L.append(f"| learn | – | {rec['unavailable'].get('incremental')} | | | | | |")
-    L.append("\n")
 
 
 # ---------------------------------------------------------------------------------------------
