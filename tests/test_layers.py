@@ -1,8 +1,8 @@
 """The layering rule, bottom up.
 
 ``qpcore`` (the problem, loop, certificate, backends, linear algebra and test kit) imports nothing
-above it. ``qpcore_formulations`` builds on qpcore alone; ``qpcore_strategies`` and
-``qpcore_incremental`` build on qpcore alone; ``qpcore_train`` (multiclass, calibration, model
+above it. ``qpcore_formulations`` and ``qpcore_strategies`` build on qpcore alone;
+``qpcore_incremental`` on qpcore and the strategies (its models start from SMO); ``qpcore_train`` (multiclass, calibration, model
 selection, the lockstep batches) on all of these; the adapters (``qpcore_cli``, ``qpcore_sklearn``,
 ``qpcore_cvxpy``) sit on top, and no layer below imports them or their libraries. Checked two ways
 for every module: importing it in a fresh interpreter leaves no module of a forbidden package in
@@ -30,7 +30,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "qpcore": ("qpcore_strategies", "qpcore_incremental", "qpcore_formulations", "qpcore_train", *_OLD, *_ADAPTERS),
     "qpcore_formulations": ("qpcore_strategies", "qpcore_incremental", "qpcore_train", *_OLD, *_ADAPTERS),
     "qpcore_strategies": ("qpcore_formulations", "qpcore_incremental", "qpcore_train", *_OLD, *_ADAPTERS),
-    "qpcore_incremental": ("qpcore_strategies", "qpcore_formulations", "qpcore_train", *_OLD, *_ADAPTERS),
+    # the incremental models start from a capped SMO run: above the strategies, beside the formulations
+    "qpcore_incremental": ("qpcore_formulations", "qpcore_train", *_OLD, *_ADAPTERS),
     "qpcore_train": (*_OLD, *_ADAPTERS),
 }
 
