@@ -131,7 +131,7 @@ def test_study_skeleton(tmp_path: Path) -> None:
 
 def test_seed_only_a_missing_default_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A default results file that is missing comes from the archive commit; nothing else is touched."""
-    from benchmarks.harness import core
+    from benchmarks.harness import records as core
 
     have = subprocess.run(["git", "-C", str(core.REPO), "cat-file", "-e", f"{core.ARCHIVE}^{{commit}}"],
                           capture_output=True)

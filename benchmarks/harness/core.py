@@ -1,4 +1,4 @@
-"""The benchmark harness every study shares: threads, the load check, interleaved timed runs, JSON lines.
+"""The timing core every study shares: threads, the load check, interleaved timed runs.
 
 A study (``benchmarks.run``, ``qp``, ``asvm``, ``ocas``, ``incas``, ``scaling``, ``dask_scale``)
 says what it solves and how it renders; how a run is timed and recorded lives here, once:
@@ -13,48 +13,32 @@ says what it solves and how it renders; how a run is timed and recorded lives he
 - interleaving: :func:`interleave` runs the anchor and ours in alternation (anchor, ours, anchor,
   ours, ...), each at least ``repeat`` times unless its first run was long; :func:`ratio_stats`
   gives the ratio of medians and the range of the pairwise ratios;
-- records: :func:`log`, :func:`clean` (JSON-safe values), :func:`append_jsonl` /
-  :func:`read_jsonl` (one JSON object a line), :func:`markdown_table`; the machine description,
-  medians and time stamps of :mod:`benchmarks.measure`.
+- anchors that cannot be stopped from inside: :func:`in_child` (a forked child with a timeout);
+  :func:`summarize_runs` (median, min, max, loads of a solver's runs); :func:`log`.
+
+Records, stores and table cells are in :mod:`benchmarks.harness.records`, the study skeleton
+(command line, main loop) in :mod:`benchmarks.harness.study`.
 
 Nothing here imports numpy at module import time.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
-from benchmarks.harness.measure import REPO, PeakMemory, machine_info, median, now_iso
+from benchmarks.harness.measure import median
 
-RESULTS = REPO / "benchmarks" / "results"   # raw results and reference caches (untracked: .gitignore)
-DOCS = REPO / "docs" / "benchmarks"         # the committed pages, written only when --docs asks
-# The last commit whose tree carried the raw results (issue 34 took them out): a missing default
-# store is seeded from it, so re-measuring one row still renders a page with every published row.
-ARCHIVE = "75f3e2242e79e8aeb3b36adf97ea80ffdad6572b"
-ARCHIVED = {"ocas.json": "docs/benchmarks/ocas.json", "incas.json": "docs/benchmarks/incas.json",
-            "svm_family.json": "docs/benchmarks/svm_family.json", "svm_grid.json": "docs/benchmarks/svm_grid.json",
-            **{name: f"benchmarks/results/{name}" for name in (
-                "asvm.jsonl", "busy.jsonl", "dask_scale.json", "grid_search.jsonl", "loo.json",
-                "maros_meszaros.jsonl", "ocas_reference.json", "qp.jsonl", "reference.json", "results.jsonl",
-                "scaling.jsonl", "small_data.jsonl", "svm_grid_reference.json")}}
+__all__ = ["LOAD_MARGIN", "LOAD_TAU", "OTHERS_MARGIN", "add_run_arguments", "blas_threads", "blas_threads_under",
+           "busy_seconds", "default_blas_threads", "in_child", "interleave", "LoadMeter", "log",
+           "pin_blas_threads", "process_cpu", "ratio_stats", "resolve_run_arguments", "Runs", "settle",
+           "summarize_runs", "thread_limit", "thread_list_from_argv", "threads_from_argv", "timed", "Timing"]
 
-__all__ = ["ARCHIVE", "DOCS", "RESULTS", "add_docs_argument", "add_store_arguments", "page_folder",
-           "resolve_store_arguments", "seed", "LOAD_MARGIN", "LOAD_TAU", "LoadMeter", "OTHERS_MARGIN", "PeakMemory", "REPO", "Runs", "Timing",
-           "add_run_arguments", "append_jsonl", "blas_threads", "blas_threads_under", "busy_seconds", "clean",
-           "default_blas_threads", "fmt_exp", "fmt_flag", "fmt_loads", "fmt_ratio", "fmt_seconds",
-           "fmt_summary_seconds", "generated_line", "in_child", "interleave", "load_store", "log", "machine_info", "markdown_table",
-           "median", "now_iso", "summarize_runs", "pin_blas_threads", "process_cpu", "ratio_stats", "read_jsonl",
-           "command_line", "need_sklearn", "resolve_run_arguments", "run_study", "save_row", "settle", "Study", "study_parser", "thread_limit", "thread_list_from_argv", "threads_from_argv",
-           "timed"]
 
 LOAD_MARGIN = 0.3              # foreign load tolerated above our own contribution
 OTHERS_MARGIN = 0.1            # cores other processes may use during a run before it is flagged
@@ -449,335 +433,10 @@ def in_child(fn: Callable[[], dict[str, Any]], timeout: float) -> dict[str, Any]
 # Records
 # ---------------------------------------------------------------------------------------------
 
-def clean(v: Any, drop: Iterable[str] = (), inf_as_text: bool = True) -> Any:
-    """``v`` made JSON-safe: numpy scalars and arrays as Python values, dict keys as text.
-
-    Parameters
-    ----------
-    v : object
-        A record.
-    drop : iterable of str
-        Dict keys left out at every depth (points, models: too large for a record).
-    inf_as_text : bool
-        ±inf as ``"inf"`` / ``"-inf"`` (else None); NaN is always None.
-    """
-    import numpy as np
-
-    dropped = frozenset(drop)
-
-    def go(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {str(k): go(y) for k, y in x.items() if k not in dropped}
-        if isinstance(x, (list, tuple)):
-            return [go(y) for y in x]
-        if isinstance(x, np.ndarray):
-            return go(x.tolist())
-        if isinstance(x, np.generic):
-            x = x.item()
-        if isinstance(x, float) and not math.isfinite(x):
-            return None if math.isnan(x) or not inf_as_text else ("inf" if x > 0 else "-inf")
-        return x
-
-    return go(v)
-
-
-def seed(path: Path) -> bool:
-    """Seed a missing default results file (one of :data:`ARCHIVED` in :data:`RESULTS`) from
-    :data:`ARCHIVE`; any other path, or a file already there, is left alone.
-
-    Returns whether the file was written. Without git or that commit (a shallow clone) it says so
-    and the study starts from an empty store.
-    """
-    if path.exists() or path.parent.resolve() != RESULTS.resolve() or path.name not in ARCHIVED:
-        return False
-    import subprocess
-
-    got = subprocess.run(["git", "-C", str(REPO), "show", f"{ARCHIVE}:{ARCHIVED[path.name]}"],
-                         capture_output=True, check=False)
-    if got.returncode != 0:
-        log(f"{path.name}: not seeded from commit {ARCHIVE[:7]} ({got.stderr.decode(errors='replace').strip()})")
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(got.stdout)
-    log(f"{path.name}: seeded from commit {ARCHIVE[:7]} (the published results)")
-    return True
-
-
-def append_jsonl(path: Path, record: dict[str, Any]) -> None:
-    """Append one record as a line of ``path`` (created with its folder); numpy scalars as floats."""
-    seed(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        fh.write(json.dumps(record, default=float) + "\n")
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The records of a JSON-lines file (none when it does not exist; blank lines skipped)."""
-    seed(path)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def load_store(path: Path, mode: str) -> dict[str, Any]:
-    """A study's store: one JSON object with a record per row (its run under ``_run``) and ``_meta``.
-
-    A ``full`` run drops the rows a quick or small run left there: the two are never mixed on one
-    page. A missing file is an empty store (a default one is seeded first: :func:`seed`).
-    """
-    seed(path)
-    store: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
-    if mode == "full":
-        store = {k: v for k, v in store.items() if k.startswith("_") or v.get("_run", {}).get("mode") == "full"}
-    return store
-
-
-def save_row(path: Path, store: dict[str, Any], key: str, record: dict[str, Any], meta: dict[str, Any]) -> None:
-    """Put one row's record and the store's ``_meta`` in ``store`` and rewrite ``path`` (after every
-    row, so an interrupted run keeps what it measured)."""
-    store[key] = record
-    store["_meta"] = meta
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(store, indent=1) + "\n")
-
-
-def fmt_exp(v: Any, fmt: str = "+.1e") -> str:
-    """A relative difference or gap in a table cell (– when absent)."""
-    if v is None or v == "inf":
-        return "–"
-    return format(float(v), fmt)
-
-
-def fmt_ratio(v: Any) -> str:
-    """A ratio in a table cell, three significant digits."""
-    return "–" if v is None else f"{float(v):.3g}"
-
-
-def fmt_seconds(v: Any) -> str:
-    """Seconds in a table cell (``> limit`` for a stopped run)."""
-    if v == "inf":
-        return "> limit"
-    return "–" if v is None else _fmt_s(float(v))
-
-
-def fmt_summary_seconds(s: dict[str, Any], key: str = "seconds") -> str:
-    """median (min–max) of a summary; just the median for one run."""
-    if s.get("runs", 0) <= 1 or s.get("min") is None:
-        return fmt_seconds(s.get(key))
-    return f"{fmt_seconds(s.get(key))} ({fmt_seconds(s.get('min'))}–{fmt_seconds(s.get('max'))})"
-
-
-def fmt_loads(loads: list[Any]) -> str:
-    """The highest load1 / own / others over a row's runs."""
-    ls = [ld for ld in loads if ld]
-    if not ls:
-        return "–"
-    oth = [ld["others"] for ld in ls if "others" in ld]
-    tail = f" / {max(oth):.2f}" if oth else ""
-    return f"{max(ld['load1'] for ld in ls):.2f} / {max(ld['own'] for ld in ls):.2f}{tail}"
-
-
-def fmt_flag(loaded: Any) -> str:
-    """``**loaded**`` or ``ok``: whether a row's ratio may be claimed."""
-    return "**loaded**" if loaded else "ok"
-
-
-def generated_line(study: str, store: str, *, also: str = "") -> str:
-    """The line under a page's title: which command wrote it, from which raw results (untracked:
-    :data:`RESULTS`, seeded from :data:`ARCHIVE`), where the protocol is (``also``: another place)."""
-    more = f" and {also}" if also else ""
-    return (f"Generated by `python -m benchmarks.{study} --docs` from `benchmarks/results/{store}` (the raw results, "
-            f"not committed; a missing one is seeded from commit {ARCHIVE[:7]}); do not edit by hand. "
-            f"Protocol: the module docstring of `benchmarks/studies/{study}.py`{more}.\n")
-
-
-def markdown_table(head: list[str], body: list[list[str]]) -> str:
-    """A GitHub-flavoured markdown table."""
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
-    return "\n".join(lines)
-
-
-
 
 # ---------------------------------------------------------------------------------------------
 # The study skeleton: one command line, one main loop
 # ---------------------------------------------------------------------------------------------
-
-def _thread_counts(text: str) -> list[int]:
-    return [int(t) for t in text.split(",") if t]
-
-
-def study_parser(prog: str, doc: str | None, *, rows: Iterable[str] | None = None, small: str | None = None,
-                 interleaved: bool = True, threads: int | str | None = None, out: Path | None = None,
-                 docs: bool = False) -> argparse.ArgumentParser:
-    """The command line every study shares; the study adds its own flags to the parser returned.
-
-    Parameters
-    ----------
-    prog : str
-        ``python -m benchmarks.<study>``.
-    doc : str or None
-        The study's module docstring (the help text).
-    rows : iterable of str, optional
-        The default rows: adds ``--rows`` (comma-separated).
-    small : str, optional
-        The name of the study's small mode (``quick``, ``small``): adds ``--<small>``.
-    interleaved : bool
-        Whether the study interleaves ours with an anchor (adds ``--long`` and ``--pair-below``).
-    threads : int or str, optional
-        The default of ``--threads``: one BLAS thread count (an int; the study pins it before numpy
-        is imported with :func:`threads_from_argv`) or a comma-separated list of them (a str, read
-        as a list of int; :func:`thread_list_from_argv`).
-    out : Path, optional
-        The default results file (in :data:`RESULTS`, untracked): adds ``--out``.
-    docs : bool
-        Whether the study renders a page: adds ``--docs [FOLDER]`` (:func:`add_docs_argument`).
-
-    Returns
-    -------
-    argparse.ArgumentParser
-        Parse it with :meth:`parse_args`, then call :func:`resolve_run_arguments`.
-    """
-    p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    if rows is not None:
-        p.add_argument("--rows", default=",".join(rows), help="comma-separated rows (default: %(default)s)")
-    if small is not None:
-        p.add_argument(f"--{small}", action="store_true", help=f"the {small} rows only (a smoke run)")
-    add_run_arguments(p, small=small or "quick", interleaved=interleaved)
-    if isinstance(threads, str):
-        p.add_argument("--threads", type=_thread_counts, default=_thread_counts(threads),
-                       help=f"our BLAS thread counts, comma-separated (default {threads})")
-    elif threads is not None:
-        p.add_argument("--threads", type=int, default=threads, help="BLAS threads, both sides (default %(default)s)")
-    if out is not None:
-        p.add_argument("--out", type=Path, default=out, help="the JSON-lines results file (default: %(default)s)")
-    if docs:
-        add_docs_argument(p)
-    return p
-
-
-def add_docs_argument(p: Any) -> None:
-    """``--docs [FOLDER]``: write the rendered page (and its plots) into FOLDER, ``docs/benchmarks``
-    when no folder is given; without the flag the page goes beside the raw results
-    (:func:`page_folder`), so a run never rewrites the committed pages unless asked."""
-    p.add_argument("--docs", nargs="?", type=Path, const=DOCS, default=None, metavar="FOLDER",
-                   help="write the page (and plots) into FOLDER (default docs/benchmarks); without --docs it goes "
-                        "beside the raw results (benchmarks/results/, untracked)")
-
-
-def page_folder(docs: Path | None, results: Path) -> Path:
-    """Where a study's page goes: the ``--docs`` folder when given, else the results' folder."""
-    return docs if docs is not None else results
-
-
-def add_store_arguments(p: Any, store: str) -> None:
-    """``--out-dir`` (the folder of a study's store ``store``, default :data:`RESULTS`, its
-    ``quick/`` for a small run) and ``--docs`` (:func:`add_docs_argument`); resolved by
-    :func:`resolve_store_arguments`."""
-    p.add_argument("--out-dir", type=Path, default=None,
-                   help=f"the folder of {store}, the raw results (default benchmarks/results; a small run "
-                        "benchmarks/results/quick); the page goes there too without --docs")
-    add_docs_argument(p)
-
-
-def resolve_store_arguments(a: Any, small: bool) -> None:
-    """Complete ``a.out_dir`` and ``a.docs`` (the page's folder) of :func:`add_store_arguments`."""
-    if a.out_dir is None:
-        a.out_dir = RESULTS / "quick" if small else RESULTS
-    a.docs = page_folder(a.docs, a.out_dir)
-
-
-@dataclass
-class Study:
-    """What a study says: its rows, how one row is measured, how its records render.
-
-    Attributes
-    ----------
-    run_row : callable
-        ``run_row(name, args, runs) -> record`` measures one row (with :func:`interleave` on ``runs``);
-        a row of several records (one per solver) returns their list.
-    render : callable
-        ``render(records, args)`` writes the page: from every record of the JSON-lines file at the
-        end, or from the store (a dict) after every row when ``store`` is set.
-    clean : callable
-        Applied to each record before it is written (:func:`clean` with the study's choices).
-    store : Path, optional
-        A JSON store (:func:`load_store`, :func:`save_row`: one record per row name) instead of
-        JSON lines at ``args.out``.
-    mode : str
-        The store's mode (``full``, ``quick``, ...): a full run drops the rows of small ones.
-    meta : callable
-        The store's ``_meta`` (machine, time), called after each row.
-    key : callable
-        A row's key in the store (rows may be objects, not names).
-    settle : bool
-        Whether :func:`run_study` waits for a quiet machine before the first row; False for a study
-        that settles itself before each row (after starting its cluster).
-    """
-
-    run_row: Callable[[Any, Any, Runs], dict[str, Any] | list[dict[str, Any]]]
-    render: Callable[[Any, Any], None]
-    clean: Callable[[dict[str, Any]], Any] = lambda r: r
-    store: Path | None = None
-    mode: str = "full"
-    meta: Callable[[], dict[str, Any]] = dict
-    key: Callable[[Any], str] = str
-    settle: bool = True
-
-
-def run_study(study: Study, args: Any, rows: Iterable[Any], *, stamp: dict[str, Any] | None = None,
-              head: dict[str, Any] | None = None, runs: Runs | None = None) -> list[dict[str, Any]]:
-    """The main loop every study shares: settle, measure each row, record it, render.
-
-    ``args`` carries ``repeat``, ``settle``, ``out`` (JSON lines) and optionally ``long`` /
-    ``pair_below``; ``runs`` (a study's own :class:`Runs`) is made from them when not given. The
-    settle reading is left in ``args.load_at_start``. Each record gains ``stamp`` (default:
-    ``run_id`` and the ``machine``'s CPU) and is written as soon as it is measured (an interrupted
-    run keeps what it measured): appended to ``args.out`` after ``head`` (a record describing the
-    run) and rendered at the end, or saved in ``study.store`` and rendered after every row.
-    Returns this run's records.
-    """
-    if runs is None:
-        given = vars(args)   # a study without an anchor has no --long / --pair-below
-        runs = Runs(repeat=args.repeat, long=given.get("long", 300.0), pair_below=given.get("pair_below", 60.0))
-    if stamp is None:
-        stamp = {"run_id": now_iso(), "machine": machine_info(2).get("cpu")}
-    store = load_store(study.store, study.mode) if study.store is not None else None
-    if head is not None and store is None:
-        append_jsonl(args.out, study.clean(head))
-    args.load_at_start = settle(runs, args.settle) if study.settle else None
-    done = []
-    for name in rows:
-        got = study.run_row(name, args, runs)
-        for one in got if isinstance(got, list) else [got]:
-            rec = study.clean(dict(one, **stamp))
-            done.append(rec)
-            if study.store is not None and store is not None:
-                save_row(study.store, store, study.key(name), rec, study.meta())
-                study.render(store, args)
-            else:
-                append_jsonl(args.out, rec)
-    if store is None:
-        study.render(read_jsonl(args.out), args)
-    return done
-
-
-def command_line(study: str, argv: list[str]) -> str:
-    """``python -m benchmarks.<study> <argv>``, quoted for a shell: the page's "reproduce" line."""
-    import shlex
-
-    return " ".join(["python", "-m", f"benchmarks.{study}"] + [shlex.quote(a) for a in argv])
-
-
-def need_sklearn(study: str, anchor: str) -> bool:
-    """Whether scikit-learn (the LIBSVM / LIBLINEAR anchors) is installed; says how to get it if not."""
-    try:
-        import sklearn.svm  # noqa: F401
-    except ImportError:
-        log(f"benchmarks.{study}: scikit-learn is needed for the {anchor} anchor: pip install '.[bench]'")
-        return False
-    return True
 
 
 def summarize_runs(runs: list[dict[str, Any]], keep: tuple[str, ...] = ("x",)) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from benchmarks.harness.core import seed
+from benchmarks.harness.records import seed
 from benchmarks.harness.measure import PeakMemory, TraceReporter, now_iso
 
 REFERENCE_TOL = 1e-6
