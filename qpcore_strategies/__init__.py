@@ -45,15 +45,16 @@ from qpcore_strategies.gradient_projection import GPCG
 from qpcore_strategies.incas import INCAS
 from qpcore_strategies.interior_point import InteriorPoint
 from qpcore_strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY, make
-from qpcore_strategies.rules import (RULES, Chunking, MaximalViolatingPair, OsunaSwap, PlattHeuristic, SecondOrderRule,
-                                     SteepestFeasible)
+from qpcore_strategies.rules import (RULES, Chunking, MaximalViolatingPair, OsunaSwap, PlattHeuristic, RuleWarning,
+                                     SecondOrderRule, SteepestFeasible)
 from qpcore_strategies.smo import SMO
 
 from qpcore.core.solve import Strategy
 
-__all__ = ["ASVM", "Auto", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "REGISTRY", "RULES", "ActiveSetOCAS",
-           "INCAS", "InteriorPoint", "SMO", "Chunking", "Decomposition", "DenseActiveSet",
-           "MaximalViolatingPair", "OsunaSwap", "PlattHeuristic", "SecondOrderRule", "SteepestFeasible", "by_name"]
+__all__ = ["ASVM", "Auto", "BMRM", "GPCG", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "OCAS", "REGISTRY", "RULES",
+           "ActiveSetOCAS", "INCAS", "InteriorPoint", "SMO", "Chunking", "Decomposition", "DenseActiveSet",
+           "MaximalViolatingPair", "OsunaSwap", "PlattHeuristic", "RuleWarning", "SecondOrderRule", "SteepestFeasible",
+           "by_name"]
 
 
 def by_name(name: str) -> Strategy:

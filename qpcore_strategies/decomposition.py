@@ -53,6 +53,7 @@ from qpcore_strategies.rules.sets import OsunaSwap as OsunaSwap
 from qpcore_strategies.rules.sets import SteepestFeasible as SteepestFeasible
 from qpcore_strategies.rules.sets import group_ends as group_ends
 from qpcore_strategies.rules.sets import violators as violators
+from qpcore_strategies.rules.stopping import certified, rule_gave_up
 from qpcore_strategies.smo import SMO
 
 FloatArray = NDArray[np.float64]
@@ -96,6 +97,7 @@ class DecompositionWork(Work):
     slot_var: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
     slot_of: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
     slot_used: NDArray[np.int64] = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
+    note: str | None = None       # what happened when the rule gave up early (stats["rule_gave_up"])
 
     def release(self) -> None:
         """Decomposition has no ``resume``: a finished run keeps neither the row buffer nor the view."""
@@ -267,7 +269,11 @@ class Decomposition(Strategy):
         Picks B (default :class:`~qpcore_strategies.rules.sets.SteepestFeasible` with q = 64) from a
         :class:`qpcore.core.rules.RuleView` restricted to the unshrunk variables; a pair rule works
         as a set rule of size 2. Names as :func:`make_set_rule` reads them (``"mvp"`` is the
-        rule of ``SMO(rule="mvp")``).
+        rule of ``SMO(rule="mvp")``). When the rule returns None and the point is not optimal to
+        tol over every variable (after shrinking is undone and the gradient recomputed; by its
+        certificate), the run ends ``stalled`` there, with a
+        :class:`~qpcore_strategies.rules.stopping.RuleWarning` and ``Result.stats["rule_gave_up"]``:
+        decomposition has no fallback.
     inner : Strategy, optional
         Solves the subproblems (GPCG and others work too). None (default): chosen at init from
         the problem, SMO without shrinking when the equality has ±1 entries only (or there is
@@ -310,6 +316,21 @@ class Decomposition(Strategy):
 
     def __attrs_post_init__(self) -> None:
         check_rule(self.rule, ("set", "pair"), "Decomposition")
+
+    def report(self, state: State) -> dict[str, Any]:
+        """``rule_gave_up``: what happened when the rule returned None with the gap above tol (only then).
+
+        Parameters
+        ----------
+        state : State
+            The run's final state.
+
+        Returns
+        -------
+        dict
+        """
+        work = state.work_or_none(DecompositionWork)
+        return {} if work is None or work.note is None else {"rule_gave_up": work.note}
 
     def accepts(self, qp: QP) -> str | None:
         """None for decomposition's shape, else the reason and the strategy that takes the problem.
@@ -521,6 +542,13 @@ class Decomposition(Strategy):
                 # rows stored in float32 make g exact for the rounded Q̃; the error (Q̃ − Q)(x − x_fresh)
                 # grows like ‖x − x_fresh‖₂ (as in SMO): when it may matter at this tol, recompute once
                 self._refresh(qp, state)
+                return
+            gap = measure(scores_of(qp, state.x, state.g))
+            if gap > work.tol and not certified(qp, state.x, state.g, work.tol):
+                # the rule gave up with the gap above tol: no fallback here, the run stops where it is
+                work.note = rule_gave_up("Decomposition", self.rule, work.rounds, gap, work.tol,
+                                         why="Decomposition has no fallback")
+                state.stop = Status.STALLED
                 return
             state.done = True
             return

@@ -33,6 +33,7 @@ from qpcore.core.rules import RuleView, check_rule
 from qpcore.core.state import State, Status, Work, bound_status
 from qpcore.core.strategy import Strategy
 from qpcore_strategies.rules.names import make_rule as _make_rule
+from qpcore_strategies.rules.stopping import certified, rule_gave_up
 # the rules moved to qpcore_strategies.rules; their old import path stays (explicit re-exports)
 from qpcore_strategies.rules.pair import TAU as TAU
 from qpcore_strategies.rules.pair import MaximalViolatingPair as MaximalViolatingPair
@@ -61,7 +62,9 @@ class SMOWork(Work):
     unshrunk: bool = False
     w: FloatArray | None = None     # linear-kernel weight vector (Platt eq. 22)
     null_steps: int = 0
-    fallback: bool = False
+    fallback: bool = False          # the fallback chooses the steps (the rule gave up early)
+    finish: Any = None              # the fallback rule, None when none was asked for
+    note: str | None = None         # what happened when the rule gave up (stats["rule_gave_up"])
     tol: float = 1e-3
     x_fresh: FloatArray = attrs.Factory(lambda: np.zeros(0))  # point where g was last computed exactly
     # each variable's equality group when there are several (ν-SVC: two); None for one group or
@@ -90,14 +93,16 @@ class SMOWork(Work):
 
 __all__ = ["SMO", "SMOWork", "make_rule"]
 
-_MVP = MaximalViolatingPair()
-
 
 def make_rule(rule: Any) -> Any:
     """A pair rule from its name in :data:`qpcore_strategies.rules.RULES` (``"wss2"``, ``"mvp"``,
     ``"platt"``) or the rule itself (checked for a ``kind``)."""
     return _make_rule(rule, ("pair",))
 
+
+def _make_fallback(rule: Any) -> Any:
+    """SMO's ``fallback``: None, or a pair rule by name or object."""
+    return None if rule is None else make_rule(rule)
 
 # ---------------------------------------------------------------------------------------------
 # The strategy
@@ -112,8 +117,21 @@ class SMO(Strategy):
     ----------
     rule : PairRule or {"wss2", "mvp", "platt"}
         Working-set rule: LIBSVM's second-order rule (default), the maximal violating pair, or
-        Platt's heuristics; any pair rule (``kind = "pair"``, ``select(view, tol)`` over a
-        :class:`qpcore.core.rules.RuleView`) plugs in. A set rule is refused here.
+        Platt's heuristics (:mod:`qpcore_strategies.rules.pair`); any pair rule (``kind = "pair"``,
+        ``select(view, tol)`` over a :class:`qpcore.core.rules.RuleView`) plugs in. A set rule is
+        refused here. When the rule returns None (optimal to tol on what it sees), SMO re-checks
+        every variable (shrinking hides some); if the gap over all of them is still above tol,
+        the rule gave up early: the ``fallback`` chooses the remaining steps when one was asked
+        for, else the run ends ``stalled`` at the point reached (``converged`` only when the
+        certificate already accepts that point), with a
+        :class:`~qpcore_strategies.rules.stopping.RuleWarning` and ``Result.stats["rule_gave_up"]``
+        saying what happened.
+    fallback : PairRule, {"mvp", "wss2"} or None
+        The rule that chooses the remaining steps when ``rule`` gives up early (see ``rule``).
+        None (default): the rule's own request, its ``fallback`` attribute when it declares one
+        (:class:`~qpcore_strategies.rules.pair.PlattHeuristic` asks for ``"mvp"``: its passes
+        refuse steps below ``eps``), else no fallback. The steps are counted apart:
+        ``stats["rule_steps"]`` (the rule's) and ``stats["fallback_steps"]`` (the fallback's).
     shrinking : bool
         LIBSVM's shrinking: every ``shrink_every`` steps drop bound variables that cannot
         re-enter from the selection; unshrink once the gap is within 10·tol; always re-check the
@@ -143,6 +161,7 @@ class SMO(Strategy):
     """
 
     rule: Any = attrs.field(default="wss2", converter=make_rule)
+    fallback: Any = attrs.field(default=None, converter=_make_fallback)
     shrinking: bool = True
     shrink_every: int = 1000
     weight_update: bool = False
@@ -153,6 +172,15 @@ class SMO(Strategy):
 
     def __attrs_post_init__(self) -> None:
         check_rule(self.rule, ("pair",), "SMO")
+        finish = self._fallback_rule()
+        if finish is not None:
+            check_rule(finish, ("pair",), "SMO")
+
+    def _fallback_rule(self) -> Any:
+        """The fallback asked for: SMO's own option, else the rule's declared ``fallback``, else None."""
+        if self.fallback is not None:
+            return self.fallback
+        return _make_fallback(getattr(self.rule, "fallback", None))
 
     # -- set-up ---------------------------------------------------------------------------------
     def accepts(self, qp: QP) -> str | None:
@@ -189,7 +217,7 @@ class SMO(Strategy):
         state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub))
         view = RuleView(qp, state, seed=self.seed, up=up if qp.m else None, low=low if qp.m else None, diag=QD)
         work = SMOWork(y=y, QD=QD, up=up, low=low, view=view, tol=tol, buf=np.empty(qp.n),
-                       group=eq.group_ids, n_groups=max(1, qp.m))
+                       group=eq.group_ids, n_groups=max(1, qp.m), finish=self._fallback_rule())
         state.set_work(work)
         work.row_eps = qp.Q.row_eps
         work.qmax = float(np.abs(QD).max(initial=0.0))
@@ -197,7 +225,7 @@ class SMO(Strategy):
         if self._use_weights(qp):
             assert isinstance(qp.Q, KernelQ)
             work.w = np.asarray(qp.Q.X.T @ (qp.Q.s * x), dtype=np.float64).ravel()
-        state.counters.update(shrink_events=0, unshrink_events=0, null_steps=0, fallback_steps=0)
+        state.counters.update(shrink_events=0, unshrink_events=0, null_steps=0, rule_steps=0, fallback_steps=0)
         return state
 
     def _use_weights(self, qp: QP) -> bool:
@@ -232,7 +260,7 @@ class SMO(Strategy):
         view = work.view
         view.iteration = state.iteration
         while True:
-            sel = (_MVP if work.fallback else rule).select(view, tol)
+            sel = (work.finish if work.fallback else rule).select(view, tol)
             if sel is not None:
                 sel = view.to_global(sel)
                 break
@@ -240,8 +268,11 @@ class SMO(Strategy):
                 work.set_active(None)
                 state.counters["unshrink_events"] += 1
                 continue
-            if qp.m and self._gap(qp, state, work) > tol and not work.fallback:
-                work.fallback = True            # a heuristic rule stopped early: finish with MVP
+            gap = self._measure(qp, state, work)
+            if gap > tol and work.finish is not None and not work.fallback:
+                # the rule gave up early and a fallback was asked for: it takes over, reported
+                work.fallback = True
+                work.note = rule_gave_up("SMO", rule, state.iteration, gap, tol, fallback=work.finish)
                 continue
             if work.row_eps * work.qmax * float(np.linalg.norm(state.x - work.x_fresh)) > 0.1 * tol:
                 # Stored rows are deterministic, so g = Q̃x exactly for the rounded Q̃, and
@@ -252,10 +283,16 @@ class SMO(Strategy):
                 work.x_fresh = state.x.copy()
                 state.counters["gradient_refreshes"] = state.counters.get("gradient_refreshes", 0) + 1
                 continue
+            if gap > tol and not certified(qp, state.x, state.g, tol):
+                # no fallback (or it gave up too): stop at the point reached, never "converged"
+                work.note = rule_gave_up("SMO", work.finish if work.fallback else rule, state.iteration, gap, tol,
+                                         why="no fallback asked for: SMO(fallback='mvp') finishes with the "
+                                         "maximal violating pair" if not work.fallback else "")
+                state.stop = Status.STALLED
+                return
             state.done = True
             return
-        if work.fallback:
-            state.counters["fallback_steps"] += 1
+        state.counters["fallback_steps" if work.fallback else "rule_steps"] += 1
         view.previous_global = sel
         if sel.size == 1 and not qp.m:
             moved = self._single_step(qp, state, work, int(sel[0]))
@@ -279,6 +316,29 @@ class SMO(Strategy):
     @staticmethod
     def _gap(qp: QP, state: State, work: SMOWork) -> float:
         return measure(Scores(v=-work.y * state.g, up=work.up, low=work.low, single=None, group=work.group))
+
+    @staticmethod
+    def _measure(qp: QP, state: State, work: SMOWork) -> float:
+        """The stopping measure over every variable: the pair gap the progress checks read, or,
+        without an equality row, the largest projected-gradient entry."""
+        if qp.m:
+            return SMO._gap(qp, state, work)
+        return measure(Scores(v=-state.g, up=work.up, low=work.low, single=np.ones(qp.n, dtype=bool)))
+
+    def report(self, state: State) -> dict[str, Any]:
+        """``rule_gave_up``: what happened when the rule returned None with the gap above tol (only then).
+
+        Parameters
+        ----------
+        state : State
+            The run's final state.
+
+        Returns
+        -------
+        dict
+        """
+        work = state.work_or_none(SMOWork)
+        return {} if work is None or work.note is None else {"rule_gave_up": work.note}
 
     def _shrink(self, qp: QP, state: State, work: SMOWork, tol: float) -> None:
         y, G = work.y, state.g

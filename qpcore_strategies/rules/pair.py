@@ -8,11 +8,18 @@ Each reads only the :class:`qpcore.core.rules.RuleView` (the protocol and the vi
 :mod:`qpcore.core.rules`), so it is correct with shrinking on and plugs into SMO and
 decomposition alike. Pairs for disjoint equality groups; single indices for the fixed-threshold
 SVM (no equality row). Their names are in :mod:`qpcore_strategies.rules.names`.
+
+On SMO's problems (±1 equality groups, or no equality row) MaximalViolatingPair and
+SecondOrderRule return None exactly when the stopping measure of the variables they see is within
+tol, so SMO never needs a fallback for them. PlattHeuristic can
+return None with the measure above tol (its passes refuse steps below ``eps``); it asks SMO for
+the maximal violating pair as its fallback (``PlattHeuristic.fallback``), which SMO counts apart
+and reports (:mod:`qpcore_strategies.rules.stopping`).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 import numpy as np
@@ -190,14 +197,24 @@ class PlattHeuristic:
     each tier are computed at once from row i2. The threshold b follows Platt eqs. 20–21. With
     several equality groups, each group keeps its own threshold and i1 comes from i2's group.
 
+    A pass over all examples that changes nothing ends the rule (None), also when the gap is
+    still above tol: a violating pair whose step is below ``eps`` (a variable a rounding error
+    inside its bound) is refused. It therefore asks SMO for a ``fallback``.
+
     Parameters
     ----------
     eps : float
         Smallest relative change of x_i2 that counts as progress (Platt's ``eps``).
+    fallback : str, pair rule or None
+        The rule SMO finishes with when this one gives up with the gap above tol (``SMO``'s
+        ``fallback`` option, which overrides it): the maximal violating pair by default, its
+        steps counted in ``stats["fallback_steps"]`` and reported by a warning; None: the run
+        ends ``stalled`` there. Decomposition has no fallback (its run ends ``stalled``).
     """
 
     kind: ClassVar[Literal["pair"]] = "pair"
     eps: float = 1e-12
+    fallback: Any = "mvp"
 
     def select(self, view: RuleView, tol: float) -> IndexArray | None:
         """Next (i1, i2) with positive progress, or None after a clean pass over all examples."""
