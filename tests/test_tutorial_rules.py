@@ -3,7 +3,8 @@
 Each rule is written only against the public ``RuleView``; here it runs with shrinking on in SMO
 and in Decomposition and must converge with a KKT certificate and the reference objective, also
 on problems with variables outside the equality (``Scores.single``: zero coefficients, or no
-equality at all), where a rule that offers only pairs ends ``stalled``.
+equality at all), where a rule that offers only pairs ends ``stalled``. The page's rule that
+gives up early ends ``stalled`` alone and is counted apart from SMO's fallback.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from qpcore.core.problem import ProblemError
 from qpcore.testkit.reference import assert_kkt, dense_reference
 from qpcore.testkit.testing import svm_duals
 from qpcore_strategies.decomposition import Decomposition, SteepestFeasible
+from qpcore_strategies.rules import RuleWarning
 from qpcore_strategies.smo import SMO
 
 PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "tutorials" / "working_set_rules.md"
@@ -119,11 +121,33 @@ def test_a_pairs_only_rule_stalls_on_single_variables() -> None:
     A = qp.A.copy()
     A[0, :10] = 0.0
     mixed = qpcore.QP(qp.Q, qp.c, qp.lb, qp.ub, A, qp.b)
-    stuck = qpcore.solve(mixed, Decomposition(rule=PairsOnly()), tol=1e-6, max_iter=20_000)
-    assert not stuck.converged and stuck.kkt.measure > 1e-3
+    with pytest.warns(RuleWarning, match="PairsOnly"):      # it says None with a single variable violating
+        stuck = qpcore.solve(mixed, Decomposition(rule=PairsOnly()), tol=1e-6, max_iter=20_000)
+    assert not stuck.converged and stuck.kkt.measure > 1e-3 and "rule_gave_up" in stuck.stats
     for rule in RULES:
         res = qpcore.solve(mixed, Decomposition(rule=rule), tol=1e-6, max_iter=200_000)
         assert_kkt(mixed, res, 1e-6)
+
+
+def test_a_rule_that_gives_up_early_is_not_credited() -> None:
+    """The page's GivesUpAfter: stalled alone, counted apart from SMO's fallback, stalled in decomposition."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=60) > 0, 1.0, -1.0)
+    qp = csvc(X, y, 1.0, qpcore.Kernel("rbf", gamma=0.5)).qp
+    rule = NS["GivesUpAfter"](steps=5)
+    with pytest.warns(RuleWarning, match="stops stalled"):
+        alone = qpcore.solve(qp, SMO(rule=rule), tol=1e-6)
+    assert alone.status.code == "stalled" and alone.kkt.measure > 1e-6
+    assert alone.stats["rule_steps"] == 5 and alone.stats["fallback_steps"] == 0
+    with pytest.warns(RuleWarning, match="fallback MaximalViolatingPair"):
+        helped = qpcore.solve(qp, SMO(rule=rule, fallback="mvp"), tol=1e-6)
+    assert_kkt(qp, helped, 1e-6)
+    assert helped.stats["rule_steps"] == 5 and helped.stats["fallback_steps"] == helped.iterations - 6
+    with pytest.warns(RuleWarning, match="no fallback"):
+        decomposed = qpcore.solve(qp, Decomposition(rule=rule), tol=1e-6)
+    assert decomposed.status.code == "stalled" and decomposed.stats["rounds"] == 5
+    assert "GivesUpAfter" in decomposed.stats["rule_gave_up"]
 
 
 @pytest.mark.data
