@@ -27,7 +27,7 @@ from qpcore.core.state import Result
 from qpcore_formulations.formulation import Formulation, Predicts, formulation as formulation_of
 from qpcore_formulations.svm import SVMModel
 from qpcore_train.multiclass import MulticlassSVM, train_multiclass
-from qpcore_train.pipeline import fit_problem
+from qpcore_train.pipeline import MaxIter, fit_problem
 
 __all__ = ["Fitted", "fit_formulation"]
 
@@ -89,7 +89,7 @@ def _class_indices(y: Any, classes: ArrayLike | None) -> tuple[NDArray[Any], NDA
 def fit_formulation(formulation: Formulation | str, X: Any, y: ArrayLike | None, kernel: Kernel, strategy: Strategy,
                     *, params: Mapping[str, Any] | None = None, sample_weight: ArrayLike | None = None,
                     class_weight: ArrayLike | None = None, classes: ArrayLike | None = None,
-                    scheme: Literal["ovo", "ovr"] = "ovo", tol: float = 1e-3, max_iter: int | None = None,
+                    scheme: Literal["ovo", "ovr"] = "ovo", tol: float = 1e-3, max_iter: MaxIter = None,
                     time_limit: float | None = None, deadline: float | None = None,
                     reporter: Reporter | None = None, cache_bytes: int = 200 << 20,
                     x0: list[FloatArray] | None = None, batched: bool | None = None) -> Fitted:
@@ -120,8 +120,12 @@ def fit_formulation(formulation: Formulation | str, X: Any, y: ArrayLike | None,
         class keeps the class numbering of the whole data this way.
     scheme : {"ovo", "ovr"}
         One-vs-one or one-vs-rest for more than two classes.
-    tol, max_iter, time_limit, reporter :
+    tol, time_limit, reporter :
         Handed to ``qpcore.solve`` for each problem.
+    max_iter : int, callable or None
+        Each problem's iteration limit, or a function of its number of variables giving it
+        (:data:`qpcore_train.pipeline.MaxIter`: LIBSVM's cap ``lambda n: max(10**7, 100 * n)``
+        counts a regression's 2l variables).
     deadline : float, optional
         A ``time.perf_counter()`` instant bounding the whole sequence of problems (each gets the
         time left).

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 import qpcore
 from qpcore_formulations.asvm import asvm_dual
 from qpcore_formulations.formulation import C_SVC, NU_SVC, Formulation, Predicts, formulation as formulation_of
-from qpcore_train.pipeline import fit_problem
+from qpcore_train.pipeline import MaxIter, fit_problem, iteration_limit
 from qpcore_train.probability import proba_from_raw
 from qpcore_formulations.risk import hinge_svm
 from qpcore_formulations.svm import SubsetKernelQ
@@ -234,7 +234,7 @@ class Trained:
 
 
 def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: FloatArray, kernel: Kernel,
-                     strategy: Strategy, *, scheme: Scheme = "ovo", tol: float = 1e-3, max_iter: int | None = None,
+                     strategy: Strategy, *, scheme: Scheme = "ovo", tol: float = 1e-3, max_iter: MaxIter = None,
                      time_limit: float | None = None, reporter: Reporter | None = None,
                      cache_bytes: int = 200 << 20, x0: list[FloatArray] | None = None,
                      nu: float | None = None, deadline: float | None = None,
@@ -260,7 +260,9 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
     scheme : {"ovo", "ovr"}
         For more than two classes.
     tol, max_iter, time_limit, reporter :
-        Handed to ``qpcore.solve`` for each problem (the limits apply per problem).
+        Handed to ``qpcore.solve`` for each problem (the limits apply per problem); ``max_iter``
+        may be a function of a problem's number of variables
+        (:data:`qpcore_train.pipeline.MaxIter`; the batched path asks it for the number of rows).
     cache_bytes : int
         Kernel row cache of each problem.
     x0 : list of ndarray, optional
@@ -326,8 +328,9 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
             left = max(deadline - time.perf_counter(), 1e-6)
             limit = left if limit is None else min(limit, left)
         # a standard dual's box is C times the weight
-        models, results, alphas, rows_of = _train_batched(X, y_idx, classes, values["C"] * C, kernel, pairs,
-                                                          tol=tol, max_iter=max_iter, time_limit=limit, x0=x0)
+        models, results, alphas, rows_of = _train_batched(X, y_idx, classes, values["C"] * C, kernel, pairs, tol=tol,
+                                                          max_iter=iteration_limit(max_iter, int(keep.sum())),
+                                                          time_limit=limit, x0=x0)
     for p, (i, j) in enumerate(pairs if not results else []):
         member = (y_idx == i) | (y_idx == j) if j >= 0 else np.ones(y_idx.size, dtype=bool)
         rows = np.flatnonzero(keep & member)

@@ -11,8 +11,8 @@ formulation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,9 +26,18 @@ from qpcore_formulations.formulation import Formulation, FormulationProblem
 from qpcore_formulations.svm import SVMModel
 from qpcore_strategies.registry import accepts
 
-__all__ = ["Refused", "fit_problem", "solve_problem"]
+__all__ = ["MaxIter", "Refused", "fit_problem", "iteration_limit", "solve_problem"]
 
 FloatArray = NDArray[np.float64]
+
+#: An iteration limit: a number, None (none), or a function of the problem's number of variables
+#: (LIBSVM's cap max(10⁷, 100·n) counts the 2l variables of a regression).
+MaxIter: TypeAlias = "int | Callable[[int], int | None] | None"
+
+
+def iteration_limit(max_iter: MaxIter, n_variables: int) -> int | None:
+    """The limit of a problem of ``n_variables`` variables (``max_iter`` itself unless it is a function)."""
+    return max_iter(n_variables) if callable(max_iter) else max_iter
 
 
 class Refused(ProblemError):
@@ -49,7 +58,7 @@ class Refused(ProblemError):
 
 
 def solve_problem(problem: FormulationProblem, strategy: Strategy, *, name: str, x0: FloatArray | None = None,
-                  tol: float = 1e-3, max_iter: int | None = None, time_limit: float | None = None,
+                  tol: float = 1e-3, max_iter: MaxIter = None, time_limit: float | None = None,
                   reporter: Reporter | None = None) -> tuple[SVMModel, Result]:
     """Accept, solve and decode a built problem.
 
@@ -62,8 +71,10 @@ def solve_problem(problem: FormulationProblem, strategy: Strategy, *, name: str,
         The formulation's name (for a refusal).
     x0 : ndarray, optional
         A start (a warm start); the problem's own when None.
-    tol, max_iter, time_limit, reporter :
+    tol, time_limit, reporter :
         Handed to ``qpcore.solve``.
+    max_iter : int, callable or None
+        The iteration limit, or a function of the number of variables giving it (:data:`MaxIter`).
 
     Returns
     -------
@@ -78,14 +89,14 @@ def solve_problem(problem: FormulationProblem, strategy: Strategy, *, name: str,
     if reason is not None:
         raise Refused(name, reason)
     start = problem.x0 if x0 is None else x0
-    res = qpcore.solve(problem.qp, strategy, x0=start, tol=tol, max_iter=max_iter, time_limit=time_limit,
-                       reporter=reporter)
+    res = qpcore.solve(problem.qp, strategy, x0=start, tol=tol, max_iter=iteration_limit(max_iter, problem.qp.n),
+                       time_limit=time_limit, reporter=reporter)
     return problem.decode(res), res
 
 
 def fit_problem(form: Formulation, X: Any, y: FloatArray | None, weight: FloatArray, kernel: Kernel,
                 params: Mapping[str, float], strategy: Strategy, *, cache_bytes: int = 200 << 20,
-                x0: FloatArray | None = None, tol: float = 1e-3, max_iter: int | None = None,
+                x0: FloatArray | None = None, tol: float = 1e-3, max_iter: MaxIter = None,
                 time_limit: float | None = None, reporter: Reporter | None = None) -> tuple[SVMModel, Result]:
     """Build one problem of a formulation, then :func:`solve_problem`.
 
@@ -107,7 +118,7 @@ def fit_problem(form: Formulation, X: Any, y: FloatArray | None, weight: FloatAr
     x0 : ndarray, optional
         A warm start; ignored unless it has one entry per variable.
     tol, max_iter, time_limit, reporter :
-        Handed to ``qpcore.solve``.
+        As :func:`solve_problem` takes them.
 
     Returns
     -------

@@ -96,6 +96,9 @@ def test_fit_formulation_dispatches_on_what_it_predicts() -> None:
         [r.iterations for r in ref.results]
     one = fit_formulation("one-class", X, None, k, make("smo"), params={"nu": 0.3}, sample_weight=np.r_[0, np.ones(49)])
     assert one.model.kind == "one-class" and 0 not in one.model.support and one.rows[0].size == 49
+    seen: list[int] = []
+    svr = fit_formulation("epsilon-svr", X, X[:, 0], k, make("smo"), max_iter=lambda n: seen.append(n) or 5)
+    assert seen == [100] and svr.results[0].iterations == 5       # LIBSVM's cap counts the 2l variables
     with pytest.raises(Refused, match="cannot take the nu-svr dual") as exc:
         fit_formulation("nu-svr", X, X[:, 0], k, make("incas"))
     assert exc.value.formulation == "nu-svr"
