@@ -461,7 +461,7 @@ def test_psd_check_edge_cases() -> None:
 def test_psd_check_takes_the_cholesky_path_when_it_can(monkeypatch: pytest.MonkeyPatch) -> None:
     # the eigenvalues are computed only when the shifted Cholesky factorization fails: a PSD
     # matrix, rounding-sized negative eigenvalues included, never pays for them
-    from qpcore import operators
+    from qpcore.backends import operators
 
     def no_eigen(*args: object, **kwargs: object) -> None:
         raise AssertionError("eigvalsh called")
