@@ -29,8 +29,8 @@ _SEARCH_LEVELS: Final = 3
 
 def _repository_root() -> pathlib.Path | None:
     """The checkout holding this package, or None when it runs from an installed copy."""
-    root = pathlib.Path(__file__).resolve().parent.parent
-    if (root / "pyproject.toml").is_file() and (root / "qpcore_formulations" / "data.py").is_file():
+    root = pathlib.Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").is_file() and (root / "qpcore_formulations" / "data" / "files.py").is_file():
         return root
     return None
 
@@ -42,7 +42,7 @@ def data_dir() -> pathlib.Path:
 
     1. ``$QPCORE_DATA``, if that variable is set and not empty (then it must be a folder);
     2. ``<repository root>/../shared/data`` when running from a checkout (the root is the folder
-       holding ``pyproject.toml`` and the ``problems`` package);
+       holding ``pyproject.toml`` and the ``qpcore_formulations`` package);
     3. ``shared/data`` in the current working directory and in each of its first three
        parents (so ``./shared/data``, ``../shared/data``, ...), which finds the data from an
        installed package too.

@@ -132,9 +132,9 @@ def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> pathli
     Returns a working folder four levels below ``tmp_path/work`` (the search stays in tmp_path).
     """
     site = tmp_path / "site" / "lib" / "site-packages"
-    (site / "qpcore_formulations").mkdir(parents=True)
+    (site / "qpcore_formulations" / "data").mkdir(parents=True)
     (site.parent / "shared" / "data").mkdir(parents=True)  # site-packages/../shared/data: never used
-    monkeypatch.setattr(qpcore_formulations.data.files, "__file__", str(site / "qpcore_formulations" / "data.py"))
+    monkeypatch.setattr(qpcore_formulations.data.files, "__file__", str(site / "qpcore_formulations" / "data" / "files.py"))
     monkeypatch.delenv("QPCORE_DATA", raising=False)
     cwd = tmp_path / "work" / "a" / "b" / "c" / "d"
     cwd.mkdir(parents=True)
@@ -158,12 +158,12 @@ def test_data_dir_env_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Pa
 def test_data_dir_from_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path,
                                 installed: pathlib.Path) -> None:
     repo = tmp_path / "checkout" / "repo"
-    (repo / "qpcore_formulations").mkdir(parents=True)
-    (repo / "qpcore_formulations" / "data.py").write_text("")
+    (repo / "qpcore_formulations" / "data").mkdir(parents=True)
+    (repo / "qpcore_formulations" / "data" / "files.py").write_text("")
     (repo / "pyproject.toml").write_text("")
     (tmp_path / "checkout" / "shared" / "data").mkdir(parents=True)
     (installed / "shared" / "data").mkdir(parents=True)
-    monkeypatch.setattr(qpcore_formulations.data.files, "__file__", str(repo / "qpcore_formulations" / "data.py"))
+    monkeypatch.setattr(qpcore_formulations.data.files, "__file__", str(repo / "qpcore_formulations" / "data" / "files.py"))
     assert data_dir() == (tmp_path / "checkout" / "shared" / "data").resolve()  # before the working folder
 
 
