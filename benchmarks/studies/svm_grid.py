@@ -703,7 +703,7 @@ def main(argv: list[str] | None = None) -> int:
                "anchor_check": check, "cells": cells,
                "summary": row_summary(cells, len(a.cell_list) if a.quick else len(C_GRID) * len(GAMMA_FACTORS)),
                "_run": {"command": command, "time": now_iso(), "mode": mode, "data": a.data, "tol": a.tol,
-                        "threads": a.threads, "qpcore_strategies": a.strategies, "cache_mb": a.cache_mb, "dtype": a.dtype,
+                        "threads": a.threads, "strategies": a.strategies, "cache_mb": a.cache_mb, "dtype": a.dtype,
                         "repeat": a.repeat, "long": a.long, "pair_below": a.pair_below,
                         "limit_factor": a.limit_factor, "limit_min": a.limit_min, "ref_solver": a.ref_solver,
                         "ref_tols": a.ref_tols, "ref_time_limit": a.ref_time_limit,
