@@ -260,7 +260,8 @@ class SMO(Strategy):
         view = work.view
         view.iteration = state.iteration
         while True:
-            sel = (work.finish if work.fallback else rule).select(view, tol)
+            chooser = work.finish if work.fallback else rule
+            sel = chooser.select(view, tol)
             if sel is not None:
                 sel = view.to_global(sel)
                 break
@@ -285,9 +286,10 @@ class SMO(Strategy):
                 continue
             if gap > tol and not certified(qp, state.x, state.g, tol):
                 # no fallback (or it gave up too): stop at the point reached, never "converged"
-                work.note = rule_gave_up("SMO", work.finish if work.fallback else rule, state.iteration, gap, tol,
-                                         why="no fallback asked for: SMO(fallback='mvp') finishes with the "
-                                         "maximal violating pair" if not work.fallback else "")
+                why = ("" if work.fallback else
+                       "no fallback asked for: SMO(fallback='mvp') finishes with the maximal violating pair")
+                note = rule_gave_up("SMO", chooser, state.iteration, gap, tol, why=why)
+                work.note = note if work.note is None else f"{work.note}; then {note}"
                 state.stop = Status.STALLED
                 return
             state.done = True
@@ -299,11 +301,11 @@ class SMO(Strategy):
         elif sel.size == 2:
             i, j = int(sel[0]), int(sel[1])
             if work.group is not None and work.group[i] != work.group[j]:
-                raise ProblemError(f"rule: {type(rule).__name__} returned the pair ({i}, {j}) from two equality "
+                raise ProblemError(f"rule: {type(chooser).__name__} returned the pair ({i}, {j}) from two equality "
                                    "groups; a pair must be drawn within one group (view.group)")
             moved = self._pair_step(qp, state, work, i, j)
         else:
-            raise ProblemError(f"rule: {type(rule).__name__} returned {sel.size} indices; an SMO rule returns "
+            raise ProblemError(f"rule: {type(chooser).__name__} returned {sel.size} indices; an SMO rule returns "
                                "two (one for a problem without an equality row)")
         if moved:
             work.null_steps = 0

@@ -116,6 +116,15 @@ def test_a_fallback_asked_for_finishes_and_is_counted_apart(fallback: Any) -> No
     assert res.converged and res.stats["rule_steps"] == 0 and res.stats["fallback_steps"] == res.iterations - 1
 
 
+def test_a_fallback_that_gives_up_too_stops_stalled() -> None:
+    res = _solve(_svm(), SMO(rule=GivesUp(), fallback=GivesUpAfter(3)))
+    assert res.status is Status.STALLED and res.kkt.measure > TOL
+    assert res.stats["rule_steps"] == 0 and res.stats["fallback_steps"] == 3
+    assert len(res.stats["_warnings"]) == 2
+    assert res.stats["rule_gave_up"].startswith("SMO: the rule GivesUp ") and "; then SMO: the rule GivesUpAfter" in \
+        res.stats["rule_gave_up"]
+
+
 def test_a_rule_may_ask_for_its_fallback_itself() -> None:
     qp = _svm()
     res = _solve(qp, SMO(rule=AsksForFallback(3)))
