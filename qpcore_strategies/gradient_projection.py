@@ -1,7 +1,10 @@
 """Moré–Toraldo gradient projection with conjugate gradients (GPCG): the strategy, its cycles and phases.
 
 The search primitives it is built from (the projected search, products under a deadline, the CG
-run on a face, the face factor of the Newton steps) live in :mod:`qpcore_strategies.projected_search`.
+run on a face, the face factor of the Newton steps) live in :mod:`qpcore_strategies.projected_search`;
+its direct steps (the face's minimizer by a dense solve, cut at the first bound: the primal
+active-set step) and the moves out of a stuck cycle (variables settled onto their bounds, the
+maximal violating pair, the steepest feasible direction) in :mod:`qpcore_strategies.gpcg_direct`.
 
 Moré & Toraldo, "On the solution of large quadratic programming problems with bound
 constraints", SIAM J. Optim. 1 (1991). An outer **cycle** is a gradient-projection phase that
@@ -75,13 +78,14 @@ from numpy.typing import NDArray
 from qpcore.backends.capabilities import principal_block
 from qpcore.backends.operators import DenseQ, psd_tolerance
 from qpcore.core.certificate import kkt
-from qpcore.core.optimality import maximal_violating_pair, measure, projected_gradient, scores_of
+from qpcore.core.optimality import measure, projected_gradient, scores_of
 from qpcore.core.problem import QP, ProblemError
 from qpcore.core.state import State, Status, Work, bound_status
 from qpcore.core.strategy import Strategy
+from qpcore_strategies.gpcg_direct import cut_step, face_direction, pair_direction, settle
 from qpcore_strategies.projected_search import (SearchResult, _CGRun, _Deadline, _eq_point, _FaceFactor, _groups,
-                                         _hit_times, _lstsq, _null_project, _product, _row_basis, _row_sums, _rows_met,
-                                         _snap, projected_search)
+                                                _hit_times, _lstsq, _product, _row_basis, _row_sums, _snap,
+                                                projected_search)
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -154,23 +158,6 @@ def _measure(qp: QP, x: FloatArray, g: FloatArray) -> float:
     if qp.equality.kind == "general":
         return kkt(qp, x, g).measure
     return measure(scores_of(qp, x, g))
-
-
-def _steepest_feasible(qp: QP, x: FloatArray, g: FloatArray) -> FloatArray | None:
-    """argmin gᵀd subject to A d = 0, d ≥ 0 at lb, d ≤ 0 at ub, |d| ≤ 1 (a small LP, scipy's
-    HiGHS), put exactly on the null space of the rows; None when it does not descend."""
-    from scipy.optimize import linprog
-
-    movable = qp.lb < qp.ub
-    lo = np.where(movable & (x > qp.lb), -1.0, 0.0)
-    hi = np.where(movable & (x < qp.ub), 1.0, 0.0)
-    res = linprog(g, A_eq=qp.A, b_eq=np.zeros(qp.m), bounds=np.column_stack([lo, hi]), method="highs")
-    if res.status != 0 or res.x is None:
-        return None
-    d = np.clip(np.asarray(res.x, dtype=np.float64), lo, hi)
-    d = _null_project(qp, d, d != 0)
-    d = np.clip(d, lo, hi)
-    return d if float(g @ d) < 0.0 else None
 
 
 @attrs.frozen
@@ -440,7 +427,7 @@ class GPCG(Strategy):
             # variables go onto their bound; else one direct minimization on the face, while it
             # is small enough to factor; else one search along the maximal violating pair, which
             # descends whenever the measure is positive
-            if self._settle(qp, state) or self._face_solve(qp, state) or self._pair_step(qp, state):
+            if settle(qp, state) or self._face_solve(qp, state) or self._pair_step(qp, state):
                 self._refresh(qp, state)
                 m = _measure(qp, state.x, state.g)
                 if m <= work.tol:
@@ -677,58 +664,9 @@ class GPCG(Strategy):
         assert first is not None
         return first
 
-    def _settle(self, qp: QP, state: State) -> bool:
-        """Snap coordinates within 1e-10 (relative) of a finite bound onto it, if the equality
-        stays satisfied to 1e-10 relative and the objective does not rise; True if x changed."""
-        x = state.x
-        rel = 1e-10
-        xn = _snap(qp, x.copy(), rel)
-        if np.array_equal(xn, x):
-            return False
-        if qp.m:
-            if not _rows_met(qp, xn, rel):
-                return False
-        s = xn - x
-        Qs = _product(qp, s, state.deadline)
-        dq = float(state.g @ s) + 0.5 * float(s @ Qs)
-        f = float(0.5 * x @ (state.g + qp.c))
-        if dq > 1e-14 * max(1.0, abs(f)):
-            return False
-        state.x = xn
-        state.g = state.g + Qs
-        state.counters["settled"] += 1
-        return True
-
-    def _face_direction(self, qp: QP, state: State) -> FloatArray | None:
-        """The step to the minimizer of the current face through its principal block (least
-        squares, so singular faces are fine); None when the face is empty or too large."""
-        x, g = state.x, state.g
-        F = np.flatnonzero((x > qp.lb) & (x < qp.ub))
-        if F.size == 0 or F.size > self.max_face_solve:
-            return None
-        if 2e-9 * float(F.size) ** 3 > state.time_left():
-            return None                     # a dense solve that would overrun the time limit
-        B = principal_block(qp.Q, F)
-        rhs = -g[F]
-        if qp.m:
-            AF = qp.A[:, F]
-            m = qp.m
-            K = np.block([[B, AF.T], [AF, np.zeros((m, m))]])
-            sol = _lstsq(K, np.concatenate([rhs, np.zeros(m)]))[:-m]
-            # on the null space of the rows on F exactly, not to rounding
-            full = np.zeros(x.size)
-            full[F] = sol
-            sol = _null_project(qp, full)[F]
-        else:
-            sol = _lstsq(np.asarray(B, dtype=np.float64), rhs)
-        state.counters["face_solves"] += 1
-        d = np.zeros(x.size)
-        d[F] = sol
-        return d
-
     def _face_solve(self, qp: QP, state: State) -> bool:
         """The face's minimizing step followed by a projected search along it; True if x moved."""
-        d = self._face_direction(qp, state)
+        d = face_direction(qp, state, self.max_face_solve)
         if d is None or not d.any():
             return False
         res = projected_search(qp, state.x, state.g, d, 1.0, mu=self.mu, segments=self.segments,
@@ -742,53 +680,21 @@ class GPCG(Strategy):
         """One step of the primal active-set method on the face: its minimizing step, cut at the
         first bound it meets. Returns "min" (the face's minimizer reached), "blocked" (a bound
         met: the face shrank) or "none" (no move)."""
-        d = self._face_direction(qp, state)
+        d = face_direction(qp, state, self.max_face_solve)
         if d is None or not d.any():
             return "none"
-        x, g = state.x, state.g
-        t = _hit_times(qp, x, d)
-        alpha = min(1.0, float(t.min(initial=np.inf)))
-        if not alpha > 0.0:
+        res = cut_step(qp, state, d)
+        if res is None:
             return "none"
-        xn = x + alpha * d
-        hit = t <= alpha
-        xn[hit] = np.where(d > 0, qp.ub, qp.lb)[hit]
-        np.clip(xn, qp.lb, qp.ub, out=xn)
-        s = xn - x
-        Qs = _product(qp, s, state.deadline)
-        dq = float(g @ s) + 0.5 * float(s @ Qs)
-        if not dq < 0.0:
-            return "none"
-        self._apply(qp, state, SearchResult(xn, alpha, -dq, Qs))
-        return "min" if alpha >= 1.0 else "blocked"
+        self._apply(qp, state, res)
+        return "min" if res.alpha >= 1.0 else "blocked"
 
     def _pair_step(self, qp: QP, state: State) -> bool:
         """A search along the maximal violating pair ``e_i/a_i − e_j/a_j`` or along the most
         violating single variable, whichever descends faster per unit step; True if x moved. General
         rows have no pairs: the steepest feasible descent direction of the linearization instead."""
-        x, g = state.x, state.g
-        if qp.equality.kind == "general":
-            d = _steepest_feasible(qp, x, g)
-            moved = d is not None and self._search_apply(qp, state, d)
-            state.counters["pair_steps"] += int(moved)
-            return moved
-        s = scores_of(qp, x, g)
-        d = np.zeros(qp.n)
-        rate = 0.0
-        ij = maximal_violating_pair(s) if s.paired else None
-        if ij is not None and ij[0] != ij[1] and s.v[ij[0]] > s.v[ij[1]]:
-            i, j = ij                       # in one group (the one with the largest gap)
-            a = qp.equality.coef
-            d[i] += 1.0 / a[i]
-            d[j] -= 1.0 / a[j]
-            rate = float(s.v[i] - s.v[j]) * min(abs(float(a[i])), abs(float(a[j])))
-        su, sl = s.single_masks()
-        viol = np.maximum(np.where(su, s.v, 0.0), np.where(sl, -s.v, 0.0))
-        if viol.size and float(viol.max()) > rate:
-            k = int(np.argmax(viol))
-            d[:] = 0.0
-            d[k] = 1.0 if (su[k] and s.v[k] > 0) else -1.0
-        moved = self._search_apply(qp, state, d)
+        d = pair_direction(qp, state.x, state.g)
+        moved = d is not None and self._search_apply(qp, state, d)
         state.counters["pair_steps"] += int(moved)
         return moved
 
