@@ -42,7 +42,8 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from qpcore_train.multiclass import MulticlassSVM, decide, problems_of
-from qpcore_formulations.formulation import C_SVC, FORMULATIONS, Formulation, Predicts, formulation
+from qpcore_formulations.builtin import C_SVC
+from qpcore_formulations.formulation import FORMULATIONS, Formulation, Predicts, formulation
 from qpcore_formulations.svm import SVMModel
 from qpcore import __version__
 from qpcore.backends.operators import Kernel

@@ -83,7 +83,8 @@ from qpcore_cli.libsvm_options import (
 from qpcore_cli.model import Model, class_labels, labels_to_strings, save_model
 from qpcore_cli.progress import GapReporter, gap_reporter, problem_names
 from qpcore_cli.registry import entry_options
-from qpcore_formulations.formulation import C_SVC, FORMULATIONS, Formulation, Predicts, formulation
+from qpcore_formulations.builtin import C_SVC
+from qpcore_formulations.formulation import FORMULATIONS, Formulation, Predicts, formulation
 from qpcore_formulations.svm import SVMModel
 from qpcore_strategies.registry import KERNEL_STRATEGIES, LINEAR_STRATEGIES, REGISTRY
 from qpcore_train.multiclass import MulticlassSVM, problems_of

@@ -5,5 +5,8 @@ data sets in :mod:`qpcore_formulations.data`. The SVMs are registered by name in
 training layer, the command line and the estimators read. Builds on qpcore alone.
 """
 
-# the modules are the API (qpcore_formulations.svm, qpcore_formulations.data.svmlight, ...)
+# the modules are the API (qpcore_formulations.svm, qpcore_formulations.data.svmlight, ...); the
+# built-in formulations join the registry with the package
+from qpcore_formulations import builtin as _builtin  # noqa: F401
+
 __all__: list[str] = []

@@ -23,7 +23,8 @@ from numpy.typing import NDArray
 
 import qpcore
 from qpcore_formulations.asvm import asvm_dual
-from qpcore_formulations.formulation import C_SVC, NU_SVC, Formulation, Predicts, formulation as formulation_of
+from qpcore_formulations.builtin import C_SVC, NU_SVC
+from qpcore_formulations.formulation import Formulation, Predicts, formulation as formulation_of
 from qpcore_train.pipeline import MaxIter, fit_problem, iteration_limit
 from qpcore_train.probability import proba_from_raw
 from qpcore_formulations.risk import hinge_svm
