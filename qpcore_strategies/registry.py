@@ -35,7 +35,7 @@ from qpcore_strategies.rules.names import PAIR_RULES, SET_RULES, make_rule, rule
 from qpcore_strategies.smo import SMO
 
 __all__ = ["ALIASES", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "PAIR_RULES", "REGISTRY", "SET_RULES", "Entry", "Family",
-           "Option", "accepts", "entry", "make", "parse_spec", "settings"]
+           "Option", "UnknownStrategy", "accepts", "entry", "make", "parse_spec", "settings"]
 
 Family = Literal["kernel", "linear"]
 OptionType = type[int] | type[float] | type[bool] | type[str]
@@ -312,6 +312,21 @@ KERNEL_STRATEGIES = tuple(n for n, e in REGISTRY.items() if e.family == "kernel"
 LINEAR_STRATEGIES = tuple(n for n, e in REGISTRY.items() if e.family == "linear")
 
 
+class UnknownStrategy(ProblemError):
+    """A spec whose name is neither a strategy nor an alias (the message lists the names).
+
+    Attributes
+    ----------
+    spec : str
+        The spec as given, so a caller with a narrower list of names (the kernel estimators) can
+        say it in its own words.
+    """
+
+    def __init__(self, spec: str) -> None:
+        super().__init__(f"strategy: unknown name {spec!r}; use one of {', '.join(REGISTRY)}")
+        self.spec = spec
+
+
 def entry(name: str) -> Entry:
     """The entry of a strategy name or alias.
 
@@ -337,15 +352,17 @@ def parse_spec(spec: str) -> tuple[Entry, dict[str, Any]]:
 
     Raises
     ------
+    UnknownStrategy
+        For an unknown name (a ProblemError).
     ProblemError
-        For an unknown name or a malformed option list.
+        For a malformed option list.
     """
     name, _, rest = spec.strip().partition(":")
     fixed: dict[str, Any] = {}
     if name in ALIASES:
         name, fixed = ALIASES[name][0], dict(ALIASES[name][1])
     if name not in REGISTRY:
-        raise ProblemError(f"strategy: unknown name {spec!r}; use one of {', '.join(REGISTRY)}")
+        raise UnknownStrategy(spec)
     e = REGISTRY[name]
     options: dict[str, Any] = dict(fixed)
     for part in filter(None, (p.strip() for p in rest.split(","))):
