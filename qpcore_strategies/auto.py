@@ -121,6 +121,10 @@ class Auto(Strategy):
 
     takes_inequalities = True      # the general strategy takes the rows l ≤ Cx ≤ u itself
 
+    def lockstep(self) -> str | None:
+        """Its SMO's: small data keeps the SMO that auto starts with."""
+        return self.smo.lockstep()
+
     def __attrs_post_init__(self) -> None:
         from qpcore.core.problem import ProblemError
 

@@ -170,6 +170,11 @@ class SMO(Strategy):
     newton_after: int = SLOW_CHECKS
     seed: int = 0
 
+    def lockstep(self) -> str | None:
+        """``"smo-wss2"`` for LIBSVM's rule without the weight update (what the batched SMO of the
+        training layer takes in lockstep), else None."""
+        return "smo-wss2" if isinstance(self.rule, SecondOrderRule) and not self.weight_update else None
+
     def __attrs_post_init__(self) -> None:
         check_rule(self.rule, ("pair",), "SMO")
         finish = self._fallback_rule()

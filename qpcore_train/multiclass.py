@@ -35,8 +35,6 @@ from qpcore.core.problem import QP, ProblemError
 from qpcore.core.solve import Reporter, Strategy
 from qpcore.core.state import Result, State, Status, bound_status
 from qpcore_train.batched_smo import batched_smo
-from qpcore_strategies.auto import Auto
-from qpcore_strategies.smo import SMO, SecondOrderRule
 
 __all__ = ["BATCH_ROWS", "BATCH_ROWS_BINARY", "MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of",
            "train_multiclass", "votes"]
@@ -279,8 +277,9 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
         Solve the one-vs-one C-SVCs together (:func:`qpcore_train.batched_smo.batched_smo`) over one
         kernel matrix of all training rows instead of one by one: LIBSVM's second-order SMO on
         every problem at once, each problem then certified by ``qpcore.kkt`` (and resumed from
-        its exact gradient until it meets tol). None (default): when the strategy is SMO with
-        LIBSVM's rule (the same iterates) and the data is small (classes × largest class ≤
+        its exact gradient until it meets tol). None (default): when the strategy declares
+        LIBSVM's SMO as its lockstep method (``Strategy.lockstep() == "smo-wss2"``: SMO with
+        LIBSVM's rule, or auto; the same iterates) and the data is small (classes × largest class ≤
         :data:`BATCH_ROWS`, its kernel matrix within ``cache_bytes``); True: whenever the problem
         allows it (a PSD kernel on points, a formulation whose binary problem is C-SVC's dual,
         one-vs-one, no reporter); False: never. The time limit then bounds the whole batch.
@@ -378,9 +377,7 @@ def _batchable(batched: bool | None, strategy: Strategy, kernel: Kernel, form: F
     width = n_classes * int(np.bincount(y_kept, minlength=n_classes).max())
     # one binary problem gains nothing from batching: only a small one, whose fixed costs matter
     small = width <= (BATCH_ROWS if pairs.shape[0] > 1 else BATCH_ROWS_BINARY) and 8 * width * width <= cache_bytes
-    smo = strategy.smo if isinstance(strategy, Auto) else strategy   # auto starts with SMO, which small data keeps
-    lib = isinstance(smo, SMO) and isinstance(smo.rule, SecondOrderRule) and not smo.weight_update
-    return small and lib
+    return small and strategy.lockstep() == "smo-wss2"     # declared by the strategy, not probed
 
 
 def _gram(X: Any, kernel: Kernel, dtype: type[np.floating[Any]]) -> NDArray[Any]:

@@ -226,6 +226,20 @@ class Strategy(abc.ABC):
         """
         return None
 
+    def lockstep(self) -> str | None:
+        """The lockstep method whose steps this configured strategy takes on small problems, or None.
+
+        A training layer that solves many small problems together (one-vs-one pairs in a padded
+        stack) may do so only for a strategy that declares the method it would run: the batch then
+        takes the same steps the strategy would. ``"smo-wss2"`` is LIBSVM's SMO with the
+        second-order working-set rule. The default is None (solve each problem alone).
+
+        Returns
+        -------
+        str or None
+        """
+        return None
+
     def stage(self, state: State) -> str | None:
         """What the run is doing now, for progress displays (``Progress.stage``): a strategy that
         delegates names the one running. The default is None.
