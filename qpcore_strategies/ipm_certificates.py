@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from qpcore_strategies.ipm_presolve import _abs_mv, _is_sparse, _mv
 
-__all__ = ["Certificates", "UserData"]
+__all__ = ["Certificates"]
 
 FloatArray = NDArray[np.float64]
 
