@@ -67,8 +67,11 @@ def _nu_pair(params: Mapping[str, float], sizes: tuple[float, float], names: tup
     """svm_check_parameter's test for every pair: ν·(n_i + n_j)/2 ≤ min(n_i, n_j)."""
     ni, nj = sizes
     if params["nu"] * (ni + nj) / 2.0 > min(ni, nj):
-        raise ProblemError(f"nu: specified nu is infeasible for classes {names[0]} ({_count(ni)} rows) and "
-                           f"{names[1]} ({_count(nj)} rows); take ν ≤ {2.0 * min(ni, nj) / (ni + nj):.6g}")
+        # sizes are the classes' total weights, their row counts when unweighted
+        raise ProblemError(f"nu: specified nu is infeasible for classes {names[0]} and {names[1]}: ν·(n_i + n_j)/2 = "
+                           f"{params['nu'] * (ni + nj) / 2.0:.6g} exceeds the smaller class's total weight "
+                           f"{_count(min(ni, nj))} (its number of rows when unweighted); take ν ≤ "
+                           f"{2.0 * min(ni, nj) / (ni + nj):.6g}")
 
 
 def _build_one_class(X: Any, y: FloatArray | None, weight: FloatArray, kernel: Kernel, params: Mapping[str, float],
