@@ -27,7 +27,9 @@ from qpcore_train.multiclass import decide, problems_of
 from qpcore.backends.operators import Kernel
 from qpcore.core.problem import ProblemError
 from qpcore_sklearn._params import gamma_value
-from qpcore_sklearn.svm import KernelSVC, _ovr_from_ovo, make_strategy
+from qpcore_sklearn._params import make_strategy
+from qpcore_sklearn.svm import KernelSVC
+from qpcore_sklearn.svm_base import class_factors, ovr_from_ovo
 
 __all__ = ["SHARED_PARAMS", "SVMGridSearchCV"]
 
@@ -64,7 +66,7 @@ class _HeldOut(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             return -self.raw[:, 0]
         if self.scheme == "ovr" or self.shape == "ovo":
             return self.raw
-        return _ovr_from_ovo(self.raw, k)
+        return ovr_from_ovo(self.raw, k)
 
     def predict(self, X: Any) -> NDArray[Any]:
         self._check(X)
@@ -351,20 +353,7 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
                  train: NDArray[np.intp]) -> FloatArray:
         """Per-point class factor on C as the estimator fitted on ``train`` computes it
         ("balanced" counts that fold's training points)."""
-        k = int(classes.size)
-        w = np.ones(k)
-        cw = est.class_weight
-        if isinstance(cw, str):
-            if cw != "balanced":
-                raise ValueError(f"class_weight must be a dict, 'balanced' or None, got {cw!r}")
-            counts = np.bincount(y_idx[train], minlength=k)
-            w = train.size / (k * np.maximum(counts, 1.0))
-        elif cw is not None:
-            for label, value in dict(cw).items():
-                hit = np.flatnonzero(classes == label)
-                if hit.size == 0:
-                    raise ValueError(f"class_weight: label {label!r} is not among the classes {classes.tolist()}")
-                w[hit[0]] = float(value)
+        w = class_factors(est.class_weight, classes, y_idx[train])
         out: FloatArray = np.asarray(w, dtype=np.float64)[y_idx]
         return out
 
