@@ -95,3 +95,48 @@ def test_estimator_takes_it() -> None:
     est = svm.KernelSVC(formulation=NAME, C=2.0, kernel="rbf", gamma=0.5, tol=1e-8).fit(X, y)
     fit = fit_formulation(NAME, X, y, Kernel("rbf", gamma=0.5), make("auto"), params={"C": 2.0}, tol=1e-8)
     np.testing.assert_allclose(est.decision_function(X), -fit.model.raw(X)[:, 0], atol=1e-6)
+
+
+@pytest.mark.parametrize("name", [NAME, "l2-svc"])
+def test_scikit_learn_estimator_of_the_formulation(name: str) -> None:
+    """The formulation of this file (and the shipped l2-svc) as a scikit-learn estimator with no
+    estimator written for it: qpcore_sklearn.FormulationSVM, whose parameters are the
+    formulation's and whose kind (a classifier) is what it predicts, gives fit_formulation's model;
+    predict, decision_function, score, get_params/clone, pickling and a grid search over C."""
+    pytest.importorskip("sklearn")
+    import pickle
+
+    from sklearn.base import clone, is_classifier
+
+    from qpcore_sklearn import FormulationSVM
+    from qpcore_sklearn.model_selection import SVMGridSearchCV
+    from qpcore_train.multiclass import MulticlassSVM
+
+    X, y = blobs(60, 3)
+    est = FormulationSVM(name, C=2.0, gamma=0.5, tol=1e-8)
+    assert is_classifier(est) and isinstance(est, FormulationSVM)
+    params = est.get_params()
+    assert params["formulation"] == name and params["C"] == 2.0 and "nu" not in params
+    assert est.fit(X, y) is est
+    fit = fit_formulation(name, X, y, Kernel("rbf", gamma=0.5), make("auto"), params={"C": 2.0}, tol=1e-8)
+    assert isinstance(fit.model, MulticlassSVM)
+    # SVC's sign for two classes: positive for classes_[1], the pair's second class
+    np.testing.assert_array_equal(est.decision_function(X), -fit.model.raw(X)[:, 0])
+    np.testing.assert_array_equal(est.predict(X), fit.model.predict(X))
+    assert est.score(X, y) == np.mean(est.predict(X) == y) > 0.9
+    assert est.status_ == ["converged"] and est.result_.kkt.measure <= 1e-8
+    np.testing.assert_array_equal(est.classes_, [-1, 1])
+    twin = clone(est)
+    assert type(twin) is type(est) and twin.get_params() == params and not hasattr(twin, "model_")
+    np.testing.assert_array_equal(twin.fit(X, y).decision_function(X), est.decision_function(X))
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.decision_function(X), est.decision_function(X))
+    # three classes: one problem per pair through the multiclass layer, LIBSVM's vote
+    X3, y3 = blobs(90, 1, k=3)
+    multi = FormulationSVM(name, C=2.0, gamma=0.5).fit(X3, y3)
+    fit3 = fit_formulation(name, X3, y3, Kernel("rbf", gamma=0.5), make("auto"), params={"C": 2.0})
+    np.testing.assert_array_equal(multi.predict(X3), fit3.model.predict(X3))
+    assert multi.decision_function(X3).shape == (90, 3) and multi.dual_coef_.shape[0] == 2
+    # a grid search over the formulation's C (scikit-learn's, cell by cell: not KernelSVC)
+    grid = SVMGridSearchCV(FormulationSVM(name, gamma=0.5), {"C": [0.5, 2.0]}, cv=3).fit(X3, y3)
+    assert not grid.shared_ and grid.best_params_["C"] in (0.5, 2.0) and grid.score(X3, y3) > 0.8
