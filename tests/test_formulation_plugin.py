@@ -87,16 +87,6 @@ def test_command_line_model_file_and_predict(capsys: pytest.CaptureFixture[str],
     capsys.readouterr()
 
 
-def test_estimator_takes_it() -> None:
-    svm = pytest.importorskip("qpcore_sklearn.svm")
-    if "formulation" not in svm.KernelSVC().get_params():
-        pytest.skip("the estimators do not read the formulation registry yet (KernelSVC(formulation=...))")
-    X, y = blobs(60, 3)
-    est = svm.KernelSVC(formulation=NAME, C=2.0, kernel="rbf", gamma=0.5, tol=1e-8).fit(X, y)
-    fit = fit_formulation(NAME, X, y, Kernel("rbf", gamma=0.5), make("auto"), params={"C": 2.0}, tol=1e-8)
-    np.testing.assert_allclose(est.decision_function(X), -fit.model.raw(X)[:, 0], atol=1e-6)
-
-
 @pytest.mark.parametrize("name", [NAME, "l2-svc"])
 def test_scikit_learn_estimator_of_the_formulation(name: str) -> None:
     """The formulation of this file (and the shipped l2-svc) as a scikit-learn estimator with no

@@ -19,10 +19,9 @@ from qpcore.core.problem import ProblemError
 from qpcore_cli import main
 from qpcore_cli.model import load_model_file
 from qpcore_formulations.data.svmlight import dump_svmlight, load_svmlight
+from qpcore_formulations.builtin import C_SVC, L2_SVC
 from qpcore_formulations.formulation import (
-    C_SVC,
     FORMULATIONS,
-    L2_SVC,
     Formulation,
     Predicts,
     formulation,
