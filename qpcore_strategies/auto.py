@@ -406,7 +406,8 @@ class Auto(Strategy):
         return None if work is None else work.current
 
     def report(self, state: State) -> dict[str, Any]:
-        """``strategy`` (the one that finished) and ``strategy_choice`` ((iteration, name, reason)).
+        """``strategy`` (the one that finished) and ``strategy_choice`` ((iteration, name, reason)), and
+        SMO's ``rule_gave_up`` when its rule gave up early.
 
         Parameters
         ----------
@@ -420,4 +421,7 @@ class Auto(Strategy):
         work = state.work_or_none(AutoWork)
         if work is None:
             return {}
-        return {"strategy": work.current, "strategy_choice": list(work.choices)}
+        out: dict[str, Any] = {"strategy": work.current, "strategy_choice": list(work.choices)}
+        if isinstance(work.inner_work, SMOWork) and work.inner_work.note is not None:
+            out["rule_gave_up"] = work.inner_work.note
+        return out

@@ -207,3 +207,11 @@ def test_decomposition_has_no_fallback_and_stops_stalled() -> None:
         warnings.simplefilter("error", RuleWarning)
         for name in ("svmlight", "chunking", "osuna", "wss2", "mvp"):
             assert qpcore.solve(qp, Decomposition(rule=name), tol=1e-6).converged
+
+
+def test_auto_reports_what_its_smo_rule_did() -> None:
+    from qpcore_strategies.auto import Auto
+
+    res = _solve(_svm(), Auto(smo=SMO(rule=GivesUpAfter(5))))
+    assert res.status is Status.STALLED and res.stats["rule_steps"] == 5
+    assert "stops stalled" in res.stats["rule_gave_up"] and len(res.stats["_warnings"]) == 1
