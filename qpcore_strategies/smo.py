@@ -78,6 +78,10 @@ class SMOWork(Work):
     last_gap: float = math.inf   # gap at the previous progress check
     newton_hit: bool = False     # the last Newton step stopped at a bound
     slow_checks: int = 0         # consecutive progress checks at which the gap did not halve
+    block_since: int = 0         # steps since the block finish's trigger was last checked
+    block_level: float = math.inf    # the gap at which the block finish is tried next
+    block_left: int = 0          # block finish attempts left
+    block: Any = None            # the block finish's last result (BlockFinishResult)
 
     def release(self) -> None:
         """SMO has no ``resume``: a finished run keeps nothing (not the rule's view of Q)."""
@@ -158,6 +162,11 @@ class SMO(Strategy):
         Checks in a row without the gap halving before that Newton step (three by default).
     seed : int
         Seed of the rule's per-run generator (``view.rng``).
+    finish : BlockFinish, optional
+        An opt-in finish stage (:class:`qpcore_strategies.block_finish.BlockFinish`): once the gap
+        is at its ``start_gap``, the block active-set finish; a certified point ends the run,
+        otherwise SMO goes on from its own point (``Result.stats["block_finish"]`` says why).
+        None (the default): SMO alone.
     """
 
     rule: Any = attrs.field(default="wss2", converter=make_rule)
@@ -169,6 +178,7 @@ class SMO(Strategy):
     newton_free: int = 200
     newton_after: int = SLOW_CHECKS
     seed: int = 0
+    finish_stage: Any = attrs.field(default=None, alias="finish")
 
     def lockstep(self) -> str | None:
         """``"smo-wss2"`` for LIBSVM's rule without the weight update (what the batched SMO of the
@@ -231,6 +241,9 @@ class SMO(Strategy):
             assert isinstance(qp.Q, KernelQ)
             work.w = np.asarray(qp.Q.X.T @ (qp.Q.s * x), dtype=np.float64).ravel()
         state.counters.update(shrink_events=0, unshrink_events=0, null_steps=0, rule_steps=0, fallback_steps=0)
+        if self.finish_stage is not None:
+            work.block_level = max(float(self.finish_stage.start_gap), tol)
+            work.block_left = int(self.finish_stage.tries)
         return state
 
     def _use_weights(self, qp: QP) -> bool:
@@ -262,6 +275,8 @@ class SMO(Strategy):
             if work.since_check >= min(qp.n, self.shrink_every):
                 work.since_check = 0
                 self._check_progress(qp, state, work, tol)
+        if work.block_left and self._block_finish(qp, state, work, tol):
+            return
         view = work.view
         view.iteration = state.iteration
         while True:
@@ -345,7 +360,39 @@ class SMO(Strategy):
         dict
         """
         work = state.work_or_none(SMOWork)
-        return {} if work is None or work.note is None else {"rule_gave_up": work.note}
+        out: dict[str, Any] = {}
+        if work is not None and work.note is not None:
+            out["rule_gave_up"] = work.note
+        if work is not None and work.block is not None:
+            out["block_finish"] = work.block.message
+        return out
+
+    def multipliers(self, qp: QP, state: State) -> tuple[FloatArray, FloatArray] | None:
+        """The block finish's λ when it certified the point (else None: the certificate's own)."""
+        work = state.work_or_none(SMOWork)
+        if work is None or work.block is None or not work.block.certified or work.block.lam is None:
+            return None
+        return (work.block.lam, np.zeros(0))
+
+    def _block_finish(self, qp: QP, state: State, work: SMOWork, tol: float) -> bool:
+        """The opt-in block finish: tried when the gap is at its level (checked every tenth of a
+        shrinking period); True when it certified the point and ended the run."""
+        work.block_since += 1
+        if work.block_since < max(1, min(qp.n, self.shrink_every) // 10):
+            return False
+        work.block_since = 0
+        if self._measure(qp, state, work) > work.block_level:
+            return False
+        work.block_left -= 1
+        work.block_level = max(tol, 1e-2 * work.block_level)
+        res = self.finish_stage.apply(qp, state, tol)
+        work.block = res
+        if not res.certified:
+            return False
+        work.up[:], work.low[:] = direction_masks(state.x, qp.lb, qp.ub, work.y)
+        work.x_fresh = state.x.copy()
+        state.done = True
+        return True
 
     def _shrink(self, qp: QP, state: State, work: SMOWork, tol: float) -> None:
         y, G = work.y, state.g

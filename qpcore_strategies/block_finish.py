@@ -1,0 +1,429 @@
+"""A block active-set finish for box + equality-row QPs over any Q operator (the SVM duals).
+
+    minimize ½xᵀQx + cᵀx   subject to   lb ≤ x ≤ ub,   A x = b
+
+Once an inexpensive run (SMO to a loose gap, or any warm start) has nearly identified which
+variables sit at each bound, the rest is linear algebra (issue 35, part 1):
+
+1. **Guess** the active set from the point and its bound multipliers z = g − Aᵀλ (λ from
+   :func:`qpcore.core.certificate.estimate_multipliers`), by OSQP's polish rule
+   (:func:`qpcore_strategies.block_pivoting.guess_active`).
+2. **Solve the face** (:class:`BoxEqualityFace`): with the bound variables N fixed at their
+   bounds, the free set F and the equality rows (every row: ν-SVC's and ν-SVR's two groups, the
+   one row of C-SVC and of the abstract form, none for the fixed-threshold form) give one KKT
+   system ``[[Q_FF, A_Fᵀ], [A_F, 0]]``, factored once. Q is read only through ``Q.rows(D)``:
+   the rows of the free set and of the variables whose value changed since the start (the
+   gradient is updated from the start's, g = g₀ + Q_D·(x − x₀)_D), so a kernel operator serves
+   them from its cache and a dense one (``DenseQ``) by slicing; the doubled operator of ε-SVR
+   (:class:`qpcore.backends.doubled.DoubledKernelQ`) gives its 2l rows from l kernel rows.
+3. **Check every variable with one product** and move the violators in blocks
+   (:func:`qpcore_strategies.block_pivoting.block_principal_pivoting`: Júdice and Pires's block
+   principal pivoting; from the feasible start, the ratio step toward the block solution; after
+   ``backup`` rounds without progress, Kim and Park's counter falls back to single moves).
+4. **Certify**: the face point is accepted only when :func:`qpcore.kkt` certifies it at the
+   run's tol (with the face's gradient); otherwise the caller keeps its own point and goes on
+   (SMO resumes from where it was) and ``Result.stats`` says why.
+
+**The guarantee relied on.** Termination is unconditional: ``max_rounds`` caps the faces solved
+(each one factorization), and a free set above ``max_free`` is never factored. Correctness does
+not rest on the pivoting converging: a result is taken only when the certificate accepts it, so
+the worst case is a wasted finish and the inner strategy's own convergence (SMO's) stands. Where
+the pivoting converges by theory: the safeguard's single moves from a feasible point are the
+primal active-set method, finite on a strictly convex problem without degenerate steps (Nocedal
+and Wright §16.5); without rows, Murty's rule is finite on a P-matrix LCP (a positive definite
+Q). An SVM dual with duplicate points has a singular Q_FF (and a singular face when both copies
+are free): the face is then solved in the least-squares sense (minimum norm), which is still a
+minimizer of a consistent face; an inconsistent one shows as violators or a failed certificate.
+
+**When it does not help.** A free set too large to factor (``max_free``: the finish declines and
+says so; the factor is O(|F|³) and the rows O(|F|·n)), or a start whose sets keep changing (far
+from the optimum: many rounds, each a factorization, often ending on the cap and a return to
+SMO). A start whose gap is already at tol gains nothing. Each round refactors the face
+(the factor is not yet updated across block moves with ``BorderedCholesky.add_block``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Callable
+
+import attrs
+import numpy as np
+import scipy.linalg as sla
+from numpy.typing import NDArray
+
+from qpcore.backends.capabilities import QOperator
+from qpcore.core.certificate import estimate_multipliers, kkt
+from qpcore.core.problem import QP
+from qpcore.core.state import State, bound_status
+from qpcore_strategies.block_pivoting import BPPOutcome, block_principal_pivoting, guess_active
+
+__all__ = ["BlockFinish", "BlockFinishResult", "BoxEqualityFace", "FacePoint", "block_finish"]
+
+FloatArray = NDArray[np.float64]
+Int8Array = NDArray[np.int8]
+IndexArray = NDArray[np.intp]
+
+
+class FreeSetTooLarge(Exception):
+    """The face's free set exceeds ``max_free``: the finish declines."""
+
+
+@attrs.frozen(eq=False)
+class FacePoint:
+    """A face solution (a :class:`qpcore_strategies.block_pivoting.FaceSolution`).
+
+    Attributes
+    ----------
+    x : ndarray
+        The face's point (the free part may lie outside the box: a violator).
+    g : ndarray
+        Its gradient Qx + c (from the start's, updated by the rows that changed).
+    lam : ndarray
+        The equality multipliers λ (stationarity g − Aᵀλ − z = 0).
+    z : ndarray
+        The bound multipliers (0 on the free set).
+    row_residual : float
+        max |A x − b| (a row without free variable may be unmet by its bound variables).
+    """
+
+    x: FloatArray
+    g: FloatArray
+    lam: FloatArray
+    z: FloatArray
+    row_residual: float
+
+    @property
+    def value(self) -> FloatArray:
+        """The pairs' values: the variables."""
+        return self.x
+
+    @property
+    def mult(self) -> FloatArray:
+        """The pairs' multipliers: z."""
+        return self.z
+
+
+class BoxEqualityFace:
+    """The face solver of a box + equality-rows QP whose Q is any :class:`QOperator`.
+
+    Parameters
+    ----------
+    Q : QOperator
+        Read through ``rows`` only (free set and changed variables).
+    c, lb, ub : ndarray
+        Linear term and the (finite) box.
+    A, b : ndarray
+        The equality rows (m × n, m may be 0).
+    x0, g0 : ndarray
+        A feasible start and its gradient (the gradient of every face point is g0 + Q(x − x0)).
+    max_free : int
+        The largest free set factored (above it: :class:`FreeSetTooLarge`).
+    """
+
+    def __init__(self, Q: QOperator, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray, b: FloatArray,
+                 x0: FloatArray, g0: FloatArray, max_free: int) -> None:
+        self.Q, self.c, self.lb, self.ub, self.A, self.b = Q, c, lb, ub, A, b
+        self.x0, self.g0, self.max_free = x0, g0, max_free
+        self.factorizations = 0
+        self.least_squares = 0
+        self.largest_free = 0
+        self.matvecs = 0
+        # rows rounded beyond float64 (a float32 kernel cache): the face is refined, and its
+        # gradient taken, with the operator's exact products (``matvec``, one per refinement)
+        self.exact = float(getattr(Q, "row_eps", 0.0)) > 1e-14
+        self.refine = 2
+
+    def solve(self, state: Int8Array) -> FacePoint:
+        """The minimizer of the face ``state`` describes (−1 at lb, +1 at ub, 0 free)."""
+        lb, ub, A, b, x0 = self.lb, self.ub, self.A, self.b, self.x0
+        n, m = x0.size, A.shape[0]
+        F = np.flatnonzero(state == 0)
+        self.largest_free = max(self.largest_free, int(F.size))
+        if F.size > self.max_free:
+            raise FreeSetTooLarge(f"{F.size} free variables > max_free={self.max_free}")
+        x = np.where(state < 0, lb, np.where(state > 0, ub, x0))
+        bound = state != 0
+        moved = np.flatnonzero(bound & (x != x0))
+        D = np.concatenate([F, moved])
+        rows = np.asarray(self.Q.rows(D), dtype=np.float64).reshape(D.size, n) if D.size else np.zeros((0, n))
+        nF = F.size
+        lam = np.zeros(m)
+        AF = A[:, F]
+        live = np.flatnonzero(np.abs(AF).sum(axis=1) > 0) if m else np.zeros(0, dtype=np.intp)
+        if nF:
+            RF = rows[:nF]
+            xb = np.where(bound, x, 0.0)
+            r1 = -self.c[F] - RF @ xb
+            E = AF[live]
+            r2 = b[live] - A[live] @ xb
+            k = live.size
+            K = np.block([[RF[:, F], E.T], [E, np.zeros((k, k))]])
+            rhs = np.concatenate([r1, r2])
+            solver, sol = self._factor(K, rhs)
+            x[F] = sol[:nF]
+            lam[live] = -sol[nF:]
+            if self.exact:
+                # rows stored rounded (float32): refine against the operator's exact products
+                for _ in range(self.refine):
+                    g = self.Q.matvec(x) + self.c
+                    self.matvecs += 1
+                    r = np.concatenate([-(g[F] - E.T @ lam[live]), b[live] - E @ x[F] - A[live] @ xb])
+                    d = solver(r)
+                    x[F] += d[:nF]
+                    lam[live] -= d[nF:]
+        if self.exact:
+            g = np.asarray(self.Q.matvec(x), dtype=np.float64) + self.c
+            self.matvecs += 1
+        else:
+            g = self.g0 + rows.T @ (x - x0)[D] if D.size else self.g0.copy()
+        z = g - A.T @ lam if m else g.copy()
+        # the rows without a free variable: λ_k in the interval the signs of their bound
+        # multipliers allow (its middle; with an empty interval, the value of least worst violation)
+        for k in np.setdiff1d(np.arange(m), live):
+            members = np.flatnonzero(A[k] != 0)
+            if members.size == 0:
+                continue
+            a = A[k, members]
+            h = z[members] + a * lam[k]
+            s = np.where(state[members] < 0, 1.0, -1.0)     # s·(h − aλ) ≥ 0
+            coef = s * a                                     # s·h − coef·λ ≥ 0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lim = s * h / coef
+            upper = lim[coef > 0]
+            lower = lim[coef < 0]
+            hi = float(upper.min()) if upper.size else math.inf
+            lo = float(lower.max()) if lower.size else -math.inf
+            lam_k = (0.5 * (lo + hi) if math.isfinite(lo) and math.isfinite(hi)
+                     else lo if math.isfinite(lo) else hi if math.isfinite(hi) else 0.0)
+            z[members] = h - a * lam_k
+            lam[k] = lam_k
+        z[F] = 0.0
+        res = float(np.abs(A @ x - b).max(initial=0.0)) if m else 0.0
+        return FacePoint(x=x, g=g, lam=lam, z=z, row_residual=res)
+
+    def _factor(self, K: FloatArray, rhs: FloatArray) -> tuple[Callable[[FloatArray], FloatArray], FloatArray]:
+        """One LU factorization (a solve and one refinement step checked against ``rhs``); a
+        singular or ill-conditioned face (more free points than the kernel's rank, duplicate
+        points) by least squares, whose minimum-norm solution still meets a consistent face."""
+        self.factorizations += 1
+        scale = float(np.abs(K).max(initial=0.0)) + 1e-300
+
+        def accurate(v: FloatArray) -> bool:
+            r = rhs - K @ v
+            return bool(np.isfinite(v).all()) and float(np.abs(r).max(initial=0.0)) <= 1e-11 * (
+                scale * float(np.abs(v).max(initial=0.0)) + float(np.abs(rhs).max(initial=0.0)) + 1e-300)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", sla.LinAlgWarning)
+            try:
+                lu = sla.lu_factor(K, check_finite=False)
+
+                def by_lu(r: FloatArray) -> FloatArray:
+                    v = np.asarray(sla.lu_solve(lu, r, check_finite=False), dtype=np.float64)
+                    return v + np.asarray(sla.lu_solve(lu, r - K @ v, check_finite=False), dtype=np.float64)
+
+                sol = by_lu(rhs)
+                if accurate(sol):
+                    return by_lu, sol
+            except (np.linalg.LinAlgError, sla.LinAlgWarning, ValueError):
+                pass
+        self.least_squares += 1
+
+        def by_lstsq(r: FloatArray) -> FloatArray:
+            return np.asarray(sla.lstsq(K, r, check_finite=False)[0], dtype=np.float64)
+
+        return by_lstsq, by_lstsq(rhs)
+
+
+@attrs.frozen(eq=False)
+class BlockFinishResult:
+    """The outcome of :func:`block_finish`.
+
+    Attributes
+    ----------
+    certified : bool
+        Whether the face point was certified at tol (then ``x``, ``g``, ``lam`` are it).
+    x, g, lam : ndarray or None
+        The certified point, its gradient and equality multipliers (None unless certified).
+    rounds : int
+        Faces solved (factorizations).
+    block_moves : int
+        Rounds that moved several violators at once.
+    single_pivots : int
+        Rounds of the safeguard's single moves.
+    ratio_steps : int
+        Rounds that took the ratio step toward the face's solution.
+    violators : tuple of int
+        The number of violators after each round.
+    free : int
+        The largest free set met.
+    least_squares : int
+        Faces solved by least squares (singular: duplicate points free together).
+    measure : float
+        The certificate's measure of the face point (NaN when none was checked).
+    fallback : str
+        Empty when certified, else why the caller keeps its own point.
+    """
+
+    certified: bool
+    x: FloatArray | None
+    g: FloatArray | None
+    lam: FloatArray | None
+    rounds: int = 0
+    block_moves: int = 0
+    single_pivots: int = 0
+    ratio_steps: int = 0
+    violators: tuple[int, ...] = ()
+    free: int = 0
+    least_squares: int = 0
+    measure: float = math.nan
+    fallback: str = ""
+
+    @property
+    def message(self) -> str:
+        """What happened, in a few words."""
+        if self.certified:
+            return (f"certified by the block finish in {self.rounds} round(s) ({self.block_moves} block move(s), "
+                    f"{self.single_pivots} single pivot(s), free set {self.free})")
+        return f"block finish fell back: {self.fallback}"
+
+
+def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: int = 3000, max_rounds: int = 20,
+                 backup: int = 3, ratio: float = 0.9, active_tol: float = 1e-9) -> BlockFinishResult:
+    """Finish a box + equality-rows QP from a feasible point by block principal pivoting.
+
+    Parameters
+    ----------
+    qp : QP
+        The problem (finite box, equality rows; no inequality rows).
+    x, g : ndarray
+        A feasible point (A x = b, in the box) and its gradient.
+    tol : float
+        The certificate's tolerance the face point must meet (:meth:`qpcore.KKT.ok`).
+    max_free : int
+        The largest free set factored; above it the finish declines.
+    max_rounds : int
+        The most faces solved.
+    backup : int
+        Kim and Park's p̄: block rounds without a new smallest number of violators before single
+        moves.
+    ratio : float
+        See :func:`qpcore_strategies.block_pivoting.block_principal_pivoting` (0: no ratio step).
+    active_tol : float
+        Relative distance within which a bound is guessed active whatever its multiplier.
+
+    Returns
+    -------
+    BlockFinishResult
+        Certified, or the reason to keep the caller's point (``fallback``).
+    """
+    lb, ub, A, b = qp.lb, qp.ub, qp.A, qp.b
+    x0 = np.clip(np.asarray(x, dtype=np.float64), lb, ub)
+    g0 = np.asarray(g, dtype=np.float64)
+    lam0 = estimate_multipliers(qp, x0, g0) if qp.m else np.zeros(0)
+    z0 = g0 - A.T @ lam0 if qp.m else g0
+    pinned = lb == ub
+    state = guess_active(x0, z0, lb, ub, pinned, active_tol)
+    nfree = int(np.count_nonzero(state == 0))
+    if nfree > max_free:
+        return BlockFinishResult(certified=False, x=None, g=None, lam=None, free=nfree,
+                                 fallback=f"the guessed free set ({nfree}) exceeds max_free={max_free}")
+    face = BoxEqualityFace(qp.Q, qp.c, lb, ub, A, b, x0, g0, max_free)
+    span = np.maximum(1.0, np.maximum(np.abs(lb), np.abs(ub)))
+    tol_value = 1e-12 * span
+    # sign violations of z within a tenth of tol do not stop the certificate
+    tol_mult = 0.1 * tol
+
+    try:
+        out: BPPOutcome[FacePoint] = block_principal_pivoting(
+            face, state, lb, ub, pinned, max_rounds=max_rounds, backup=backup, tol_value=tol_value,
+            tol_mult=tol_mult, base=x0 if ratio > 0 else None, ratio=ratio)
+    except FreeSetTooLarge as e:
+        return BlockFinishResult(certified=False, x=None, g=None, lam=None, rounds=face.factorizations,
+                                 free=face.largest_free, least_squares=face.least_squares,
+                                 fallback=f"a face's free set is too large to factor ({e})")
+    except (np.linalg.LinAlgError, ValueError, MemoryError) as e:
+        return BlockFinishResult(certified=False, x=None, g=None, lam=None, rounds=face.factorizations,
+                                 free=face.largest_free, least_squares=face.least_squares,
+                                 fallback=f"the face solve failed ({type(e).__name__}: {e})")
+    singles = out.single_pivots
+    # rounds that moved several violators: those with more than one, less the safeguard's single moves
+    blocks = max(0, min(sum(1 for c in out.violators[:-1] if c > 1), out.rounds - 1 - singles))
+    common: dict[str, Any] = dict(rounds=out.rounds, block_moves=blocks, single_pivots=singles,
+                                  ratio_steps=out.ratio_steps, violators=out.violators, free=face.largest_free,
+                                  least_squares=face.least_squares)
+    p = out.solution
+    if not out.converged:
+        return BlockFinishResult(certified=False, x=None, g=None, lam=None, fallback=(
+            f"no violator-free face within max_rounds={max_rounds} (violators per round: "
+            f"{list(out.violators)})"), **common)
+    xf = np.clip(p.x, lb, ub)
+    gf = p.g + (qp.Q.rows(np.flatnonzero(xf != p.x)).T @ (xf - p.x)[xf != p.x] if (xf != p.x).any() else 0.0)
+    cert = kkt(qp, xf, gf, multipliers=(p.lam, None)) if qp.m else kkt(qp, xf, gf)
+    if not cert.ok(tol) and qp.m:
+        own = kkt(qp, xf, gf)
+        if own.measure < cert.measure:
+            cert = own
+    score_ = cert.measure
+    if not cert.ok(tol):
+        return BlockFinishResult(certified=False, x=None, g=None, lam=None, measure=score_,
+                                 fallback=f"the face point is not certified at tol {tol:g} "
+                                          f"(measure {score_:.2e}, feasible: {cert.feasible()})", **common)
+    return BlockFinishResult(certified=True, x=xf, g=np.asarray(gf, dtype=np.float64), lam=cert.multipliers,
+                             measure=score_, **common)
+
+
+@attrs.frozen
+class BlockFinish:
+    """The block finish as a stage of another strategy (``SMO(finish=BlockFinish())``).
+
+    The strategy runs until its stopping measure (the units of tol; for an SVM dual, the
+    maximal-violating-pair gap) is at most ``max(start_gap, tol)``, then hands its point to
+    :func:`block_finish`; a certified face point ends the run, otherwise the strategy goes on
+    from its own point, and tries again at a hundredfold smaller gap (``tries`` in all).
+
+    Attributes
+    ----------
+    start_gap : float
+        The measure at which the finish is tried first (default 1e-2).
+    tries : int
+        The most attempts in a run (default 2).
+    max_free, max_rounds, backup, ratio, active_tol
+        See :func:`block_finish`.
+    """
+
+    start_gap: float = 1e-2
+    tries: int = 2
+    max_free: int = 3000
+    max_rounds: int = 20
+    backup: int = 3
+    ratio: float = 0.9
+    active_tol: float = 1e-9
+
+    def run(self, qp: QP, x: FloatArray, g: FloatArray, tol: float) -> BlockFinishResult:
+        """:func:`block_finish` with these settings."""
+        return block_finish(qp, x, g, tol, max_free=self.max_free, max_rounds=self.max_rounds, backup=self.backup,
+                            ratio=self.ratio, active_tol=self.active_tol)
+
+    def apply(self, qp: QP, state: State, tol: float) -> BlockFinishResult:
+        """Run the finish on ``state`` and, when certified, move the state to its point.
+
+        Counted in ``state.counters``: ``block_finish_tries``, ``block_finish_rounds``,
+        ``block_finish_moves``, ``block_finish_pivots`` (single), ``block_finish_ratio_steps``,
+        ``block_finish_fallbacks``.
+        """
+        res = self.run(qp, state.x, state.g, tol)
+        cnt = state.counters
+        for key, v in (("block_finish_tries", 1), ("block_finish_rounds", res.rounds),
+                       ("block_finish_moves", res.block_moves), ("block_finish_pivots", res.single_pivots),
+                       ("block_finish_ratio_steps", res.ratio_steps),
+                       ("block_finish_fallbacks", 0 if res.certified else 1)):
+            cnt[key] = cnt.get(key, 0) + v
+        if res.certified:
+            assert res.x is not None and res.g is not None
+            state.x[:] = res.x
+            state.g[:] = res.g
+            state.status = bound_status(state.x, qp.lb, qp.ub)
+        return res
