@@ -426,4 +426,5 @@ class BlockFinish:
             state.x[:] = res.x
             state.g[:] = res.g
             state.status = bound_status(state.x, qp.lb, qp.ub)
+            state.exact = None      # the certificate takes its own product at the new point
         return res

@@ -98,6 +98,9 @@ class DecompositionWork(Work):
     slot_of: IndexArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
     slot_used: NDArray[np.int64] = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
     note: str | None = None       # what happened when the rule gave up early (stats["rule_gave_up"])
+    block_level: float = float("inf")   # the gap at which the opt-in block finish is tried next
+    block_left: int = 0           # block finish attempts left
+    block: Any = None             # its last result (BlockFinishResult)
 
     def release(self) -> None:
         """Decomposition has no ``resume``: a finished run keeps neither the row buffer nor the view."""
@@ -302,6 +305,11 @@ class Decomposition(Strategy):
         At a shrink, buffered rows unused for more rounds than this are dropped, not compacted.
     seed : int
         Seed of the rule's per-run generator (``view.rng``).
+    finish : BlockFinish, optional
+        An opt-in finish stage (:class:`qpcore_strategies.block_finish.BlockFinish`): once the
+        gap is at its ``start_gap``, the gradient is made exact and the block active-set finish
+        runs; a certified point ends the run, otherwise the rounds go on from the same point
+        (``Result.stats["block_finish"]`` says why). None (the default): decomposition alone.
     """
 
     rule: Any = attrs.field(factory=SteepestFeasible, converter=make_set_rule)
@@ -313,6 +321,7 @@ class Decomposition(Strategy):
     shrink_ratio: float = 0.7
     keep_rounds: int = 4
     seed: int = 0
+    finish_stage: Any = attrs.field(default=None, alias="finish")
 
     def __attrs_post_init__(self) -> None:
         check_rule(self.rule, ("set", "pair"), "Decomposition")
@@ -330,7 +339,12 @@ class Decomposition(Strategy):
         dict
         """
         work = state.work_or_none(DecompositionWork)
-        return {} if work is None or work.note is None else {"rule_gave_up": work.note}
+        out: dict[str, Any] = {}
+        if work is not None and work.note is not None:
+            out["rule_gave_up"] = work.note
+        if work is not None and work.block is not None:
+            out["block_finish"] = work.block.message
+        return out
 
     def accepts(self, qp: QP) -> str | None:
         """None for decomposition's shape, else the reason and the strategy that takes the problem.
@@ -369,6 +383,9 @@ class Decomposition(Strategy):
         state.counters.update(rounds=0, inner_iterations=0, working_set_total=0, stalled_subproblems=0,
                               gradient_refreshes=0, rows_reused=0, rows_fetched=0, shrink_events=0,
                               unshrinks=0, active_min=qp.n)
+        if self.finish_stage is not None:
+            work.block_level = max(float(self.finish_stage.start_gap), tol)
+            work.block_left = int(self.finish_stage.tries)
         return state
 
     # -- shrinking -------------------------------------------------------------------------
@@ -525,11 +542,33 @@ class Decomposition(Strategy):
         counters["rows_fetched"] += int(new.size)
         return slots
 
+    # -- the opt-in block finish -----------------------------------------------------------
+
+    def _block_finish(self, qp: QP, state: State, work: DecompositionWork) -> bool:
+        """Tried when the gap is at its level, from the exact gradient over every variable;
+        True when it certified the point and ended the run."""
+        if measure(scores_of(qp, state.x, state.g)) > work.block_level:
+            return False
+        work.block_left -= 1
+        work.block_level = max(work.tol, 1e-2 * work.block_level)
+        self._refresh(qp, state)      # shrunk variables' gradients are stale; float32 sums drift
+        res = self.finish_stage.apply(qp, state, work.tol)
+        work.block = res
+        if not res.certified:
+            return False
+        work.x_fresh = state.x.copy()
+        work.g_fresh = state.g.copy()
+        work.f = 0.5 * float(state.x @ (state.g + qp.c))
+        state.done = True
+        return True
+
     # -- the round -------------------------------------------------------------------------
 
     def step(self, qp: QP, state: State) -> None:
         """One round: select B, solve the subproblem, update the gradient by one block product."""
         work = _work(state)
+        if work.block_left and self._block_finish(qp, state, work):
+            return
         view = work.view
         view.iteration = work.rounds
         sel = self.rule.select(view, work.tol)

@@ -22,6 +22,7 @@ from qpcore.testkit.testing import svm_duals
 from qpcore_formulations import svm_family as fam
 from qpcore_formulations.svm import csvc
 from qpcore_strategies.block_finish import BlockFinish, block_finish
+from qpcore_strategies.decomposition import Decomposition
 from qpcore_strategies.smo import SMO
 
 
@@ -151,3 +152,33 @@ def test_hypothesis_svm_duals_from_a_loose_point(qp: qpcore.QP) -> None:
         assert out.fallback
     res = qpcore.solve(qp, SMO(finish=BlockFinish()), tol=tol)
     assert res.status is Status.CONVERGED and qpcore.kkt(qp, res.x).ok(tol)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("tol", [1e-6, 1e-9])
+def test_decomposition_with_block_finish(kind: str, tol: float) -> None:
+    qp = _problem(kind, 1)
+    plain = qpcore.solve(qp, Decomposition(), tol=tol)
+    res = qpcore.solve(qp, Decomposition(finish=BlockFinish()), tol=tol)
+    assert res.status is Status.CONVERGED and qpcore.kkt(qp, res.x).ok(tol)
+    assert _rel(res.objective, plain.objective) <= 1e-8
+    assert res.stats["block_finish_tries"] >= 1 and "block_finish" in res.stats
+
+
+def test_decomposition_general_coefficients_against_reference() -> None:
+    """The abstract form with a row of any nonzero coefficients (Decomposition's shape, not SMO's)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3))
+    K = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    a = rng.uniform(0.5, 2.0, 60) * np.where(rng.random(60) < 0.5, 1.0, -1.0)
+    qp = fam.abstract_form(DenseQ(K * np.outer(a, a)), rng.random(60) + 0.5, a, 0.0, 3.0)
+    res = qpcore.solve(qp, Decomposition(finish=BlockFinish()), tol=1e-9)
+    assert res.status is Status.CONVERGED and "certified" in res.stats["block_finish"]
+    assert _rel(res.objective, dense_reference(qp)[1]) <= 1e-8
+
+
+def test_decomposition_falls_back_when_too_large() -> None:
+    qp = _problem("epsilon-svr", 6)
+    res = qpcore.solve(qp, Decomposition(finish=BlockFinish(max_free=1, tries=1)), tol=1e-8)
+    assert res.status is Status.CONVERGED and qpcore.kkt(qp, res.x).ok(1e-8)
+    assert res.stats["block_finish_fallbacks"] == 1 and "max_free=1" in res.stats["block_finish"]
