@@ -53,7 +53,7 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 
-from qpcore.backends.capabilities import QOperator
+from qpcore.backends.capabilities import QOperator, principal_block
 from qpcore.core.certificate import estimate_multipliers, kkt
 from qpcore.core.problem import QP
 from qpcore.core.state import State, bound_status
@@ -159,23 +159,28 @@ class BoxEqualityFace:
             E = AF[live]
             r2 = b[live] - A[live] @ xb
             k = live.size
-            K = np.block([[RF[:, F], E.T], [E, np.zeros((k, k))]])
+            # Q_FF in float64 from the operator (a kernel's block from its points), whatever the rows' dtype
+            QFF = principal_block(self.Q, F) if self.exact else RF[:, F]
+            K = np.block([[QFF, E.T], [E, np.zeros((k, k))]])
             rhs = np.concatenate([r1, r2])
             solver, sol = self._factor(K, rhs)
             x[F] = sol[:nF]
             lam[live] = -sol[nF:]
-            if self.exact:
-                # rows stored rounded (float32): refine against the operator's exact products
-                for _ in range(self.refine):
-                    g = self.Q.matvec(x) + self.c
-                    self.matvecs += 1
-                    r = np.concatenate([-(g[F] - E.T @ lam[live]), b[live] - E @ x[F] - A[live] @ xb])
-                    d = solver(r)
-                    x[F] += d[:nF]
-                    lam[live] -= d[nF:]
         if self.exact:
-            g = np.asarray(self.Q.matvec(x), dtype=np.float64) + self.c
-            self.matvecs += 1
+            # rows stored rounded (float32) made the right-hand side inexact: refine against the
+            # operator's exact products (one matvec each; the last one is the face's gradient)
+            for it in range(self.refine + 1):
+                g = np.asarray(self.Q.matvec(x), dtype=np.float64) + self.c
+                self.matvecs += 1
+                if not nF or it == self.refine:
+                    break
+                r = np.concatenate([-(g[F] - E.T @ lam[live]), b[live] - E @ x[F] - A[live] @ xb])
+                size = float(np.abs(g[F]).max(initial=0.0)) + float(np.abs(E.T @ lam[live]).max(initial=0.0))
+                if float(np.abs(r).max(initial=0.0)) <= 64 * np.finfo(np.float64).eps * max(1.0, size):
+                    break
+                d = solver(r)
+                x[F] += d[:nF]
+                lam[live] -= d[nF:]
         else:
             g = self.g0 + rows.T @ (x - x0)[D] if D.size else self.g0.copy()
         z = g - A.T @ lam if m else g.copy()

@@ -32,6 +32,7 @@ from qpcore_strategies.gradient_projection import GPCG
 from qpcore_strategies.incas import INCAS
 from qpcore_strategies.interior_point import InteriorPoint
 from qpcore_strategies.rules.names import PAIR_RULES, SET_RULES, make_rule, rule_help
+from qpcore_strategies.block_finish import BlockFinish
 from qpcore_strategies.smo import SMO
 
 __all__ = ["ALIASES", "KERNEL_STRATEGIES", "LINEAR_STRATEGIES", "PAIR_RULES", "REGISTRY", "SET_RULES", "Entry", "Family",
@@ -199,7 +200,10 @@ def _inner(name: str) -> Strategy | None:
     return None if name == "auto" else make(name)
 
 
-def _smo(rule: str, shrinking: bool) -> Strategy:
+def _smo(rule: str, shrinking: bool, finish: str = "none") -> Strategy:
+    if finish == "block":
+        # the opt-in block active-set finish, with its defaults
+        return SMO(rule=rule, shrinking=shrinking, finish=BlockFinish())
     return SMO(rule=rule, shrinking=shrinking)
 
 
@@ -246,7 +250,9 @@ REGISTRY: dict[str, Entry] = {e.name: e for e in (
                                                     incas_release=release, patience=patience)),
     Entry("smo", "sequential minimal optimization (Platt; LIBSVM's second-order rule by default): finite box, "
                  "no equality or disjoint ±1 equality groups (C-SVC, ν-SVC duals)", "kernel",
-          (Option("rule", str, "wss2", f"pair rule: {rule_help('pair')}", PAIR_RULES), _SHRINKING), _smo,
+          (Option("rule", str, "wss2", f"pair rule: {rule_help('pair')}", PAIR_RULES), _SHRINKING,
+           Option("finish", str, "none", "block: the block active-set finish once the gap is 1e-2 "
+                                         "(qpcore_strategies.block_finish); none: SMO alone", ("none", "block"))), _smo,
           main="rule"),
     Entry("decomposition", "Osuna decomposition: working sets of q variables, each subproblem solved by an inner "
                            "strategy (finite box, no equality or disjoint equality groups)", "kernel",

@@ -182,3 +182,12 @@ def test_decomposition_falls_back_when_too_large() -> None:
     res = qpcore.solve(qp, Decomposition(finish=BlockFinish(max_free=1, tries=1)), tol=1e-8)
     assert res.status is Status.CONVERGED and qpcore.kkt(qp, res.x).ok(1e-8)
     assert res.stats["block_finish_fallbacks"] == 1 and "max_free=1" in res.stats["block_finish"]
+
+
+def test_registry_spec() -> None:
+    from qpcore_strategies.registry import make
+    s = make("smo:finish=block")
+    assert isinstance(s, SMO) and isinstance(s.finish_stage, BlockFinish)
+    assert make("smo").finish_stage is None
+    res = qpcore.solve(_problem("one-class", 7), s, tol=1e-8)
+    assert res.status is Status.CONVERGED and "block_finish_tries" in res.stats
