@@ -35,6 +35,13 @@ Q). An SVM dual with duplicate points has a singular Q_FF (and a singular face w
 are free): the face is then solved in the least-squares sense (minimum norm), which is still a
 minimizer of a consistent face; an inconsistent one shows as violators or a failed certificate.
 
+**What is seen** (random SVM duals of 25 points, :func:`qpcore.testkit.generators.random_svm_dual`,
+RBF and linear, C from 1e-2 to 1e2, duplicates; ``max_rounds=30``): from SMO's point at a gap of
+1e-2, 40 of 40 certified at 1e-9, mostly in one to three faces; from a vertex of the box (the
+bound start) or the feasible point nearest the box's middle, about half certify and the rest
+end on the cap (the block and single moves alternate; with an equality row the problem is not
+a P-matrix LCP, so Murty's rule carries no finiteness proof there). Those return to SMO.
+
 **When it does not help.** A free set too large to factor (``max_free``: the finish declines and
 says so; the factor is O(|F|³) and the rows O(|F|·n)), or a start whose sets keep changing (far
 from the optimum: many rounds, each a factorization, often ending on the cap and a return to
@@ -295,6 +302,26 @@ class BlockFinishResult:
         return f"block finish fell back: {self.fallback}"
 
 
+def _keep_rows_met(state: Int8Array, x0: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray, b: FloatArray,
+                   pinned: NDArray[np.bool_]) -> None:
+    """Make the guessed face meet every equality row: a row whose members are all guessed at a
+    bound, and which those bounds do not meet, gets its members back where the (feasible) start
+    has them (at its bound, or free). OSQP's rule reads a large multiplier as "at that bound"
+    even for a variable at the other one (a start at a vertex), and such a face has no point."""
+    for k in range(A.shape[0]):
+        members = np.flatnonzero(A[k] != 0)
+        if members.size == 0 or (state[members] == 0).any():
+            continue
+        xb = np.where(state[members] < 0, lb[members], ub[members])
+        terms = float(np.abs(A[k, members] * xb).sum()) + abs(float(b[k]))
+        if abs(float(A[k, members] @ xb) - float(b[k])) <= 1e-12 * max(1.0, terms):
+            continue
+        xm = x0[members]
+        back = np.where(xm <= lb[members], -1, np.where(xm >= ub[members], 1, 0)).astype(np.int8)
+        back[pinned[members]] = -1
+        state[members] = back
+
+
 def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: int = 3000, max_rounds: int = 20,
                  backup: int = 3, ratio: float = 0.9, active_tol: float = 1e-9) -> BlockFinishResult:
     """Finish a box + equality-rows QP from a feasible point by block principal pivoting.
@@ -331,6 +358,7 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
     z0 = g0 - A.T @ lam0 if qp.m else g0
     pinned = lb == ub
     state = guess_active(x0, z0, lb, ub, pinned, active_tol)
+    _keep_rows_met(state, x0, lb, ub, A, b, pinned)
     nfree = int(np.count_nonzero(state == 0))
     if nfree > max_free:
         return BlockFinishResult(certified=False, x=None, g=None, lam=None, free=nfree,

@@ -12,13 +12,14 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import qpcore
 from qpcore.core.state import Status
 from qpcore.backends.operators import DenseQ
-from qpcore.linalg.projection import bound_start
+from qpcore.linalg.projection import bound_start, feasible_start
 from qpcore.testkit.reference import dense_reference
-from qpcore.testkit.testing import svm_duals
+from qpcore.testkit.testing import svm_duals, warm_starts
 from qpcore_formulations import svm_family as fam
 from qpcore_formulations.svm import csvc
 from qpcore_strategies.block_finish import BlockFinish, block_finish
@@ -191,3 +192,29 @@ def test_registry_spec() -> None:
     assert make("smo").finish_stage is None
     res = qpcore.solve(_problem("one-class", 7), s, tol=1e-8)
     assert res.status is Status.CONVERGED and "block_finish_tries" in res.stats
+
+
+def _check_outcome(qp: qpcore.QP, out: Any, tol: float, max_rounds: int) -> None:
+    assert out.rounds <= max_rounds and len(out.violators) == out.rounds
+    if not out.certified:
+        assert out.fallback and out.x is None
+        return
+    assert out.x is not None
+    assert qpcore.kkt(qp, out.x).ok(tol)
+    fr = dense_reference(qp)[1]
+    scale = 1.0 + 0.5 * abs(float(out.x @ qp.Q.matvec(out.x))) + float(np.abs(qp.c) @ np.abs(out.x))
+    assert abs(qp.objective(out.x) - fr) <= 1e-8 * scale
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), qp=svm_duals(max_n=25))
+def test_hypothesis_wrong_starts_end_certified_or_fall_back(data: st.DataObject, qp: qpcore.QP) -> None:
+    """From feasible warm starts (vertices, interior points), an empty free set (the bound start)
+    and everything free (the feasible point nearest the box's middle): within max_rounds faces,
+    certified with the reference's objective, or an honest fallback."""
+    tol = 1e-9
+    starts = [data.draw(warm_starts(qp, feasible=True)), bound_start(qp),
+              feasible_start(qp, 0.5 * (qp.lb + qp.ub))[0]]
+    for x in starts:
+        x = feasible_start(qp, x)[0]
+        _check_outcome(qp, block_finish(qp, x, qp.gradient(x), tol, max_rounds=30), tol, 30)
