@@ -18,8 +18,13 @@ variables sit at each bound, the rest is linear algebra (issue 35, part 1):
    (:class:`qpcore.backends.doubled.DoubledKernelQ`) gives its 2l rows from l kernel rows.
 3. **Check every variable with one product** and move the violators in blocks
    (:func:`qpcore_strategies.block_pivoting.block_principal_pivoting`: Júdice and Pires's block
-   principal pivoting; from the feasible start, the ratio step toward the block solution; after
-   ``backup`` rounds without progress, Kim and Park's counter falls back to single moves).
+   principal pivoting; after ``backup`` rounds without a new smallest number of violators, Kim
+   and Park's counter falls back to Murty's single pivot). Plain block exchanges are the default
+   (``ratio=0``): the ratio step toward the block solution from the feasible start (``ratio``
+   > 0), which general rows need, activates only the bounds met first, one or two per round on
+   an SVM dual (ν-SVC on 2,000 rows of adult, RBF γ = 0.025, from SMO at gap 1e-2: 20 rounds
+   and no end with ``ratio=0.9``, 5 rounds to the optimum with block exchanges; ε-SVR there:
+   19 rounds against 4).
 4. **Certify**: the face point is accepted only when :func:`qpcore.kkt` certifies it at the
    run's tol (with the face's gradient); otherwise the caller keeps its own point and goes on
    (SMO resumes from where it was) and ``Result.stats`` says why.
@@ -37,10 +42,16 @@ minimizer of a consistent face; an inconsistent one shows as violators or a fail
 
 **What is seen** (random SVM duals of 25 points, :func:`qpcore.testkit.generators.random_svm_dual`,
 RBF and linear, C from 1e-2 to 1e2, duplicates; ``max_rounds=30``): from SMO's point at a gap of
-1e-2, 40 of 40 certified at 1e-9, mostly in one to three faces; from a vertex of the box (the
-bound start) or the feasible point nearest the box's middle, about half certify and the rest
+1e-2, 60 of 60 certified at 1e-9, mostly in one to three faces; from a vertex of the box (the
+bound start) or the feasible point nearest the box's middle, 24 of 60 each certify and the rest
 end on the cap (the block and single moves alternate; with an equality row the problem is not
-a P-matrix LCP, so Murty's rule carries no finiteness proof there). Those return to SMO.
+a P-matrix LCP, so Murty's rule carries no finiteness proof there). Those return to SMO. On
+2,000 rows of adult (RBF γ = 0.025), at tol 1e-6, ``SMO(finish=BlockFinish())`` ends certified,
+at SMO's objective, after (SMO alone in brackets): C-SVC, C = 100: 12,900 steps and 2 faces
+(58,249); ν-SVC, ν = 0.3: 1,800 steps and 5 faces (about 12,300); ε-SVR, C = 10: 33,300 steps
+and 2 faces (53,006); ν-SVR: 31,000 steps and 1 face (43,986). Steps, not time: each face costs
+a factorization of the free set (380 to 600 variables there) and, for float32 rows, two or
+three exact products.
 
 **When it does not help.** A free set too large to factor (``max_free``: the finish declines and
 says so; the factor is O(|F|³) and the rows O(|F|·n)), or a start whose sets keep changing (far
@@ -323,7 +334,7 @@ def _keep_rows_met(state: Int8Array, x0: FloatArray, lb: FloatArray, ub: FloatAr
 
 
 def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: int = 3000, max_rounds: int = 20,
-                 backup: int = 3, ratio: float = 0.9, active_tol: float = 1e-9) -> BlockFinishResult:
+                 backup: int = 3, ratio: float = 0.0, active_tol: float = 1e-9) -> BlockFinishResult:
     """Finish a box + equality-rows QP from a feasible point by block principal pivoting.
 
     Parameters
@@ -342,7 +353,8 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
         Kim and Park's p̄: block rounds without a new smallest number of violators before single
         moves.
     ratio : float
-        See :func:`qpcore_strategies.block_pivoting.block_principal_pivoting` (0: no ratio step).
+        See :func:`qpcore_strategies.block_pivoting.block_principal_pivoting` (0, the default:
+        plain block exchanges; > 0: the ratio step from ``x``, see the module).
     active_tol : float
         Relative distance within which a bound is guessed active whatever its multiplier.
 
@@ -432,7 +444,7 @@ class BlockFinish:
     max_free: int = 3000
     max_rounds: int = 20
     backup: int = 3
-    ratio: float = 0.9
+    ratio: float = 0.0
     active_tol: float = 1e-9
 
     def run(self, qp: QP, x: FloatArray, g: FloatArray, tol: float) -> BlockFinishResult:
