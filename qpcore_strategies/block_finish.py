@@ -56,8 +56,10 @@ three exact products.
 **When it does not help.** A free set too large to factor (``max_free``: the finish declines and
 says so; the factor is O(|F|³) and the rows O(|F|·n)), or a start whose sets keep changing (far
 from the optimum: many rounds, each a factorization, often ending on the cap and a return to
-SMO). A start whose gap is already at tol gains nothing. Each round refactors the face
-(the factor is not yet updated across block moves with ``BorderedCholesky.add_block``).
+SMO). A start whose gap is already at tol gains nothing. With one equality row or none the
+factor of the free set is kept across faces (``keep_factor``: removals, then the entering block
+by ``BorderedCholesky.add_block``; a fresh factor when more than half the free set changed);
+ν's two rows take a fresh LU per face.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ from qpcore.backends.capabilities import QOperator, principal_block
 from qpcore.core.certificate import estimate_multipliers, kkt
 from qpcore.core.problem import QP
 from qpcore.core.state import State, bound_status
+from qpcore.linalg.factor import BorderedCholesky
 from qpcore_strategies.block_pivoting import BPPOutcome, block_principal_pivoting, guess_active
 
 __all__ = ["BlockFinish", "BlockFinishResult", "BoxEqualityFace", "FacePoint", "block_finish"]
@@ -138,10 +141,15 @@ class BoxEqualityFace:
         A feasible start and its gradient (the gradient of every face point is g0 + Q(x − x0)).
     max_free : int
         The largest free set factored (above it: :class:`FreeSetTooLarge`).
+    keep_factor : bool
+        With at most one equality row, keep a :class:`qpcore.linalg.factor.BorderedCholesky` of
+        the free set across faces (leaving variables removed, entering ones appended as one
+        block with ``add_block``) instead of a fresh LU per face. A solve it does not meet to
+        rounding, or a block it refuses (a singular face), goes to the LU / least-squares path.
     """
 
     def __init__(self, Q: QOperator, c: FloatArray, lb: FloatArray, ub: FloatArray, A: FloatArray, b: FloatArray,
-                 x0: FloatArray, g0: FloatArray, max_free: int) -> None:
+                 x0: FloatArray, g0: FloatArray, max_free: int, keep_factor: bool = True) -> None:
         self.Q, self.c, self.lb, self.ub, self.A, self.b = Q, c, lb, ub, A, b
         self.x0, self.g0, self.max_free = x0, g0, max_free
         self.factorizations = 0
@@ -152,6 +160,59 @@ class BoxEqualityFace:
         # gradient taken, with the operator's exact products (``matvec``, one per refinement)
         self.exact = float(getattr(Q, "row_eps", 0.0)) > 1e-14
         self.refine = 2
+        self.keep_factor = keep_factor and A.shape[0] <= 1
+        self.fac: BorderedCholesky | None = None
+        self.updates = 0          # faces solved by updating the kept factor
+
+    def _kept(self, F: IndexArray, rows_F: FloatArray, QFF: FloatArray, K: FloatArray,
+              rhs: FloatArray) -> tuple[Callable[[FloatArray], FloatArray], FloatArray] | None:
+        """The face through the kept factor, updated to F; None when it cannot serve (then the
+        caller factors afresh)."""
+        A = self.A
+        nF = F.size
+        fac = self.fac
+        members = fac.members if fac is not None else np.zeros(0, dtype=np.intp)
+        inside = np.isin(members, F)
+        if fac is None or int(np.count_nonzero(~inside)) + nF - int(np.count_nonzero(inside)) > nF // 2:
+            # a fresh factor when more than half the free set changed (updates cost more then)
+            fac = BorderedCholesky(a=A[0] if A.shape[0] else None)
+            members = np.zeros(0, dtype=np.intp)
+        else:
+            for i in members[~inside]:
+                fac.remove(int(i))
+            members = fac.members
+        self.fac = None
+        pos_F = {int(v): k for k, v in enumerate(F)}
+        enter = np.array([v for v in F if v not in set(members.tolist())], dtype=np.intp)
+        if enter.size:
+            e_local = np.array([pos_F[int(v)] for v in enter], dtype=np.intp)
+            m_local = np.array([pos_F[int(v)] for v in members], dtype=np.intp)
+            cols = QFF[np.ix_(m_local, e_local)]
+            if not fac.add_block(enter, cols, QFF[np.ix_(e_local, e_local)]):
+                return None
+        order = np.array([pos_F[int(v)] for v in fac.members], dtype=np.intp)   # factor → F positions
+        bordered = fac.bordered()
+
+        def by_factor(r: FloatArray) -> FloatArray:
+            xs, mu = fac.solve_kkt(r[:nF][order], float(r[nF]) if r.size > nF else 0.0)
+            out = np.empty(r.size)
+            out[order] = xs
+            if r.size > nF:
+                out[nF:] = mu if bordered else 0.0
+            return out
+
+        sol = by_factor(rhs)
+        sol = sol + by_factor(rhs - K @ sol)
+        scale = float(np.abs(K).max(initial=0.0)) + 1e-300
+        err = float(np.abs(rhs - K @ sol).max(initial=0.0))
+        if not (np.isfinite(sol).all() and err <= 1e-11 * (scale * float(np.abs(sol).max(initial=0.0))
+                                                          + float(np.abs(rhs).max(initial=0.0)) + 1e-300)):
+            return None
+        if rhs.size > nF and not bordered:
+            return None       # the row is live but a_S = 0 in the factor: not this face
+        self.fac = fac
+        self.updates += 1
+        return by_factor, sol
 
     def solve(self, state: Int8Array) -> FacePoint:
         """The minimizer of the face ``state`` describes (−1 at lb, +1 at ub, 0 free)."""
@@ -181,7 +242,8 @@ class BoxEqualityFace:
             QFF = principal_block(self.Q, F) if self.exact else RF[:, F]
             K = np.block([[QFF, E.T], [E, np.zeros((k, k))]])
             rhs = np.concatenate([r1, r2])
-            solver, sol = self._factor(K, rhs)
+            kept = self._kept(F, RF, QFF, K, rhs) if self.keep_factor else None
+            solver, sol = kept if kept is not None else self._factor(K, rhs)
             x[F] = sol[:nF]
             lam[live] = -sol[nF:]
         if self.exact:
@@ -284,6 +346,8 @@ class BlockFinishResult:
         The largest free set met.
     least_squares : int
         Faces solved by least squares (singular: duplicate points free together).
+    factor_updates : int
+        Faces solved through the kept factor (one row or none: ``keep_factor``).
     measure : float
         The certificate's measure of the face point (NaN when none was checked).
     fallback : str
@@ -301,6 +365,7 @@ class BlockFinishResult:
     violators: tuple[int, ...] = ()
     free: int = 0
     least_squares: int = 0
+    factor_updates: int = 0
     measure: float = math.nan
     fallback: str = ""
 
@@ -334,7 +399,8 @@ def _keep_rows_met(state: Int8Array, x0: FloatArray, lb: FloatArray, ub: FloatAr
 
 
 def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: int = 3000, max_rounds: int = 20,
-                 backup: int = 3, ratio: float = 0.0, active_tol: float = 1e-9) -> BlockFinishResult:
+                 backup: int = 3, ratio: float = 0.0, active_tol: float = 1e-9,
+                 keep_factor: bool = True) -> BlockFinishResult:
     """Finish a box + equality-rows QP from a feasible point by block principal pivoting.
 
     Parameters
@@ -357,6 +423,8 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
         plain block exchanges; > 0: the ratio step from ``x``, see the module).
     active_tol : float
         Relative distance within which a bound is guessed active whatever its multiplier.
+    keep_factor : bool
+        See :class:`BoxEqualityFace`.
 
     Returns
     -------
@@ -375,7 +443,7 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
     if nfree > max_free:
         return BlockFinishResult(certified=False, x=None, g=None, lam=None, free=nfree,
                                  fallback=f"the guessed free set ({nfree}) exceeds max_free={max_free}")
-    face = BoxEqualityFace(qp.Q, qp.c, lb, ub, A, b, x0, g0, max_free)
+    face = BoxEqualityFace(qp.Q, qp.c, lb, ub, A, b, x0, g0, max_free, keep_factor=keep_factor)
     span = np.maximum(1.0, np.maximum(np.abs(lb), np.abs(ub)))
     tol_value = 1e-12 * span
     # sign violations of z within a tenth of tol do not stop the certificate
@@ -398,7 +466,7 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
     blocks = max(0, min(sum(1 for c in out.violators[:-1] if c > 1), out.rounds - 1 - singles))
     common: dict[str, Any] = dict(rounds=out.rounds, block_moves=blocks, single_pivots=singles,
                                   ratio_steps=out.ratio_steps, violators=out.violators, free=face.largest_free,
-                                  least_squares=face.least_squares)
+                                  least_squares=face.least_squares, factor_updates=face.updates)
     p = out.solution
     if not out.converged:
         return BlockFinishResult(certified=False, x=None, g=None, lam=None, fallback=(
@@ -435,7 +503,7 @@ class BlockFinish:
         The measure at which the finish is tried first (default 1e-2).
     tries : int
         The most attempts in a run (default 2).
-    max_free, max_rounds, backup, ratio, active_tol
+    max_free, max_rounds, backup, ratio, active_tol, keep_factor
         See :func:`block_finish`.
     """
 
@@ -446,24 +514,26 @@ class BlockFinish:
     backup: int = 3
     ratio: float = 0.0
     active_tol: float = 1e-9
+    keep_factor: bool = True
 
     def run(self, qp: QP, x: FloatArray, g: FloatArray, tol: float) -> BlockFinishResult:
         """:func:`block_finish` with these settings."""
         return block_finish(qp, x, g, tol, max_free=self.max_free, max_rounds=self.max_rounds, backup=self.backup,
-                            ratio=self.ratio, active_tol=self.active_tol)
+                            ratio=self.ratio, active_tol=self.active_tol, keep_factor=self.keep_factor)
 
     def apply(self, qp: QP, state: State, tol: float) -> BlockFinishResult:
         """Run the finish on ``state`` and, when certified, move the state to its point.
 
         Counted in ``state.counters``: ``block_finish_tries``, ``block_finish_rounds``,
         ``block_finish_moves``, ``block_finish_pivots`` (single), ``block_finish_ratio_steps``,
-        ``block_finish_fallbacks``.
+        ``block_finish_factor_updates``, ``block_finish_fallbacks``.
         """
         res = self.run(qp, state.x, state.g, tol)
         cnt = state.counters
         for key, v in (("block_finish_tries", 1), ("block_finish_rounds", res.rounds),
                        ("block_finish_moves", res.block_moves), ("block_finish_pivots", res.single_pivots),
                        ("block_finish_ratio_steps", res.ratio_steps),
+                       ("block_finish_factor_updates", res.factor_updates),
                        ("block_finish_fallbacks", 0 if res.certified else 1)):
             cnt[key] = cnt.get(key, 0) + v
         if res.certified:

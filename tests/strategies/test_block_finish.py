@@ -218,3 +218,17 @@ def test_hypothesis_wrong_starts_end_certified_or_fall_back(data: st.DataObject,
     for x in starts:
         x = feasible_start(qp, x)[0]
         _check_outcome(qp, block_finish(qp, x, qp.gradient(x), tol, max_rounds=30), tol, 30)
+
+
+@pytest.mark.parametrize("kind", ["c-svc", "epsilon-svr", "abstract"])
+def test_kept_factor_matches_fresh_factors(kind: str) -> None:
+    """One row: the factor kept across faces (add_block, removals) gives the fresh LU's point."""
+    qp = _problem(kind, 8)
+    loose = qpcore.solve(qp, SMO(), tol=1e-2)
+    g = qp.gradient(loose.x)
+    kept = block_finish(qp, loose.x, g, 1e-9, keep_factor=True)
+    fresh = block_finish(qp, loose.x, g, 1e-9, keep_factor=False)
+    assert kept.certified and fresh.certified and kept.x is not None and fresh.x is not None
+    assert kept.factor_updates >= 1 and fresh.factor_updates == 0
+    assert _rel(qp.objective(kept.x), qp.objective(fresh.x)) <= 1e-12
+    assert np.abs(kept.x - fresh.x).max() <= 1e-8 * max(1.0, float(np.abs(qp.ub).max()))
