@@ -11,7 +11,8 @@ variables sit at each bound, the rest is linear algebra (issue 35, part 1):
 2. **Solve the face** (:class:`BoxEqualityFace`): with the bound variables N fixed at their
    bounds, the free set F and the equality rows (every row: ν-SVC's and ν-SVR's two groups, the
    one row of C-SVC and of the abstract form, none for the fixed-threshold form) give one KKT
-   system ``[[Q_FF, A_Fᵀ], [A_F, 0]]``, factored once. Q is read only through ``Q.rows(D)``:
+   system ``[[Q_FF, A_Fᵀ], [A_F, 0]]``, one factorization (or an update of the kept one). Q is
+   read only through ``Q.rows(D)`` (and its float64 block Q_FF when rows are stored rounded):
    the rows of the free set and of the variables whose value changed since the start (the
    gradient is updated from the start's, g = g₀ + Q_D·(x − x₀)_D), so a kernel operator serves
    them from its cache and a dense one (``DenseQ``) by slicing; the doubled operator of ε-SVR
@@ -30,7 +31,8 @@ variables sit at each bound, the rest is linear algebra (issue 35, part 1):
    (SMO resumes from where it was) and ``Result.stats`` says why.
 
 **The guarantee relied on.** Termination is unconditional: ``max_rounds`` caps the faces solved
-(each one factorization), and a free set above ``max_free`` is never factored. Correctness does
+(each one factorization), a free set above ``max_free`` is never factored, and a face asked for
+a third time (a loop the safeguard did not break) ends the pivoting at once. Correctness does
 not rest on the pivoting converging: a result is taken only when the certificate accepts it, so
 the worst case is a wasted finish and the inner strategy's own convergence (SMO's) stands. Where
 the pivoting converges by theory: the safeguard's single moves from a feasible point are the
@@ -43,8 +45,9 @@ minimizer of a consistent face; an inconsistent one shows as violators or a fail
 **What is seen** (random SVM duals of 25 points, :func:`qpcore.testkit.generators.random_svm_dual`,
 RBF and linear, C from 1e-2 to 1e2, duplicates; ``max_rounds=30``): from SMO's point at a gap of
 1e-2, 60 of 60 certified at 1e-9, mostly in one to three faces; from a vertex of the box (the
-bound start) or the feasible point nearest the box's middle, 24 of 60 each certify and the rest
-end on the cap (the block and single moves alternate; with an equality row the problem is not
+bound start) or the feasible point nearest the box's middle, 24 of 60 each certify; most of the
+rest loop (caught at a face's third visit), a few end on the cap or on a face the certificate
+refuses (the block and single moves alternate; with an equality row the problem is not
 a P-matrix LCP, so Murty's rule carries no finiteness proof there). Those return to SMO. On
 2,000 rows of adult (RBF γ = 0.025), at tol 1e-6, ``SMO(finish=BlockFinish())`` ends certified,
 at SMO's objective, after (SMO alone in brackets): C-SVC, C = 100: 12,900 steps and 2 faces
@@ -89,6 +92,13 @@ IndexArray = NDArray[np.intp]
 
 class FreeSetTooLarge(Exception):
     """The face's free set exceeds ``max_free``: the finish declines."""
+
+
+class Cycle(Exception):
+    """The pivoting asked for the same face a third time: the sets keep changing in a loop."""
+
+#: visits of one face after which the pivoting counts as cycling
+_CYCLE_VISITS = 3
 
 
 @attrs.frozen(eq=False)
@@ -163,6 +173,7 @@ class BoxEqualityFace:
         self.keep_factor = keep_factor and A.shape[0] <= 1
         self.fac: BorderedCholesky | None = None
         self.updates = 0          # faces solved by updating the kept factor
+        self.visits: dict[bytes, int] = {}
 
     def _kept(self, F: IndexArray, rows_F: FloatArray, QFF: FloatArray, K: FloatArray,
               rhs: FloatArray) -> tuple[Callable[[FloatArray], FloatArray], FloatArray] | None:
@@ -218,6 +229,12 @@ class BoxEqualityFace:
         """The minimizer of the face ``state`` describes (−1 at lb, +1 at ub, 0 free)."""
         lb, ub, A, b, x0 = self.lb, self.ub, self.A, self.b, self.x0
         n, m = x0.size, A.shape[0]
+        key = np.asarray(state, dtype=np.int8).tobytes()
+        self.visits[key] = self.visits.get(key, 0) + 1
+        if self.visits[key] >= _CYCLE_VISITS:
+            # the same face a third time (Kim and Park's counter has had its chance between the
+            # visits): a loop, which only the cap would end; hand back now
+            raise Cycle(f"face {len(self.visits)} asked for a third time after {sum(self.visits.values()) - 1} faces")
         F = np.flatnonzero(state == 0)
         self.largest_free = max(self.largest_free, int(F.size))
         if F.size > self.max_free:
@@ -454,11 +471,15 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
             face, state, lb, ub, pinned, max_rounds=max_rounds, backup=backup, tol_value=tol_value,
             tol_mult=tol_mult, base=x0 if ratio > 0 else None, ratio=ratio)
     except FreeSetTooLarge as e:
-        return BlockFinishResult(certified=False, x=None, g=None, lam=None, rounds=face.factorizations,
+        return BlockFinishResult(certified=False, x=None, g=None, lam=None, rounds=face.factorizations + face.updates,
                                  free=face.largest_free, least_squares=face.least_squares,
                                  fallback=f"a face's free set is too large to factor ({e})")
+    except Cycle as e:
+        return BlockFinishResult(certified=False, x=None, g=None, lam=None, rounds=sum(face.visits.values()) - 1,
+                                 free=face.largest_free, least_squares=face.least_squares,
+                                 factor_updates=face.updates, fallback=f"the pivoting cycles ({e})")
     except (np.linalg.LinAlgError, ValueError, MemoryError) as e:
-        return BlockFinishResult(certified=False, x=None, g=None, lam=None, rounds=face.factorizations,
+        return BlockFinishResult(certified=False, x=None, g=None, lam=None, rounds=face.factorizations + face.updates,
                                  free=face.largest_free, least_squares=face.least_squares,
                                  fallback=f"the face solve failed ({type(e).__name__}: {e})")
     singles = out.single_pivots
