@@ -14,7 +14,8 @@ variables sit at each bound, the rest is linear algebra (issue 35, part 1):
    system ``[[Q_FF, A_Fᵀ], [A_F, 0]]``, one factorization (or an update of the kept one). Q is
    read only through ``Q.rows(D)`` (and its float64 block Q_FF when rows are stored rounded):
    the rows of the free set and of the variables whose value changed since the start (the
-   gradient is updated from the start's, g = g₀ + Q_D·(x − x₀)_D), so a kernel operator serves
+   gradient is updated from the start's, g = g₀ + Q_D·(x − x₀)_D; with rounded rows it is the
+   operator's exact product, which also refines the face's solution), so a kernel operator serves
    them from its cache and a dense one (``DenseQ``) by slicing; the doubled operator of ε-SVR
    (:class:`qpcore.backends.doubled.DoubledKernelQ`) gives its 2l rows from l kernel rows.
 3. **Check every variable with one product** and move the violators in blocks
@@ -142,7 +143,9 @@ class BoxEqualityFace:
     Parameters
     ----------
     Q : QOperator
-        Read through ``rows`` only (free set and changed variables).
+        Read through ``rows`` (free set and changed variables); when its rows are stored
+        rounded (``row_eps`` above float64's), also ``principal_block`` (Q_FF in float64) and
+        ``matvec`` (the exact gradient, one or two refinements per face).
     c, lb, ub : ndarray
         Linear term and the (finite) box.
     A, b : ndarray
