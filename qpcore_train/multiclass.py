@@ -12,6 +12,7 @@ the one-problem case. The scikit-learn estimator and the command line both build
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -34,6 +35,7 @@ from qpcore.backends.operators import Kernel
 from qpcore.core.problem import QP, ProblemError
 from qpcore.core.solve import Reporter, Strategy
 from qpcore.core.state import Result, State, Status, bound_status
+from qpcore.linalg.threads import THREAD_VARIABLES, blas_threads
 from qpcore_train.batched_smo import batched_smo
 
 __all__ = ["BATCH_ROWS", "BATCH_ROWS_BINARY", "MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of",
@@ -49,6 +51,11 @@ BATCH_ROWS = 4096
 BATCH_ROWS_BINARY = 1024   # the same for two classes (one problem)
 REFRESHES = 3       # certificate rounds before a problem is left stalled
 NEWTON_EVERY = 20  # rounds between face steps of the batched SMO
+#: A batch of at most this many padded rows runs at one BLAS thread, without measuring the
+#: machine's load (a decision that reads /proc costs a fraction of such a fit, and a second
+#: thread on products this small mostly waits for its core); a larger batch gets a solve's
+#: automatic decision (:func:`qpcore.linalg.threads.blas_threads`).
+ONE_THREAD_ROWS = 1024
 
 
 def problems_of(n_classes: int, scheme: Scheme) -> NDArray[np.intp]:
@@ -327,10 +334,21 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
         if deadline is not None:
             left = max(deadline - time.perf_counter(), 1e-6)
             limit = left if limit is None else min(limit, left)
-        # a standard dual's box is C times the weight
-        models, results, alphas, rows_of = _train_batched(X, y_idx, classes, values["C"] * C, kernel, pairs, tol=tol,
-                                                          max_iter=iteration_limit(max_iter, int(keep.sum())),
-                                                          time_limit=limit, x0=x0)
+        width = n_classes * int(np.bincount(y_idx[keep], minlength=n_classes).max())
+        # a thread variable the user set stands (the automatic decision leaves the pools as set)
+        one = width <= ONE_THREAD_ROWS and not any(os.environ.get(v, "").strip() for v in THREAD_VARIABLES)
+        with blas_threads(1 if one else None) as decision:
+            # a standard dual's box is C times the weight
+            models, results, alphas, rows_of = _train_batched(X, y_idx, classes, values["C"] * C, kernel, pairs,
+                                                              tol=tol,
+                                                              max_iter=iteration_limit(max_iter, int(keep.sum())),
+                                                              time_limit=limit, x0=x0)
+        threads = decision.stats()
+        if one and decision.threads == 1:
+            threads["blas_threads_reason"] = (f"small batch ({width} padded rows ≤ {ONE_THREAD_ROWS}): one thread, "
+                                              "the load not measured")
+        for res in results:
+            res.stats.update(threads)
     for p, (i, j) in enumerate(pairs if not results else []):
         member = (y_idx == i) | (y_idx == j) if j >= 0 else np.ones(y_idx.size, dtype=bool)
         rows = np.flatnonzero(keep & member)
