@@ -213,3 +213,18 @@ def test_low_rank_and_large_entries(seed: int) -> None:
     X, y, k, C, kern, tol = _random_case(seed)
     many = train_multiclass(X, y, np.arange(k), C, kern, SMO(), tol=tol, batched=True, time_limit=20)
     _certified_alone(X, y, C, kern, many, tol)
+
+
+def test_small_batch_runs_at_one_thread_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a small batch takes one BLAS thread without measuring the load; a user's variable stands
+    pytest.importorskip("threadpoolctl")
+    X, y = _blobs(0, 90, 3)
+    est = KernelSVC(C=10.0).fit(X, y)
+    for res in est.result_:
+        assert res.stats["strategy"] == "batched-smo"
+        assert res.stats["blas_threads"] == 1
+        assert "small batch" in res.stats["blas_threads_reason"]
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    again = KernelSVC(C=10.0).fit(X, y)
+    assert all(r.stats["blas_threads"] is None for r in again.result_)
+    np.testing.assert_array_equal(again.dual_coef_, est.dual_coef_)
