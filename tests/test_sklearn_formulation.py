@@ -177,7 +177,7 @@ def test_strategy_refusals_say_it_once(est: Any) -> None:
     assert str(info.value) == f"strategy: unknown name 'foo'; use one of {_KERNEL_NAMES} or a strategy object"
     with pytest.raises(ValueError) as info:
         est(strategy="smo:foo=1").fit(X, target)
-    assert str(info.value) == "strategy 'smo' has no option 'foo' (its options: rule, shrinking)"
+    assert str(info.value) == "strategy 'smo' has no option 'foo' (its options: rule, shrinking, finish)"
     with pytest.raises(ValueError) as info:
         est(strategy="ocas").fit(X, target)
     assert str(info.value).startswith("strategy: ocas solves a linear SVM") and str(info.value).count("use one of") == 1
