@@ -28,7 +28,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from qpcore.backends.operators import DenseQ
-from qpcore.core.problem import QP
+from qpcore.core.problem import QP, ProblemError
+from qpcore.core.validate import as_integer, as_real
 # the random points and the fixing of variables live in qpcore.testkit.points: its public names
 # import from here too (the ``as`` form), its private helpers serve the ``fixed`` option below
 from qpcore.testkit.points import Seed as Seed
@@ -45,24 +46,20 @@ __all__ = ["Seed", "planted_qp", "planted_rows_qp", "psd_matrix", "random_box_qp
 
 
 def _check_n(n: int, minimum: int = 1) -> int:
-    if int(n) != n or n < minimum:
-        raise ValueError(f"n: must be an integer ≥ {minimum}, got {n!r}")
-    return int(n)
+    return as_integer(n, "n", low=minimum)
 
 
 def _check_cond(cond: float) -> float:
-    cond = float(cond)
-    if not (np.isfinite(cond) and cond >= 1.0):
-        raise ValueError(f"cond: must be finite and ≥ 1, got {cond!r}")
-    return cond
+    return as_real(cond, "cond", low=1.0)
 
 
 def _check_rank(rank: int | None, n: int) -> int:
     if rank is None:
         return n
-    if int(rank) != rank or not 0 <= rank <= n:
-        raise ValueError(f"rank: must be an integer in [0, {n}], got {rank!r}")
-    return int(rank)
+    value = as_integer(rank, "rank", low=0)
+    if value > n:
+        raise ProblemError(f"rank: expected an integer in [0, {n}], got {rank!r}")
+    return value
 
 
 def psd_matrix(n: int, *, seed: Seed, cond: float = 1.0, rank: int | None = None) -> FloatArray:

@@ -45,7 +45,9 @@ from numpy.typing import NDArray
 
 from qpcore.testkit.generators import Seed, psd_matrix
 from qpcore.backends.operators import DenseQ
-from qpcore.core.problem import QP
+from qpcore.core.problem import QP, ProblemError
+from qpcore.core.validate import as_integer
+from qpcore.testkit.points import _check_fraction
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -184,16 +186,10 @@ class GeneralQP:
 
 
 def _check_count(value: int, name: str, low: int, high: int) -> int:
-    if int(value) != value or not low <= value <= high:
-        raise ValueError(f"{name}: must be an integer in [{low}, {high}], got {value!r}")
-    return int(value)
-
-
-def _check_fraction(value: float, name: str) -> float:
-    value = float(value)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name}: must lie in [0, 1], got {value!r}")
-    return value
+    count = as_integer(value, name, low=low)
+    if count > high:
+        raise ProblemError(f"{name}: expected an integer in [{low}, {high}], got {value!r}")
+    return count
 
 
 def _rows(count: int, duplicates: int, dependent: int, n: int, rng: np.random.Generator,

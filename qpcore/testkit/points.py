@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from qpcore.core.problem import QP, ProblemError
+from qpcore.core.validate import as_real
 from qpcore.linalg.feasible_points import rows_feasible_point
 
 FloatArray = NDArray[np.float64]
@@ -22,10 +23,11 @@ Seed = int | np.random.Generator | None
 __all__ = ["Seed", "feasible_point", "fix_variables", "meet_row", "random_box_point"]
 
 def _check_fraction(value: float, name: str) -> float:
-    value = float(value)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name}: must lie in [0, 1], got {value!r}")
-    return value
+    """A fraction in [0, 1] (the generators' probabilities), else one line naming it."""
+    x = as_real(value, name, low=0.0)
+    if x > 1.0:
+        raise ProblemError(f"{name}: expected a number in [0, 1], got {value!r}")
+    return x
 
 
 def _fixed_fraction(fixed: float | bool) -> float:

@@ -17,6 +17,7 @@ import qpcore
 import qpcore.testkit.generators
 import qpcore.testkit.reference
 import qpcore.testkit.testing
+import qpcore.testkit.generators_general
 from qpcore.testkit.generators import (planted_qp, psd_matrix, random_box_qp, random_degenerate_qp, random_nonneg_qp,
                              random_one_sided_qp, random_svm_dual)
 from qpcore import QP, DenseQ, Kernel, KernelQ, Result, State, Status, kkt
@@ -584,3 +585,14 @@ def test_singular_box_qp_with_open_side_is_bounded() -> None:
     qp = random_box_qp(12, seed=0, rank=3, lb=0.0, ub=np.inf)
     x, f = dense_reference(qp)
     assert np.isfinite(f) and kkt(qp, x).measure <= 1e-9
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: qpcore.testkit.generators.random_box_qp(n="foo", seed=0), "n: expected an integer ≥ 1, got 'foo'"),
+    (lambda: qpcore.testkit.generators.random_box_qp(n=5, cond="x", seed=0), "cond: expected a finite number ≥ 1, got 'x'"),
+    (lambda: qpcore.testkit.generators_general.planted_general_qp(n=6, fixed=2.0, seed=0), "fixed: expected a number in [0, 1], got 2.0"),
+])
+def test_generators_refuse_bad_arguments_in_one_line(call: Any, message: str) -> None:
+    with pytest.raises(qpcore.ProblemError) as info:
+        call()
+    assert str(info.value) == message
