@@ -55,6 +55,7 @@ from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from benchmarks.anchors.libsvm import faster_input  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     command_line,
     need_sklearn,
@@ -133,13 +134,7 @@ def choose_anchor_input(src: Source, spec: Spec, ctx: Ctx) -> dict[str, Any]:
     """Time LIBSVM on the CSR and on the dense array of ``spec`` (dense, sparse, dense, sparse; the
     faster of two runs each); the faster input is used for everything, on both sides."""
     Xs, Xd, y = src.take(spec.n)
-    t: dict[str, float] = {"dense": math.inf, "sparse": math.inf}
-    for _ in range(2):
-        for kind in ("dense", "sparse"):
-            r = run_anchor(arrays(Xs, Xd, kind), y, spec, ctx)
-            if math.isfinite(r["seconds"]):
-                t[kind] = min(t[kind], r["seconds"])
-    best = min(t, key=lambda k: t[k])
+    t, best = faster_input(lambda kind: run_anchor(arrays(Xs, Xd, kind), y, spec, ctx))
     log(f"[anchor input] {spec.key}: dense {_sec(t['dense'])} s, sparse {_sec(t['sparse'])} s → {best}")
     return {"problem": spec.key, "dense_s": t["dense"], "sparse_s": t["sparse"], "chosen": best}
 

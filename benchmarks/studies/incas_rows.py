@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from benchmarks.harness import PeakMemory, Runs, blas_threads, in_child, thread_limit
+from benchmarks.anchors.libsvm import run_libsvm
+from benchmarks.harness import PeakMemory, Runs, blas_threads, thread_limit
 
 
 SEED = 12                      # the subsets: rows default_rng(SEED).permutation(n_adult)[:n]
@@ -187,27 +188,15 @@ def svc_alpha(clf: Any, n: int) -> np.ndarray:
 
 
 def run_anchor(Xin: Any, y: np.ndarray, spec: Spec, ctx: Ctx, tol: float | None = None) -> dict[str, Any]:
-    """LIBSVM's fit in a child; the child's timer covers ``SVC.fit`` only."""
+    """LIBSVM's fit in a child (benchmarks.anchors.libsvm); the child's timer covers ``SVC.fit`` only."""
     tol = spec.tol if tol is None else tol
 
-    def fit() -> dict[str, Any]:
+    def make() -> Any:
         from sklearn.svm import SVC
 
-        clf = SVC(**spec.svc_params(), tol=tol, cache_size=ctx.cache_mb, shrinking=True)
-        with PeakMemory() as mem:
-            t0 = time.perf_counter()
-            clf.fit(Xin, y)
-            seconds = time.perf_counter() - t0
-        return {"seconds": seconds, "x": svc_alpha(clf, len(y)), "iterations": int(np.atleast_1d(clf.n_iter_)[0]),
-                "n_sv": int(clf.support_.size), "peak_mb": mem.peak_mb, "status": "converged"}
+        return SVC(**spec.svc_params(), tol=tol, cache_size=ctx.cache_mb, shrinking=True)
 
-    out = in_child(fit, ctx.anchor_timeout + 30.0)
-    if out.get("timeout") or out.get("seconds", 0.0) > ctx.anchor_timeout:
-        return {"seconds": float("inf"), "status": f"> {ctx.anchor_timeout:g} s (stopped)", "timeout": True,
-                "limit": ctx.anchor_timeout}
-    if "error" in out:
-        return {"seconds": float("nan"), "status": "error: " + out["error"], "error": True}
-    return out
+    return run_libsvm(make, Xin, y, lambda clf: svc_alpha(clf, len(y)), ctx.anchor_timeout)
 
 
 def run_svmlight(X: Any, y: np.ndarray, spec: Spec, ctx: Ctx) -> dict[str, Any]:

@@ -73,6 +73,7 @@ from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from benchmarks.anchors.libsvm import faster_input, run_libsvm  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     OTHERS_MARGIN,
     add_store_arguments,
@@ -85,7 +86,6 @@ from benchmarks.harness import (  # noqa: E402
     clean,
     command_line,
     fmt_seconds,
-    in_child,
     interleave,
     log,
     machine_info,
@@ -161,27 +161,9 @@ def n_support(x: np.ndarray, n: int) -> int:
 
 
 def run_anchor(spec: Spec, Xin: Any, y: np.ndarray, ctx: Ctx, tol: float) -> dict[str, Any]:
-    """LIBSVM's fit in a child; the child's timer covers ``fit`` only."""
-
-    def fit() -> dict[str, Any]:
-        est = spec.estimator(tol, ctx.cache_mb)
-        with PeakMemory() as mem:
-            t0 = time.perf_counter()
-            if spec.kind == "one-class":
-                est.fit(Xin)
-            else:
-                est.fit(Xin, y)
-            seconds = time.perf_counter() - t0
-        return {"seconds": seconds, "x": libsvm_alpha(spec, est, y), "iterations": int(np.atleast_1d(est.n_iter_)[0]),
-                "n_sv": int(est.support_.size), "peak_mb": mem.peak_mb, "status": "converged"}
-
-    out = in_child(fit, ctx.anchor_timeout + 30.0)
-    if out.get("timeout") or out.get("seconds", 0.0) > ctx.anchor_timeout:
-        return {"seconds": float("inf"), "status": f"> {ctx.anchor_timeout:g} s (stopped)", "timeout": True,
-                "limit": ctx.anchor_timeout}
-    if "error" in out:
-        return {"seconds": float("nan"), "status": "error: " + out["error"], "error": True}
-    return out
+    """LIBSVM's fit in a child (benchmarks.anchors.libsvm); the child's timer covers ``fit`` only."""
+    return run_libsvm(lambda: spec.estimator(tol, ctx.cache_mb), Xin, y, lambda est: libsvm_alpha(spec, est, y),
+                      ctx.anchor_timeout, supervised=spec.kind != "one-class")
 
 
 def choose_anchor_input(spec: Spec, src: Source, ctx: Ctx) -> dict[str, Any]:
@@ -189,13 +171,7 @@ def choose_anchor_input(spec: Spec, src: Source, ctx: Ctx) -> dict[str, Any]:
     sparse; the faster of two runs each): the faster input serves every row of that data set
     (on adult the sparse one can be much the faster, on abalone the dense one)."""
     Xs, Xd, y = src.take(spec.n, spec.balanced)
-    t: dict[str, float] = {"dense": math.inf, "sparse": math.inf}
-    for _ in range(2):
-        for kind in ("dense", "sparse"):
-            r = run_anchor(spec, Xd if kind == "dense" else Xs, y, ctx, 1e-3)
-            if math.isfinite(r["seconds"]):
-                t[kind] = min(t[kind], r["seconds"])
-    best = min(t, key=lambda k: t[k])
+    t, best = faster_input(lambda kind: run_anchor(spec, Xd if kind == "dense" else Xs, y, ctx, 1e-3))
     log(f"[anchor input] {spec.data}, {spec.key}: dense {fmt_seconds(t['dense'])} s, sparse "
         f"{fmt_seconds(t['sparse'])} s → {best}")
     return {"problem": spec.key, "dense_s": t["dense"], "sparse_s": t["sparse"], "chosen": best}

@@ -68,6 +68,7 @@ from typing import Any, Callable  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
+from benchmarks.anchors.libsvm import faster_input, run_libsvm  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     OTHERS_MARGIN,
     RESULTS,
@@ -87,7 +88,6 @@ from benchmarks.harness import (  # noqa: E402
     fmt_loads,
     fmt_ratio,
     fmt_seconds,
-    in_child,
     interleave,
     load_store,
     log,
@@ -243,29 +243,21 @@ class Ctx(Runs):
 
 
 def run_anchor(Xin: Any, y: np.ndarray, C: float, gamma: float, ctx: Ctx, tol: float) -> dict[str, Any]:
-    """LIBSVM's fit (scikit-learn's SVC) in a forked child; the child's timer covers ``fit`` only."""
+    """LIBSVM's fit (scikit-learn's SVC) in a forked child (benchmarks.anchors.libsvm); the child's
+    timer covers ``fit`` only."""
 
-    def fit() -> dict[str, Any]:
+    def make() -> Any:
         from sklearn.svm import SVC
 
-        est = SVC(C=C, kernel="rbf", gamma=gamma, tol=tol, cache_size=ctx.cache_mb, shrinking=True)
-        with PeakMemory() as mem:
-            t0 = time.perf_counter()
-            est.fit(Xin, y)
-            seconds = time.perf_counter() - t0
-        alpha = np.zeros(y.size)
-        dc = est.dual_coef_
-        alpha[est.support_] = np.abs(np.asarray(dc.toarray() if sp.issparse(dc) else dc, dtype=np.float64).ravel())
-        return {"seconds": seconds, "x": alpha, "iterations": int(np.atleast_1d(est.n_iter_)[0]),
-                "n_sv": int(est.support_.size), "peak_mb": mem.peak_mb, "status": "converged"}
+        return SVC(C=C, kernel="rbf", gamma=gamma, tol=tol, cache_size=ctx.cache_mb, shrinking=True)
 
-    out = in_child(fit, ctx.anchor_timeout + 30.0)
-    if out.get("timeout") or out.get("seconds", 0.0) > ctx.anchor_timeout:
-        return {"seconds": float("inf"), "status": f"> {ctx.anchor_timeout:g} s (stopped)", "timeout": True,
-                "limit": ctx.anchor_timeout}
-    if "error" in out:
-        return {"seconds": float("nan"), "status": "error: " + str(out["error"]), "error": True}
-    return out
+    def alpha(est: Any) -> np.ndarray:
+        a = np.zeros(y.size)
+        dc = est.dual_coef_
+        a[est.support_] = np.abs(np.asarray(dc.toarray() if sp.issparse(dc) else dc, dtype=np.float64).ravel())
+        return a
+
+    return run_libsvm(make, Xin, y, alpha, ctx.anchor_timeout)
 
 
 def run_ours(X: Any, y: np.ndarray, C: float, gamma: float, solver: str, threads: int, ctx: Ctx, tol: float,
@@ -296,13 +288,8 @@ def choose_anchor_input(data: RowData, ctx: Ctx) -> dict[str, Any]:
     """Time LIBSVM on the dense array and on the CSR matrix (dense, sparse, dense, sparse; the
     faster of two runs each) on the cell C = 1, γ = 1/d at tol 1e-3: the faster input serves the row."""
     gamma = 1.0 / data.d
-    t: dict[str, float] = {"dense": math.inf, "sparse": math.inf}
-    for _ in range(2):
-        for kind in ("dense", "sparse"):
-            r = run_anchor(data.Xd if kind == "dense" else data.X, data.y, 1.0, gamma, ctx, TOL)
-            if math.isfinite(r["seconds"]):
-                t[kind] = min(t[kind], r["seconds"])
-    best = min(t, key=lambda k: t[k])
+    t, best = faster_input(lambda kind: run_anchor(data.Xd if kind == "dense" else data.X, data.y, 1.0, gamma, ctx,
+                                                   TOL))
     log(f"[anchor input] {data.spec.name}: dense {fmt_seconds(t['dense'])} s, sparse {fmt_seconds(t['sparse'])} s "
         f"→ {best}")
     return {"cell": cell_key(1.0, 1.0), "dense_s": t["dense"], "sparse_s": t["sparse"], "chosen": best}
