@@ -69,6 +69,7 @@ by ``BorderedCholesky.add_block``; a fresh factor when more than half the free s
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from typing import Any, Callable
 
@@ -420,7 +421,7 @@ def _keep_rows_met(state: Int8Array, x0: FloatArray, lb: FloatArray, ub: FloatAr
 
 def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: int = 3000, max_rounds: int = 20,
                  backup: int = 3, ratio: float = 0.0, active_tol: float = 1e-9,
-                 keep_factor: bool = True) -> BlockFinishResult:
+                 keep_factor: bool = True, deadline: float = float("inf")) -> BlockFinishResult:
     """Finish a box + equality-rows QP from a feasible point by block principal pivoting.
 
     Parameters
@@ -445,6 +446,8 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
         Relative distance within which a bound is guessed active whatever its multiplier.
     keep_factor : bool
         See :class:`BoxEqualityFace`.
+    deadline : float
+        A ``time.perf_counter()`` value: no face is solved after it (the run's time limit).
 
     Returns
     -------
@@ -472,7 +475,7 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
     try:
         out: BPPOutcome[FacePoint] = block_principal_pivoting(
             face, state, lb, ub, pinned, max_rounds=max_rounds, backup=backup, tol_value=tol_value,
-            tol_mult=tol_mult, base=x0 if ratio > 0 else None, ratio=ratio)
+            tol_mult=tol_mult, base=x0 if ratio > 0 else None, ratio=ratio, deadline=deadline)
     except FreeSetTooLarge as e:
         return BlockFinishResult(certified=False, x=None, g=None, lam=None, rounds=face.factorizations + face.updates,
                                  free=face.largest_free, least_squares=face.least_squares,
@@ -493,9 +496,9 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
                                   least_squares=face.least_squares, factor_updates=face.updates)
     p = out.solution
     if not out.converged:
+        limit = "the time limit" if time.perf_counter() >= deadline else f"max_rounds={max_rounds}"
         return BlockFinishResult(certified=False, x=None, g=None, lam=None, fallback=(
-            f"no violator-free face within max_rounds={max_rounds} (violators per round: "
-            f"{list(out.violators)})"), **common)
+            f"no violator-free face within {limit} (violators per round: {list(out.violators)})"), **common)
     xf = np.clip(p.x, lb, ub)
     gf = p.g + (qp.Q.rows(np.flatnonzero(xf != p.x)).T @ (xf - p.x)[xf != p.x] if (xf != p.x).any() else 0.0)
     cert = kkt(qp, xf, gf, multipliers=(p.lam, None)) if qp.m else kkt(qp, xf, gf)
@@ -540,10 +543,12 @@ class BlockFinish:
     active_tol: float = 1e-9
     keep_factor: bool = True
 
-    def run(self, qp: QP, x: FloatArray, g: FloatArray, tol: float) -> BlockFinishResult:
+    def run(self, qp: QP, x: FloatArray, g: FloatArray, tol: float,
+            deadline: float = float("inf")) -> BlockFinishResult:
         """:func:`block_finish` with these settings."""
         return block_finish(qp, x, g, tol, max_free=self.max_free, max_rounds=self.max_rounds, backup=self.backup,
-                            ratio=self.ratio, active_tol=self.active_tol, keep_factor=self.keep_factor)
+                            ratio=self.ratio, active_tol=self.active_tol, keep_factor=self.keep_factor,
+                            deadline=deadline)
 
     def apply(self, qp: QP, state: State, tol: float) -> BlockFinishResult:
         """Run the finish on ``state`` and, when certified, move the state to its point.
@@ -552,7 +557,7 @@ class BlockFinish:
         ``block_finish_moves``, ``block_finish_pivots`` (single), ``block_finish_ratio_steps``,
         ``block_finish_factor_updates``, ``block_finish_fallbacks``.
         """
-        res = self.run(qp, state.x, state.g, tol)
+        res = self.run(qp, state.x, state.g, tol, deadline=state.deadline)
         cnt = state.counters
         for key, v in (("block_finish_tries", 1), ("block_finish_rounds", res.rounds),
                        ("block_finish_moves", res.block_moves), ("block_finish_pivots", res.single_pivots),

@@ -244,3 +244,18 @@ def test_a_cycle_is_detected_and_handed_back() -> None:
     out = block_finish(qp, x, qp.gradient(x), 1e-9, max_rounds=30)
     assert not out.certified and out.x is None
     assert out.fallback.startswith("the pivoting cycles") and out.rounds < 30
+
+
+def test_a_past_deadline_solves_at_most_one_face() -> None:
+    # the run's time limit bounds the finish: with the deadline gone, one face and the caller's point
+    from qpcore_formulations.svm import csvc
+    from qpcore_strategies.block_finish import block_finish
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=60) > 0, 1.0, -1.0)
+    qp = csvc(X, y, 10.0, qpcore.Kernel("rbf", gamma=0.5)).qp
+    x = np.zeros(qp.n)
+    res = block_finish(qp, x, qp.gradient(x), 1e-9, deadline=0.0)
+    assert not res.certified and res.rounds == 1 and "time limit" in str(res.fallback)
+    assert block_finish(qp, x, qp.gradient(x), 1e-9).certified          # with time: several faces, certified
