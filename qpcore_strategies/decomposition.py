@@ -28,7 +28,6 @@ exactly over all variables where shrinking or float32 rows could hide a violatio
 
 from __future__ import annotations
 
-import mmap
 from typing import Any
 
 import attrs
@@ -37,6 +36,7 @@ from numpy.typing import NDArray
 
 from qpcore.backends.capabilities import cross_block, principal_block, row_budget
 from qpcore.backends.operators import DenseQ
+from qpcore.linalg.memory import small_pages_zeros
 from qpcore.core.problem import QP, ProblemError
 from qpcore.core.optimality import measure, scores, scores_of
 from qpcore.linalg.projection import feasible_start
@@ -105,24 +105,6 @@ class DecompositionWork(Work):
     def release(self) -> None:
         """Decomposition has no ``resume``: a finished run keeps neither the row buffer nor the view."""
         return None
-
-
-def _row_buffer(size: int, dtype: np.dtype[Any]) -> NDArray[Any]:
-    """An uninitialized flat array of ``size`` items in ordinary 4 KB pages, mapped as touched.
-
-    numpy asks the kernel for transparent huge pages on every large array. Measured on the
-    virtual machines we run on, a 1 GB buffer of huge pages costs 0.1 s to touch when the
-    kernel has huge pages at hand but 1.5-2.5 s when it has not (first use in a process, or right
-    after another solver freed its memory), against a steady 0.4-0.7 s in 4 KB pages; the buffer
-    is streamed row by row, so huge pages bring nothing to its reads.
-    """
-    nbytes = size * dtype.itemsize
-    if nbytes < (64 << 20) or not hasattr(mmap, "MAP_PRIVATE"):
-        return np.empty(size, dtype=dtype)
-    buf = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    if hasattr(mmap, "MADV_NOHUGEPAGE"):
-        buf.madvise(mmap.MADV_NOHUGEPAGE)
-    return np.frombuffer(buf, dtype=dtype)
 
 
 def _runs(sorted_idx: IndexArray) -> list[tuple[int, int]]:
@@ -500,7 +482,7 @@ class Decomposition(Strategy):
             work.slot_of = np.full(qp.n, -1, dtype=np.intp)
         if work.W is None or work.W.shape[0] < B.size or work.W.shape[1] != ncols:
             cap = self._capacity(qp, B.size, ncols)
-            work.base = _row_buffer(cap * ncols, qp.Q.row_dtype)
+            work.base = small_pages_zeros(cap * ncols, qp.Q.row_dtype)
             work.W = work.base.reshape(cap, ncols)
             work.slot_of[:] = -1
             work.slot_var = np.full(cap, -1, dtype=np.intp)
