@@ -257,7 +257,10 @@ class LabelSVM(ClassifierMixin, SVMEstimator):  # type: ignore[misc]
         """Checked data, labels, class indices (setting ``classes_``, at least two) and sample
         weights (≥ 0)."""
         X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse(), dtype=np.float64, order="C")
-        check_classification_targets(y)
+        # y is now 1-D and finite: integer or boolean labels are always binary or multiclass
+        # targets, so only other kinds need sklearn's check (which validates y three times more)
+        if np.asarray(y).dtype.kind not in "iub":
+            check_classification_targets(y)
         self._check_square(X)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if (sw < 0).any():
@@ -316,7 +319,7 @@ class LabelSVM(ClassifierMixin, SVMEstimator):  # type: ignore[misc]
         cw = self._class_factors(y_idx)
         # the rows' factors as given (class times sample weight): the calibration's folds weigh by them
         factor = sw if cw is None else cw[y_idx] * sw
-        if np.unique(y_idx[factor > 0]).size < 2:
+        if np.count_nonzero(np.bincount(y_idx[factor > 0], minlength=k)) < 2:
             raise ValueError("sample_weight: the samples of nonzero weight hold fewer than two classes")
         kernel = self._kernel(X)
         try:

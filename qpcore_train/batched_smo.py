@@ -294,9 +294,10 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
         fi = base + i
         gmax = vu.take(fi)
         vl = F + Pl
-        gap = gmax - vl.take(base + vl.argmin(axis=1))
+        gap = gmax - vl.min(axis=1)
         stop = it >= limit or (it % CLOCK_EVERY == 0 and perf() >= deadline)
-        if stop or not (gap > tol).all():
+        # one reduction, not a mask and all(): a NaN gap fails both tests alike
+        if stop or not gap.min() > tol:
             done = ~(gap > tol)
             fin = np.ones(A, dtype=bool) if stop else done
             yf = y[pid[fin]]
@@ -329,12 +330,16 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
             half += kdh.take(fi)[:, None]
         np.maximum(half, half_tau, out=half)
         b /= half
-        fj = base + b.argmax(axis=1)
-        Kj = rows(pid, fj - base)
+        j = b.argmax(axis=1)
+        fj = base + j
+        Kj = rows(pid, j)
         # the step t ≥ 0 (β_i += t, β_j −= t) lowers the objective at the rate gmax − F_j with
         # curvature a_ij, clipped to the box; a clipped end lands exactly on its bound
         if flat_kd:
-            a = np.maximum(2.0 * (kd0 - Ki.take(fj)), tau)
+            # a = max(2(K_tt − K_ij), τ) = 2·max(K_tt − K_ij, τ/2): the clipped half already at
+            # hand (doubling is exact, so the same bits)
+            a = half.take(fj)
+            a *= 2.0
         else:
             a = np.maximum(kd.take(fi) + kd.take(fj) - 2.0 * Ki.take(fj), tau)
         hi_i, lo_j, bi, bj = hir.take(fi), lor.take(fj), br.take(fi), br.take(fj)

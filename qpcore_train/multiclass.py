@@ -313,9 +313,11 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
                            "qpcore_train.fit.fit_formulation trains it over all rows")
     n_classes = int(classes.size)
     keep = C > 0
-    if n_classes < 2 or np.unique(y_idx[keep]).size < 2:
+    # rows kept per class: the class count here, the batched path's padding below
+    kept = np.bincount(y_idx[keep], minlength=n_classes)
+    if n_classes < 2 or np.count_nonzero(kept) < 2:
         raise ProblemError(f"y: training needs samples of at least two classes with C > 0, got "
-                           f"{np.unique(y_idx[keep]).size} class")
+                           f"{np.count_nonzero(kept)} class")
     values = form.params({**(params or {}), **({} if nu is None else {"nu": nu})})
     pairs = problems_of(n_classes, scheme)
     if form.check_pair is not None:
@@ -329,12 +331,12 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
     results: list[Result] = []
     alphas: list[FloatArray] = []
     rows_of: list[NDArray[np.intp]] = []
-    if _batchable(batched, strategy, kernel, form, reporter, pairs, y_idx[keep], n_classes, cache_bytes):
+    if _batchable(batched, strategy, kernel, form, reporter, pairs, kept, cache_bytes):
         limit = time_limit
         if deadline is not None:
             left = max(deadline - time.perf_counter(), 1e-6)
             limit = left if limit is None else min(limit, left)
-        width = n_classes * int(np.bincount(y_idx[keep], minlength=n_classes).max())
+        width = n_classes * int(kept.max())
         # a thread variable the user set stands (the automatic decision leaves the pools as set)
         one = width <= ONE_THREAD_ROWS and not any(os.environ.get(v, "").strip() for v in THREAD_VARIABLES)
         with blas_threads(1 if one else None) as decision:
@@ -383,16 +385,16 @@ def train_multiclass(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: 
 
 
 def _batchable(batched: bool | None, strategy: Strategy, kernel: Kernel, form: Formulation,
-               reporter: Reporter | None, pairs: NDArray[np.intp], y_kept: NDArray[np.intp], n_classes: int,
-               cache_bytes: int) -> bool:
-    """Whether :func:`train_multiclass` takes the batched path (see its ``batched``)."""
+               reporter: Reporter | None, pairs: NDArray[np.intp], kept: NDArray[np.intp], cache_bytes: int) -> bool:
+    """Whether :func:`train_multiclass` takes the batched path (see its ``batched``); ``kept``
+    counts each class's rows of weight > 0."""
     if batched is False or not form.standard_dual or reporter is not None or kernel.name == "precomputed":
         return False
     if kernel.psd is not True or pairs[0][1] < 0:
         return False
     if batched:
         return True
-    width = n_classes * int(np.bincount(y_kept, minlength=n_classes).max())
+    width = kept.size * int(kept.max())
     # one binary problem gains nothing from batching: only a small one, whose fixed costs matter
     small = width <= (BATCH_ROWS if pairs.shape[0] > 1 else BATCH_ROWS_BINARY) and 8 * width * width <= cache_bytes
     return small and strategy.lockstep() == "smo-wss2"     # declared by the strategy, not probed
