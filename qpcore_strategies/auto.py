@@ -37,10 +37,12 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from qpcore.backends.capabilities import Capability
 from qpcore.core.certificate import kkt
 from qpcore.core.problem import QP
 from qpcore.core.state import State, Work, bound_status
 from qpcore.core.strategy import Strategy
+from qpcore_strategies.block_finish import BlockFinish
 from qpcore_strategies.decomposition import Decomposition
 from qpcore_strategies.incas import INCAS
 from qpcore_strategies.interior_point import InteriorPoint, IPMWork
@@ -103,7 +105,18 @@ class Auto(Strategy):
         5 folds, γ = 10/d, C = 100 and 1000 warm-started: 2.2× SMO's time with a 1 GiB cap).
     tight_tol, tight_max_n : float, int
         At tol ≤ ``tight_tol`` on problems of at most ``tight_max_n`` variables INCAS starts
-        (adult 3,185 rows, RBF, C = 100, tol 1e-6: INCAS 0.65 s, SMO first 1.36 s).
+        (adult 3,185 rows, RBF, C = 100, tol 1e-6: INCAS 0.65 s, SMO first 1.36 s), except on a
+        mirrored operator (ε-SVR's doubled one, :attr:`~qpcore.backends.capabilities.Capability.MIRRORED`):
+        there most support vectors sit at C around a small free set, INCAS pivots each of them
+        through its factor one at a time, and SMO with the block finish wins (abalone, C = 10,
+        γ = 1, tol 1e-6: 5,000 SMO steps and a few faces against INCAS's 14,756 pivots;
+        docs/BENCHMARKS.md).
+    block_finish, finish_below : BlockFinish or None, float
+        At tol ≤ ``finish_below`` auto's SMO runs with this block active-set finish
+        (:class:`qpcore_strategies.block_finish.BlockFinish`, tried from a pair gap of its
+        ``start_gap``): the steps from there to a tight tol are the many, and the finish replaces
+        them by a few factorizations. Not at looser tols: from 1e-2 to 1e-3 SMO has little left,
+        and a finish that does not certify costs its faces. None: never.
     """
 
     smo: SMO = attrs.field(factory=lambda: SMO(newton_after=2))
@@ -118,6 +131,8 @@ class Auto(Strategy):
     general: InteriorPoint = attrs.field(factory=InteriorPoint)
     finish_stage: PolishFinish | None = attrs.field(factory=PolishFinish, alias="finish")
     polish_from: float = 1e-5
+    block_finish: BlockFinish | None = attrs.field(factory=BlockFinish)
+    finish_below: float = 1e-4
 
     takes_inequalities = True      # the general strategy takes the rows l ≤ Cx ≤ u itself
 
@@ -178,13 +193,21 @@ class Auto(Strategy):
             name, why = "interior-point", (f"a general QP ({rows}; n = {qp.n}): the interior point method's "
                                            "iterations do not grow with degeneracy or the active set, and the "
                                            "exact active-set finish adds the last digits")
-        elif reason is None and tol <= self.tight_tol and qp.n <= self.tight_max_n and incas.accepts(qp) is None:
+        elif (reason is None and tol <= self.tight_tol and qp.n <= self.tight_max_n and incas.accepts(qp) is None
+              and Capability.MIRRORED not in qp.Q.capabilities):
             inner = incas
             name, why = "incas", (f"start at tol {tol:g} (≤ {self.tight_tol:g}, n = {qp.n}): pair steps need many "
                                   "more steps as tol falls, an active set barely more")
         elif reason is None:
             inner = self.smo
             name, why = "smo", f"start (n = {qp.n}): pair steps are cheapest while the free set is small"
+            if self.block_finish is not None and tol <= self.finish_below:
+                inner = attrs.evolve(self.smo, finish=self.block_finish)
+                why += (f", with the block finish from a pair gap of {self.block_finish.start_gap:g} "
+                        f"(tol {tol:g} ≤ {self.finish_below:g}: the steps to a tight tol are the many)")
+                if Capability.MIRRORED in qp.Q.capabilities and tol <= self.tight_tol:
+                    why += ("; not INCAS on a mirrored operator: its many support vectors at C would each "
+                            "pivot through INCAS's factor")
         else:
             inner = Decomposition()
             name, why = "decomposition", f"SMO cannot take the problem ({reason.split(';')[0]})"

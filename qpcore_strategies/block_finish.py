@@ -78,7 +78,7 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 
-from qpcore.backends.capabilities import QOperator, principal_block
+from qpcore.backends.capabilities import Capability, QOperator, principal_block
 from qpcore.core.certificate import estimate_multipliers, kkt
 from qpcore.core.problem import QP
 from qpcore.core.state import State, bound_status
@@ -178,6 +178,36 @@ class BoxEqualityFace:
         self.fac: BorderedCholesky | None = None
         self.updates = 0          # faces solved by updating the kept factor
         self.visits: dict[bytes, int] = {}
+        self.mirrored = 0         # pairs of a mirrored operator set back to one free member
+        # a mirrored operator's pairs (i, i + l) whose columns of A cancel and whose linear terms
+        # sum to ≥ 0: with both free the face is singular along e_i + e_(i+l) and descends
+        # along −(e_i + e_(i+l)) until one of them meets its lower bound, so the face of a
+        # solution has at most one of them free (ε-SVR's α_i α*_i = 0)
+        self.pairs: IndexArray | None = None
+        n = c.size
+        if Capability.MIRRORED in Q.capabilities and n % 2 == 0:
+            l = n // 2
+            ok = (c[:l] + c[l:] >= 0) & (lb[:l] == lb[l:])
+            if A.shape[0]:
+                ok &= (np.abs(A[:, :l] + A[:, l:]) == 0).all(axis=0)
+            if ok.any():
+                self.pairs = np.flatnonzero(ok)
+
+    def _one_free_per_pair(self, state: Int8Array) -> Int8Array:
+        """``state`` with, in each mirrored pair guessed both free, the member nearer its lower
+        bound (at the start) set there: the end of the ray step along the face's null direction."""
+        P = self.pairs
+        if P is None:
+            return state
+        l = self.c.size // 2
+        both = P[(state[P] == 0) & (state[P + l] == 0)]
+        if both.size == 0:
+            return state
+        state = state.copy()
+        second = self.x0[both + l] - self.lb[both + l] <= self.x0[both] - self.lb[both]
+        state[np.where(second, both + l, both)] = -1
+        self.mirrored += int(both.size)
+        return state
 
     def _kept(self, F: IndexArray, rows_F: FloatArray, QFF: FloatArray, K: FloatArray,
               rhs: FloatArray) -> tuple[Callable[[FloatArray], FloatArray], FloatArray] | None:
@@ -239,6 +269,7 @@ class BoxEqualityFace:
             # the same face a third time (Kim and Park's counter has had its chance between the
             # visits): a loop, which only the cap would end; hand back now
             raise Cycle(f"face {len(self.visits)} asked for a third time after {sum(self.visits.values()) - 1} faces")
+        state = self._one_free_per_pair(state)
         F = np.flatnonzero(state == 0)
         self.largest_free = max(self.largest_free, int(F.size))
         if F.size > self.max_free:
@@ -369,6 +400,9 @@ class BlockFinishResult:
         Faces solved by least squares (singular: duplicate points free together).
     factor_updates : int
         Faces solved through the kept factor (one row or none: ``keep_factor``).
+    mirrored : int
+        Mirrored pairs (:attr:`~qpcore.backends.capabilities.Capability.MIRRORED`) guessed both
+        free, one of which a face held at its lower bound.
     measure : float
         The certificate's measure of the face point (NaN when none was checked).
     fallback : str
@@ -387,6 +421,7 @@ class BlockFinishResult:
     free: int = 0
     least_squares: int = 0
     factor_updates: int = 0
+    mirrored: int = 0
     measure: float = math.nan
     fallback: str = ""
 
@@ -421,7 +456,8 @@ def _keep_rows_met(state: Int8Array, x0: FloatArray, lb: FloatArray, ub: FloatAr
 
 def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: int = 3000, max_rounds: int = 20,
                  backup: int = 3, ratio: float = 0.0, active_tol: float = 1e-9,
-                 keep_factor: bool = True, deadline: float = float("inf")) -> BlockFinishResult:
+                 keep_factor: bool = True, deadline: float = float("inf"),
+                 max_growth: float = 4.0) -> BlockFinishResult:
     """Finish a box + equality-rows QP from a feasible point by block principal pivoting.
 
     Parameters
@@ -448,6 +484,9 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
         See :class:`BoxEqualityFace`.
     deadline : float
         A ``time.perf_counter()`` value: no face is solved after it (the run's time limit).
+    max_growth : float
+        The pivoting stops, and the finish hands back, once a round counts more than this many
+        times the first round's violators (and 16 more): a guess too far for block exchanges.
 
     Returns
     -------
@@ -475,7 +514,7 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
     try:
         out: BPPOutcome[FacePoint] = block_principal_pivoting(
             face, state, lb, ub, pinned, max_rounds=max_rounds, backup=backup, tol_value=tol_value,
-            tol_mult=tol_mult, base=x0 if ratio > 0 else None, ratio=ratio, deadline=deadline)
+            tol_mult=tol_mult, base=x0 if ratio > 0 else None, ratio=ratio, deadline=deadline, max_growth=max_growth)
     except FreeSetTooLarge as e:
         return BlockFinishResult(certified=False, x=None, g=None, lam=None, rounds=face.factorizations + face.updates,
                                  free=face.largest_free, least_squares=face.least_squares,
@@ -493,8 +532,13 @@ def block_finish(qp: QP, x: FloatArray, g: FloatArray, tol: float, *, max_free: 
     blocks = max(0, min(sum(1 for c in out.violators[:-1] if c > 1), out.rounds - 1 - singles))
     common: dict[str, Any] = dict(rounds=out.rounds, block_moves=blocks, single_pivots=singles,
                                   ratio_steps=out.ratio_steps, violators=out.violators, free=face.largest_free,
-                                  least_squares=face.least_squares, factor_updates=face.updates)
+                                  least_squares=face.least_squares, factor_updates=face.updates,
+                                  mirrored=face.mirrored)
     p = out.solution
+    if out.diverged:
+        return BlockFinishResult(certified=False, x=None, g=None, lam=None, fallback=(
+            f"the violators grew beyond max_growth={max_growth:g} times the first round's: the sets keep changing "
+            f"(violators per round: {list(out.violators)})"), **common)
     if not out.converged:
         limit = "the time limit" if time.perf_counter() >= deadline else f"max_rounds={max_rounds}"
         return BlockFinishResult(certified=False, x=None, g=None, lam=None, fallback=(
@@ -530,7 +574,7 @@ class BlockFinish:
         The measure at which the finish is tried first (default 1e-2).
     tries : int
         The most attempts in a run (default 2).
-    max_free, max_rounds, backup, ratio, active_tol, keep_factor
+    max_free, max_rounds, backup, ratio, active_tol, keep_factor, max_growth
         See :func:`block_finish`.
     """
 
@@ -542,13 +586,14 @@ class BlockFinish:
     ratio: float = 0.0
     active_tol: float = 1e-9
     keep_factor: bool = True
+    max_growth: float = 4.0
 
     def run(self, qp: QP, x: FloatArray, g: FloatArray, tol: float,
             deadline: float = float("inf")) -> BlockFinishResult:
         """:func:`block_finish` with these settings."""
         return block_finish(qp, x, g, tol, max_free=self.max_free, max_rounds=self.max_rounds, backup=self.backup,
                             ratio=self.ratio, active_tol=self.active_tol, keep_factor=self.keep_factor,
-                            deadline=deadline)
+                            deadline=deadline, max_growth=self.max_growth)
 
     def apply(self, qp: QP, state: State, tol: float) -> BlockFinishResult:
         """Run the finish on ``state`` and, when certified, move the state to its point.

@@ -54,6 +54,9 @@ class Capability(enum.Enum):
     SUBSET = "subset"
     #: the rows live on a cluster (:class:`qpcore.backends.chunked.ChunkedLowRankQ`): no ``rows``, passes only.
     CHUNKED = "chunked"
+    #: n = 2l and Q = [[K, −K], [−K, K]]: variables i and i + l have opposite rows (ε-SVR's α and α*),
+    #: so a face on which both are free is singular along e_i + e_(i+l).
+    MIRRORED = "mirrored"
 
 
 @attrs.define(slots=True)

@@ -77,7 +77,8 @@ class DoubledKernelQ:
     """
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({
-        Capability.ROW_CACHE, Capability.PREFETCH, Capability.BLOCK, Capability.CROSS, Capability.BUDGET})
+        Capability.ROW_CACHE, Capability.PREFETCH, Capability.BLOCK, Capability.CROSS, Capability.BUDGET,
+        Capability.MIRRORED})
 
     def __init__(self, X: Any, kernel: Kernel, *, cache_bytes: int = 200 << 20, dtype: Any = np.float64,
                  compute_dtype: Any = np.float64, dense_threshold: float = 0.05) -> None:

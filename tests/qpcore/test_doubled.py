@@ -127,7 +127,7 @@ def test_any_indices_in_any_order_under_any_budget(idx: list[int], cols: list[in
 def test_capabilities_map_onto_the_base() -> None:
     Q, _ = make("rbf", "dense", cache_bytes=12345)
     assert Q.capabilities == {Capability.ROW_CACHE, Capability.PREFETCH, Capability.BLOCK, Capability.CROSS,
-                              Capability.BUDGET}
+                              Capability.BUDGET, Capability.MIRRORED}
     assert row_budget(Q) == (Q.base.cache_bytes, Q.base.footprint) == (12345, Q.base.footprint)
     assert not row_cached(Q, 3) and not row_cached(Q, L + 3)
     assert prefetch_rows(Q, [3, L + 3, L + 5, 5, 8]) == 3     # points 3, 5, 8: each once
@@ -293,3 +293,10 @@ def test_decomposition_reads_the_doubled_rows_through_cross_and_block() -> None:
     ref = qpcore.solve(epsilon_svr_qp(DoubledKernelQ(X, Kernel("rbf", gamma=0.7)), y, 5.0, 0.05), SMO(), tol=1e-10)
     assert res.objective == pytest.approx(ref.objective, rel=1e-7)
     assert Q.base._rows.width == n and len(Q.base._rows) <= 10
+
+
+def test_mirrored_rows_are_opposite() -> None:
+    # what Capability.MIRRORED declares: rows i and i + l are opposite
+    Q, _ = make("rbf", "dense", cache_bytes=12345)
+    for i in (0, 2, L - 1):
+        np.testing.assert_array_equal(Q.rows([i]), -Q.rows([L + i]))

@@ -122,3 +122,39 @@ def test_bad_options_fail_at_once() -> None:
         Auto(check_every=0)
     with pytest.raises(qpcore.ProblemError):
         make("auto:release=0")
+
+
+def test_tight_tolerance_on_a_mirrored_operator_takes_smo_with_the_block_finish() -> None:
+    # ε-SVR's doubled operator declares MIRRORED: at a tight tol auto keeps SMO (not INCAS) and
+    # gives it the block finish; the run certifies with the dense reference's objective
+    from qpcore.testkit.reference import dense_reference
+    from qpcore_formulations.svm_family import epsilon_svr
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 3))
+    t = np.sin(X[:, 0]) + 0.1 * rng.normal(size=150)
+    qp = epsilon_svr(X, t, C=10.0, epsilon=0.1, kernel=Kernel("rbf", gamma=0.5)).qp
+    res = qpcore.solve(qp, Auto(), tol=1e-7)
+    assert_kkt(qp, res, 1e-7)
+    first = res.stats["strategy_choice"][0]
+    assert first[1] == "smo" and "block finish" in first[2] and "mirrored" in first[2]
+    assert res.stats["block_finish_tries"] >= 1
+    fr = dense_reference(qp)[1]
+    assert abs(res.objective - fr) <= 1e-8 * max(1.0, abs(fr))
+
+
+def test_block_finish_only_below_finish_below() -> None:
+    from qpcore_formulations.svm_family import nu_svr
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(120, 3))
+    t = np.cos(X[:, 1]) + 0.1 * rng.normal(size=120)
+    qp = nu_svr(X, t, C=5.0, nu=0.4, kernel=Kernel("rbf", gamma=0.5)).qp
+    loose = qpcore.solve(qp, Auto(), tol=1e-3)
+    assert "block_finish_tries" not in loose.stats and "block finish" not in loose.stats["strategy_choice"][0][2]
+    tight = qpcore.solve(qp, Auto(), tol=1e-6)
+    assert_kkt(qp, tight, 1e-6)
+    assert "block finish" in tight.stats["strategy_choice"][0][2]
+    never = qpcore.solve(qp, Auto(block_finish=None), tol=1e-6)
+    assert "block_finish_tries" not in never.stats
+    assert abs(tight.objective - never.objective) <= 1e-6 * max(1.0, abs(never.objective))

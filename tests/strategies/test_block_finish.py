@@ -259,3 +259,45 @@ def test_a_past_deadline_solves_at_most_one_face() -> None:
     res = block_finish(qp, x, qp.gradient(x), 1e-9, deadline=0.0)
     assert not res.certified and res.rounds == 1 and "time limit" in str(res.fallback)
     assert block_finish(qp, x, qp.gradient(x), 1e-9).certified          # with time: several faces, certified
+
+
+def test_mirrored_pairs_both_free_are_not_a_singular_face() -> None:
+    """ε-SVR from α = α* (every pair free on both sides: a face singular along e_i + e_(i+l)):
+    each face holds one member of such a pair at 0, so no face goes to least squares, and the
+    run certifies with the reference's objective or hands back honestly."""
+    X, _, t = _data(11)
+    qp = fam.epsilon_svr(X, t, C=10.0, epsilon=0.1).qp
+    x = np.full(qp.n, 2.0)                 # Σα − Σα* = 0: feasible, all free
+    out = block_finish(qp, x, qp.gradient(x), 1e-8, max_rounds=30)
+    assert out.mirrored > 0 and out.least_squares == 0
+    _check_outcome(qp, out, 1e-8, 30)
+    loose = qpcore.solve(qp, SMO(), tol=1e-2)
+    out = block_finish(qp, loose.x, qp.gradient(loose.x), 1e-8)
+    assert out.certified and out.least_squares == 0
+
+
+def test_runaway_exchanges_stop_early() -> None:
+    """A face whose solutions put ever more variables outside the box (block exchanges running
+    away from a far guess) is stopped once the violators pass max_growth × the first count."""
+    from qpcore_strategies.block_pivoting import block_principal_pivoting
+
+    class Runaway:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def solve(self, state: Any) -> Any:
+            self.calls += 1
+            k = min(state.size, 10 * 3 ** self.calls)
+            v = np.full(state.size, 0.5)
+            v[:k] = 2.0                      # above hi = 1
+            return type("S", (), {"value": v, "mult": np.zeros(state.size)})()
+
+    n = 2000
+    face = Runaway()
+    out = block_principal_pivoting(face, np.zeros(n, dtype=np.int8), np.zeros(n), np.ones(n), np.zeros(n, bool),
+                                   max_rounds=20, max_growth=4.0)
+    assert out.diverged and not out.converged
+    assert out.violators == (30, 60, 180) and face.calls == 3    # 180 > 4 · 30 + 16
+    again = block_principal_pivoting(Runaway(), np.zeros(n, dtype=np.int8), np.zeros(n), np.ones(n),
+                                     np.zeros(n, bool), max_rounds=5)
+    assert not again.diverged and again.rounds == 5      # no cap on growth by default
