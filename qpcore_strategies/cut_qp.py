@@ -120,7 +120,8 @@ class CutQP:
         tot = float(x[:k].sum())
         if tot > 1.0:
             x[:k] /= tot
-        x[k] = max(0.0, 1.0 - float(x[:k].sum()))
+            tot = float(x[:k].sum())
+        x[k] = max(0.0, 1.0 - tot)
         run = _Run(self, G, b, ids, x)
         run.sync()
         # x was the last call's answer on the same free set (cuts only appended, none of its support
@@ -173,8 +174,8 @@ class _Run:
         """Drop from the factor the cuts that are gone; renew it when G's scale has moved."""
         owner = self.owner
         k = self.k
-        diag = np.diagonal(self.G)
-        scale = float(diag.mean()) if diag.size else 0.0
+        # the mean of G's diagonal (np.mean's arithmetic: its sum over k, without np.mean's wrapping)
+        scale = float(np.diagonal(self.G).sum()) / k if k else 0.0
         scale = scale if scale > 0 else 1.0
         if owner._fac is not None and not (owner._tau / owner.rescale <= scale <= owner._tau * owner.rescale):
             owner._fac = None
@@ -184,7 +185,7 @@ class _Run:
             return
         old = owner._ids
         n = old.size
-        if n <= k and np.array_equal(self.ids[:n], old):
+        if n <= k and bool((self.ids[:n] == old).all()):
             # cuts only appended since the last call (the usual case): the same positions
             F = owner._F.copy()
             F[F == n] = k
@@ -296,9 +297,10 @@ class _Run:
                 # step towards y to the first variable reaching 0; it leaves F
                 low = np.flatnonzero(y < 0)
                 d = y - self.x[F]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ratios = np.where(d[low] < 0, self.x[F[low]] / -d[low], np.inf)
-                j = int(np.argmin(ratios))
+                # y < 0 ≤ x on ``low`` (x ≥ 0 always), so d = y − x ≤ y < 0 there (rounding is
+                # monotone): every ratio is a finite division, no guard or np.where needed
+                ratios = self.x[F[low]] / -d[low]
+                j = int(ratios.argmin())
                 alpha = min(1.0, max(0.0, float(ratios[j])))
                 self.x[F] += alpha * d
                 p = int(F[low[j]])
@@ -332,7 +334,7 @@ class _Run:
             gc[F] = np.inf
             if refused:
                 gc[list(refused)] = np.inf
-            p = int(np.argmin(gc))
+            p = int(gc.argmin())
             if not float(gc[p]) - xg < -tol:      # also when every variable is free or refused
                 return
             last = p

@@ -297,16 +297,19 @@ class _CuttingPlane(Strategy):
         self.check(qp)
         Q = cast(LowRankRows, qp.Q)
         rows = Q.row_space()
-        if np.any(np.asarray(Q.d) != 0):
+        # d and a box held in this process were checked by ``accepts`` (through ``check``) just now;
+        # the rest (on a cluster) here, the box by one reduction
+        if not isinstance(Q.d, (float, int, np.ndarray)) and np.any(np.asarray(Q.d) != 0):
             raise ProblemError("cutting planes need Q = HHᵀ with no diagonal part (d = 0): the hinge loss; "
                                "for the squared hinge (d > 0) use ASVM")
         lb, ub = rows.scalar_or_vector(qp.lb), rows.scalar_or_vector(qp.ub)
-        if isinstance(lb, float) and isinstance(ub, float):
-            box = k_box(np.asarray(lb), np.asarray(ub))
-        else:
-            box = rows.reduce(k_box, lb, ub, ops=("max", "all", "min"), name="qpcore-cp-box")
-        if not (box[0] == 0 and box[1] and box[2] >= 0):
-            raise ProblemError("cutting planes need 0 ≤ α ≤ C with finite C ≥ 0 (the hinge risk's weights)")
+        if not (isinstance(qp.lb, np.ndarray) and isinstance(qp.ub, np.ndarray)):
+            if isinstance(lb, float) and isinstance(ub, float):
+                box = k_box(np.asarray(lb), np.asarray(ub))
+            else:
+                box = rows.reduce(k_box, lb, ub, ops=("max", "all", "min"), name="qpcore-cp-box")
+            if not (box[0] == 0 and box[1] and box[2] >= 0):
+                raise ProblemError("cutting planes need 0 ≤ α ≤ C with finite C ≥ 0 (the hinge risk's weights)")
         k = int(Q.k)
         w = np.zeros(k)
         reductions = rows.counters["reductions"]
@@ -472,7 +475,11 @@ class _CuttingPlane(Strategy):
     def _manage_cuts(self, state: State) -> None:
         cuts = state.work(CutState).cuts
         newest = cuts.n - 1
-        cuts.idle[:cuts.n] = np.where(np.append(cuts.beta[:newest] > 0, True), 0, cuts.idle[:cuts.n] + 1)
+        # idle + 1, reset where β > 0 and for the newest cut (in place: no mask or where over the cuts)
+        idle = cuts.idle[:cuts.n]
+        idle += 1
+        idle[:newest][cuts.beta[:newest] > 0] = 0
+        idle[newest] = 0
         if self.drop_after is not None:
             keep = cuts.idle[:cuts.n] < self.drop_after
             keep[newest] = True
@@ -592,7 +599,7 @@ class OCAS(_CuttingPlane):
                                                                self.mu, ops=MOVE_OPS, name="qpcore-ocas-move")
         bits = rows.kept(moved, 0)
         cs.w_b = w_b
-        cs.m_b = _Margins(fresh if fresh is not None else probe, 0.0 if fresh is not None else step, float(mx))
+        cs.m_b = _Margins(rows.kept(moved, 1), 0.0, float(mx))
         cs.F_b = 0.5 * float(w_b @ w_b) + float(risk)
         state.counters["rows_read"] += int(read)
         t2 = time.perf_counter()

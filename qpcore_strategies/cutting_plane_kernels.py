@@ -43,7 +43,7 @@ LONG = 4.0             # a longer step recomputes the margins (δ's rounding gro
 
 # partial results and how they combine
 POINT_OPS = ("sum", "max", "sum", "sum", "sum")               # risk, max|m|, a, b, rows read
-SUMMARY_OPS = ("sum", "sum", "sum", "list", "list", "max")   # s0, counts, sums, listed t, their jumps, max|δ|
+SUMMARY_OPS = ("sum", "sum", "sum", "list", "list", "max")   # s0, counts, sums, listed t, their jumps, 0 (unused)
 MOVE_OPS = ("sum", "max", "sum", "sum", "sum")                # risk, max|m_b|, a, b, rows read
 CUT_SUBSET = 8          # a cut's product reads only its violators' rows when they are at most 1/8 of a block
 CUT_SUBSET_ROWS = 4096  # ... of at least this many rows (the rows' copy has a fixed cost of a few 1,000 rows' product)
@@ -218,8 +218,7 @@ def _rdu(src: Any, act: Any, rho: Any, u: Any) -> tuple[FloatArray, FloatArray, 
     return np.subtract(rho, src.m_b, out=_work(n, 0)), np.subtract(src.m_t, src.m_b, out=_work(n, 1)), u
 
 
-def _terms(r: FloatArray, delta: FloatArray, u: Any) -> tuple[float, FloatArray, FloatArray, NDArray[np.bool_],
-                                                                  float]:
+def _terms(r: FloatArray, delta: FloatArray, u: Any) -> tuple[float, FloatArray, FloatArray, NDArray[np.bool_]]:
     """The block's terms of φ'(t) from r and δ (used up: r/δ and |u∘δ| are formed in their arrays).
 
     Returns
@@ -233,14 +232,11 @@ def _terms(r: FloatArray, delta: FloatArray, u: Any) -> tuple[float, FloatArray,
         |u_i δ_i| (δ's array).
     pos : ndarray of bool
         Where r/δ is a breakpoint, positive and finite (work array bool 2; bool 0 and 1 are used).
-    maxd : float
-        max|δ|.
     """
     n = r.size
     rpos = np.greater(r, 0.0, out=_work(n, 0, "b"))
     with np.errstate(divide="ignore", invalid="ignore"):
         tb = np.divide(r, delta, out=r)
-    maxd = _maxabs(delta)
     zero = np.equal(tb, 0.0, out=_work(n, 1, "b"))
     zneg = zero & (delta < 0) if zero.any() else None
     ud = np.multiply(delta, u, out=delta)
@@ -251,7 +247,7 @@ def _terms(r: FloatArray, delta: FloatArray, u: Any) -> tuple[float, FloatArray,
     jumps = np.abs(ud, out=ud)
     pos = np.greater(tb, 0.0, out=_work(n, 2, "b"))
     pos &= np.less(tb, np.inf, out=_work(n, 1, "b"))
-    return s0, tb, jumps, pos, maxd
+    return s0, tb, jumps, pos
 
 
 def breakpoint_summary(tb: FloatArray, jumps: FloatArray, pos: NDArray[np.bool_] | None,
@@ -277,10 +273,11 @@ def breakpoint_summary(tb: FloatArray, jumps: FloatArray, pos: NDArray[np.bool_]
 
 
 def _summarize(r: FloatArray, delta: FloatArray, u: Any, cap: int) -> tuple[Any, ...]:
-    """A block's part of the line search's first round (r and δ used up): its share of φ'(0), max|δ|
-    and its breakpoints (:func:`breakpoint_summary`)."""
-    s0, tb, jumps, pos, maxd = _terms(r, delta, u)
-    return (s0, *breakpoint_summary(tb, jumps, pos, cap), maxd)
+    """A block's part of the line search's first round (r and δ used up): its share of φ'(0) and its
+    breakpoints (:func:`breakpoint_summary`); the last slot of ``SUMMARY_OPS`` is 0 (nothing reads a
+    max|δ|: two reductions over the block saved per iteration)."""
+    s0, tb, jumps, pos = _terms(r, delta, u)
+    return (s0, *breakpoint_summary(tb, jumps, pos, cap), 0.0)
 
 
 # ------------------------------------------------------------------ kernels (one task per block)
@@ -335,7 +332,7 @@ def k_summary_rd(r: FloatArray, delta: FloatArray, u: Any, cap: int) -> tuple[RD
 def k_window(src: Any, act: Any, rho: Any, u: Any, lo: float, hi: float,
               edges: FloatArray | None) -> tuple[Any, ...]:
     """The breakpoints in (lo, hi]: listed, or (``edges``) counted, summed and their min/max per sub-bin."""
-    _, tb, jumps, pos, _ = _terms(*_rdu(src, act, rho, u))
+    _, tb, jumps, pos = _terms(*_rdu(src, act, rho, u))
     n = tb.size
     inside = np.greater(tb, lo, out=_work(n, 0, "b"))
     inside &= pos
@@ -356,19 +353,21 @@ def k_window(src: Any, act: Any, rho: Any, u: Any, lo: float, hi: float,
 
 
 def _mb_after(probe: Probe, fresh: FloatArray | None, t: float) -> FloatArray:
-    """The new w_b's margins (work array float 0): recomputed after a long step, else m_b + t(m_t − m_b)."""
-    return fresh if fresh is not None else _mb_of(probe, t, _work(probe.m_b.size, 0))
+    """The new w_b's margins (a new array, or one already kept): recomputed after a long step, else
+    m_b + t(m_t − m_b)."""
+    return fresh if fresh is not None else _mb_of(probe, t)
 
 
 def k_move(blk: Any, probe: Probe, fresh: FloatArray | None, t: float, rho: Any, u: Any,
-           mu: float) -> tuple[NDArray[np.uint8], tuple[Any, ...]]:
-    """OCAS's second pass: the cut's member bits at w_c (kept) and, reduced, the risk at the new
-    w_b, max|m_b|, the cut at w_c and the rows read."""
+           mu: float) -> tuple[NDArray[np.uint8], FloatArray, tuple[Any, ...]]:
+    """OCAS's second pass: the cut's member bits at w_c and the new w_b's margins (both kept: the
+    next probe reads the margins instead of forming them again, the same values) and, reduced,
+    the risk at the new w_b, max|m_b|, the cut at w_c and the rows read."""
     m_b = _mb_after(probe, fresh, t)
     risk = _risk(m_b, rho, u)
     mx = _maxabs(m_b)
     a, b, viol, read = _cut_of(blk, _m_cut(m_b, probe.m_t, mu), rho, u)
-    return np.packbits(viol), (risk, mx, a, b, read)
+    return np.packbits(viol), m_b, (risk, mx, a, b, read)
 
 
 def k_alpha(u: Any, rows: int, beta: FloatArray, *members: Any) -> FloatArray:
