@@ -384,10 +384,10 @@ class LabelSVM(ClassifierMixin, SVMEstimator):  # type: ignore[misc]
             # the coefficient of a vector of class c in problem (i, j) sits in row j − 1 when
             # c = i and in row i when c = j
             dual = np.zeros((k - 1, m.support.size))
-            for p, (i, j) in enumerate(m.pairs):
-                at_i, at_j = m.support_class == i, m.support_class == j
-                dual[j - 1, at_i] = m.D[at_i, p]
-                dual[i, at_j] = m.D[at_j, p]
+            # every (vector, problem) of the vector's class at once: each lands in its own cell
+            for side, row in ((0, m.pairs[:, 1] - 1), (1, m.pairs[:, 0])):
+                sv, pb = np.nonzero(m.support_class[:, None] == m.pairs[None, :, side])
+                dual[row[pb], sv] = m.D[sv, pb]
         else:
             dual = m.D.T.copy()
         if k == 2:
