@@ -595,11 +595,11 @@ class OCAS(_CuttingPlane):
             state.counters["passes"] += 1
             state.counters["rows_read"] += qp.n
         # one pass: the cut's member bits stay with their rows, the rest is reduced
-        moved, (risk, mx, a, b, read) = rows.map_reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u,
+        moved, (risk, _, a, b, read) = rows.map_reduce(k_move, rows.blocks, probe, fresh, step, cs.rho, cs.u,
                                                                self.mu, ops=MOVE_OPS, name="qpcore-ocas-move")
         bits = rows.kept(moved, 0)
         cs.w_b = w_b
-        cs.m_b = _Margins(rows.kept(moved, 1), 0.0, float(mx))
+        cs.m_b = _Margins(rows.kept(moved, 1))
         cs.F_b = 0.5 * float(w_b @ w_b) + float(risk)
         state.counters["rows_read"] += int(read)
         t2 = time.perf_counter()

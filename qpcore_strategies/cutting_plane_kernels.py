@@ -44,7 +44,7 @@ LONG = 4.0             # a longer step recomputes the margins (δ's rounding gro
 # partial results and how they combine
 POINT_OPS = ("sum", "max", "sum", "sum", "sum")               # risk, max|m|, a, b, rows read
 SUMMARY_OPS = ("sum", "sum", "sum", "list", "list", "max")   # s0, counts, sums, listed t, their jumps, 0 (unused)
-MOVE_OPS = ("sum", "max", "sum", "sum", "sum")                # risk, max|m_b|, a, b, rows read
+MOVE_OPS = ("sum", "max", "sum", "sum", "sum")                # risk, 0 (unused), a, b, rows read
 CUT_SUBSET = 8          # a cut's product reads only its violators' rows when they are at most 1/8 of a block
 CUT_SUBSET_ROWS = 4096  # ... of at least this many rows (the rows' copy has a fixed cost of a few 1,000 rows' product)
 
@@ -362,12 +362,12 @@ def k_move(blk: Any, probe: Probe, fresh: FloatArray | None, t: float, rho: Any,
            mu: float) -> tuple[NDArray[np.uint8], FloatArray, tuple[Any, ...]]:
     """OCAS's second pass: the cut's member bits at w_c and the new w_b's margins (both kept: the
     next probe reads the margins instead of forming them again, the same values) and, reduced,
-    the risk at the new w_b, max|m_b|, the cut at w_c and the rows read."""
+    the risk at the new w_b, 0 (the slot of a max|m_b| nothing reads: two reductions saved), the
+    cut at w_c and the rows read."""
     m_b = _mb_after(probe, fresh, t)
     risk = _risk(m_b, rho, u)
-    mx = _maxabs(m_b)
     a, b, viol, read = _cut_of(blk, _m_cut(m_b, probe.m_t, mu), rho, u)
-    return np.packbits(viol), m_b, (risk, mx, a, b, read)
+    return np.packbits(viol), m_b, (risk, 0.0, a, b, read)
 
 
 def k_alpha(u: Any, rows: int, beta: FloatArray, *members: Any) -> FloatArray:

@@ -79,6 +79,13 @@ def step_in_window(s0: float, dd: float, base: float, ts: FloatArray, jumps: Flo
     return float(min(max(t, 0.0), t_max))
 
 
+def _joined(parts: list[FloatArray]) -> FloatArray:
+    """The blocks' lists as one array: the only one itself, else their concatenation."""
+    if len(parts) == 1:
+        return np.asarray(parts[0], dtype=np.float64)
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
 class Search:
     """The exact line search over the chunks (see the module docstring).
 
@@ -116,13 +123,14 @@ class Search:
         s0 = wd + slope + float(s0_part)
         if s0 >= 0 or t_max <= 0:
             return 0.0
-        ts_l = np.concatenate(ts_lists) if ts_lists else np.zeros(0)
-        js_l = np.concatenate(js_lists) if js_lists else np.zeros(0)
+        # one block (in process): its lists as they are, no copy (read only below)
+        ts_l = _joined(ts_lists)
+        js_l = _joined(js_lists)
         self.examined += int(ts_l.size)
         ids = bin_ids(ts_l)
         jumps = np.bincount(ids, weights=js_l, minlength=NBINS)
-        hidden = np.zeros(NBINS)
-        if np.ndim(hj):
+        hidden = None
+        if isinstance(hj, np.ndarray) and hj.ndim:
             jumps = jumps + hj
             hidden = np.asarray(hc, dtype=np.float64)
         # the right derivative at the upper edge of every bin; the first bin where it turns ≥ 0
@@ -136,7 +144,7 @@ class Search:
         j = int(hit[0]) + 1
         lo, hi, base = float(UPPER[j - 1]), float(UPPER[j]), float(cum[j - 1])
         sel = ids == j
-        if hidden[j] == 0:      # the listed breakpoints are all there are in the bin
+        if hidden is None or hidden[j] == 0:      # the listed breakpoints are all there are in the bin
             return self._resolve(s0, dd, base, ts_l[sel], js_l[sel], hi, t_max)
         count = int(hidden[j]) + int(sel.sum())
         return self._window(s0, dd, base, lo, hi, count, t_max, 0)
