@@ -360,6 +360,9 @@ def hinge_svm(X: Any, y: ArrayLike, C: float | ArrayLike = 1.0, *, bias: float =
     Cv = _check_weights(C, m)
     beta = float(bias)
     Q = DiagPlusLowRankQ(0.0, X, row_scale=ypm, bias=beta if beta > 0 else None)
-    qp = QP(Q=Q, c=-np.ones(m), lb=np.zeros(m), ub=Cv)
+    # c = −1, lb = 0 and ub = C (checked above: finite, ≥ 0) are valid by construction: QP's own
+    # checks of three m-vectors are skipped; check_feasible as QP() sets it (no rows to check)
+    qp = QP.trusted(Q, -np.ones(m), np.zeros(m), Cv, np.zeros((0, m)), np.zeros(0))
+    object.__setattr__(qp, "check_feasible", True)
     return HingeProblem(qp=qp, X=Q.F, y=ypm, C=Cv, bias=beta, classes=classes, n_features=d,
                         dim=d + (beta > 0))
