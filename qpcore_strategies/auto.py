@@ -20,7 +20,11 @@ with SMO and watches the run: every ``check_every`` steps (and at least n/4) it 
 gap and the size of the free set; when the steps SMO still needs at the gap's pace so far
 exceed an estimate of INCAS's cost (nSV · free / ``incas_factor``) and the free set is larger
 than SMO's own Newton step takes (``SMO.newton_free``), it restarts with INCAS from the run's start (Scheinberg's pivots, releasing ``release`` violators per
-pricing). At tight tolerances (``tight_tol``) INCAS starts at once. Problems SMO cannot take (equality groups with
+pricing). At tight tolerances (``tight_tol``) INCAS starts at once, except on a mirrored operator
+(ε-SVR's doubled one: most support vectors at C around a small free set, each of which INCAS
+would pivot through its factor). Below ``finish_below`` SMO runs with the block active-set finish
+(:mod:`qpcore_strategies.block_finish`): from a pair gap of 1e-2 one factorization per face
+replaces the many steps to a tight tol. Problems SMO cannot take (equality groups with
 coefficients other than ±1, variables in no row) go to decomposition, which takes them all.
 
 Each choice and its reason is kept: ``Result.stats["strategy_choice"]`` lists
