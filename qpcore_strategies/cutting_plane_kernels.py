@@ -28,7 +28,7 @@ __all__ = ["k_box", "LIST_CAP", "LONG", "MAX_SUB", "MOVE_OPS", "NBINS", "POINT_O
 # L(b) = 2^(b // _SUB + _LOW)·(1 + (b % _SUB)/_SUB), and the last is (2^_HIGH, inf). The id of t
 # comes from its exponent and mantissa (``np.frexp``) by exact operations, so it agrees with every
 # comparison of t with the edges made later.
-_SUB = 16
+_SUB = 16               # a power of two: bin_ids reads its bins off t's top fraction bits
 _LOW, _HIGH = -41, 39
 NBINS = 3 + (_HIGH - _LOW) * _SUB
 _B = np.arange((_HIGH - _LOW) * _SUB + 1)
@@ -184,22 +184,23 @@ def bin_ids(ts: FloatArray, out: IndexArray | None = None) -> IndexArray:
     """The histogram bin id of each t (positive and finite; anything else gets a meaningless id).
 
     t = mant·2^e with mant in [0.5, 1): t lies in (2^(e−1)(1 + (c − 1)/_SUB), 2^(e−1)(1 + c/_SUB)] for
-    c = ⌈(mant − 0.5)·2·_SUB⌉ (mant − 0.5 is exact, and so are the power-of-two product and the
-    ceiling), so the id agrees with comparisons ``lo < t <= hi`` at its bin's edges.
+    c = ⌈(mant − 0.5)·2·_SUB⌉, so the id agrees with comparisons ``lo < t <= hi`` at its bin's edges.
+    Read from t's bits, by integer operations (exact; no per-element ``frexp`` call): for a normal
+    t with biased exponent E and fraction bits f, e = E − 1022 and (mant − 0.5)·2·_SUB = f/2^48
+    (_SUB = 16), so c = ⌈f/2^48⌉ = (f + 2^48 − 1) >> 48; subnormals land in the lowest bin as before.
     """
     n = ts.size
-    mant, ex = np.frexp(ts, out=(_work(n, 3), _work(n, 0, "e")))
-    with np.errstate(invalid="ignore"):
-        mant -= 0.5
-        mant *= 2 * _SUB
-        np.ceil(mant, out=mant)
-        ex -= _LOW + 1
-        ex *= _SUB
-        mant += ex
-        mant += 1.0             # id = 2 + (e − 1 − _LOW)·_SUB + c − 1
-        np.clip(mant, 1.0, NBINS - 1.0, out=mant)
-        ids = np.empty(n, dtype=np.intp) if out is None else out
-        np.copyto(ids, mant, casting="unsafe")
+    bits = np.asarray(ts, dtype=np.float64).view(np.int64)
+    ids = np.empty(n, dtype=np.intp) if out is None else out
+    np.right_shift(bits, 52, out=ids)                     # E (the sign bit is 0 for t > 0)
+    c = np.bitwise_and(bits, (1 << 52) - 1, out=_work(n, 1, "i"))
+    c += (1 << 48) - 1
+    c >>= 48                                              # c = ⌈f / 2^48⌉, in 0..16
+    ids -= 1023 + _LOW                                    # e − 1 − _LOW
+    ids <<= 4                                             # ·_SUB
+    ids += c
+    ids += 1                                              # id = 2 + (e − 1 − _LOW)·_SUB + c − 1
+    np.clip(ids, 1, NBINS - 1, out=ids)
     return ids
 
 
