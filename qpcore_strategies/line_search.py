@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from qpcore.backends.rowspace import LocalRows, Rows
 from qpcore_strategies.cutting_plane_kernels import (LIST_CAP, MAX_SUB, NBINS, SUB_BINS, SUMMARY_OPS, UPPER, WINDOW_CAP,
-                                              bin_ids, k_summary_rd, k_window)
+                                              bin_ids, k_summary_rd, k_window, picked)
 
 FloatArray = NDArray[np.float64]
 
@@ -145,7 +145,8 @@ class Search:
         lo, hi, base = float(UPPER[j - 1]), float(UPPER[j]), float(cum[j - 1])
         sel = ids == j
         if hidden is None or hidden[j] == 0:      # the listed breakpoints are all there are in the bin
-            return self._resolve(s0, dd, base, ts_l[sel], js_l[sel], hi, t_max)
+            ts, js = picked(sel, ts_l, js_l)
+            return self._resolve(s0, dd, base, ts, js, hi, t_max)
         count = int(hidden[j]) + int(sel.sum())
         return self._window(s0, dd, base, lo, hi, count, t_max, 0)
 
