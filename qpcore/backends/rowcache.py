@@ -9,7 +9,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from qpcore.backends.capabilities import OperatorStats
-from qpcore.linalg.memory import small_pages_zeros
 
 __all__ = ["RowCache"]
 
@@ -22,9 +21,10 @@ class RowCache:
     The one row cache of the kernel operators (:class:`qpcore.backends.operators.KernelQ`, :class:`qpcore.backends.dynamic.DynamicKernelQ`):
     a map row id → slab slot in LRU order over a ``slots × width`` array. Storing a row is a copy
     into one allocation (a fresh allocation per row page-faults at several times the cost); the
-    slab is allocated on the first store, zero-filled, in 4 KB pages mapped as rows arrive
-    (:func:`qpcore.linalg.memory.small_pages_zeros`: not the huge pages numpy asks for, whose
-    faults compact memory at several times the cost of the copy).
+    slab is allocated on the first store, zero-filled by ``calloc``, whose pages are mapped as rows
+    arrive. Not ``np.empty``: numpy advises huge pages for its large uninitialized arrays, and
+    where the kernel then compacts memory on each fault (``defrag=madvise``) the first store of a
+    row cost 6–17 times the copy.
 
     Parameters
     ----------
@@ -81,7 +81,7 @@ class RowCache:
 
     def _storage(self) -> NDArray[Any]:
         if self._slab is None:
-            self._slab = small_pages_zeros((self.slots, self.width), self.dtype)
+            self._slab = np.zeros((self.slots, self.width), dtype=self.dtype)
             self._free = list(range(self.slots - 1, -1, -1))
         return self._slab
 

@@ -1,12 +1,11 @@
-"""Large zero-filled buffers in ordinary 4 KB pages (the kernel row caches and row buffers).
+"""Very large zero-filled buffers in ordinary 4 KB pages (decomposition's row buffer).
 
-numpy asks the kernel for transparent huge pages on every array of 4 MB or more (``np.zeros``
-and ``np.empty`` alike). Where the kernel then compacts memory to find a huge page on the fault
-(``/sys/kernel/mm/transparent_hugepage/defrag`` = ``madvise``, the common default), the first
-touch of such an array costs several times the copy that fills it, and erratically so: a kernel
-row cache over 4,177 rows (70 MB, float32) took 13 to 160 ms to fill in fresh processes, against
-a steady 30 ms in 4 KB pages. The caches and buffers are filled row by row and streamed, so
-huge pages bring nothing to their reads. Figures: ``docs/BENCHMARKS.md`` (issue 35).
+numpy asks the kernel for transparent huge pages on every array of 4 MB or more. Where the
+kernel compacts memory to find a huge page on the fault (``/sys/kernel/mm/transparent_hugepage/
+defrag`` = ``madvise``, the common default), the first touch of a buffer of a gigabyte is erratic
+(several times slower when no huge pages are at hand) and 4 KB pages are the steady choice. For
+tens of megabytes numpy's pages are faster on the median, with rare slow outliers, so the kernel
+row caches keep ``np.zeros``: ``python -m benchmarks.page_faults`` and docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -19,12 +18,12 @@ from numpy.typing import NDArray
 
 __all__ = ["SMALL_PAGES_FROM", "small_pages_zeros"]
 
-#: Buffers of at least this many bytes are mapped in 4 KB pages (numpy's own huge-page threshold).
-SMALL_PAGES_FROM = 4 << 20
+#: Buffers of at least this many bytes are mapped in 4 KB pages (smaller ones: numpy's own pages).
+SMALL_PAGES_FROM = 64 << 20
 
 
 def small_pages_zeros(shape: int | tuple[int, ...], dtype: Any) -> NDArray[Any]:
-    """A writable, zero-filled, C-contiguous array, mapped in 4 KB pages when it is large.
+    """A writable, zero-filled, C-contiguous array, mapped in 4 KB pages when it is very large.
 
     Below :data:`SMALL_PAGES_FROM` bytes (or where ``mmap`` lacks ``MAP_PRIVATE``) it is
     ``np.zeros``. The pages are mapped as they are first touched, so untouched parts cost nothing.
