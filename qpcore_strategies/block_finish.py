@@ -17,7 +17,11 @@ variables sit at each bound, the rest is linear algebra (issue 35, part 1):
    gradient is updated from the start's, g = g₀ + Q_D·(x − x₀)_D; with rounded rows it is the
    operator's exact product, which also refines the face's solution), so a kernel operator serves
    them from its cache and a dense one (``DenseQ``) by slicing; the doubled operator of ε-SVR
-   (:class:`qpcore.backends.doubled.DoubledKernelQ`) gives its 2l rows from l kernel rows.
+   (:class:`qpcore.backends.doubled.DoubledKernelQ`) gives its 2l rows from l kernel rows. Its
+   pairs (α_i, α*_i) are never both free on a face (it declares
+   :attr:`~qpcore.backends.capabilities.Capability.MIRRORED`): both free, the face is singular
+   along e_i + e_(i+l) and descends along its negative, so the member nearer its bound is held at
+   0, where that ray step ends.
 3. **Check every variable with one product** and move the violators in blocks
    (:func:`qpcore_strategies.block_pivoting.block_principal_pivoting`: Júdice and Pires's block
    principal pivoting; after ``backup`` rounds without a new smallest number of violators, Kim
@@ -32,8 +36,10 @@ variables sit at each bound, the rest is linear algebra (issue 35, part 1):
    (SMO resumes from where it was) and ``Result.stats`` says why.
 
 **The guarantee relied on.** Termination is unconditional: ``max_rounds`` caps the faces solved
-(each one factorization), a free set above ``max_free`` is never factored, and a face asked for
-a third time (a loop the safeguard did not break) ends the pivoting at once. Correctness does
+(each one factorization), a free set above ``max_free`` is never factored, a face asked for
+a third time (a loop the safeguard did not break) ends the pivoting at once, and so does a round
+with more than ``max_growth`` times the first round's violators (exchanges running away from a
+far guess, where each further face costs a factorization and rarely comes back). Correctness does
 not rest on the pivoting converging: a result is taken only when the certificate accepts it, so
 the worst case is a wasted finish and the inner strategy's own convergence (SMO's) stands. Where
 the pivoting converges by theory: the safeguard's single moves from a feasible point are the
