@@ -53,7 +53,7 @@ from qpcore_strategies.rules.sets import OsunaSwap as OsunaSwap
 from qpcore_strategies.rules.sets import SteepestFeasible as SteepestFeasible
 from qpcore_strategies.rules.sets import group_ends as group_ends
 from qpcore_strategies.rules.sets import violators as violators
-from qpcore_strategies.rules.stopping import certified, rule_gave_up
+from qpcore_strategies.rules.stopping import certified, rule_gave_up, run_notes
 from qpcore_strategies.smo import SMO
 
 FloatArray = NDArray[np.float64]
@@ -321,12 +321,7 @@ class Decomposition(Strategy):
         dict
         """
         work = state.work_or_none(DecompositionWork)
-        out: dict[str, Any] = {}
-        if work is not None and work.note is not None:
-            out["rule_gave_up"] = work.note
-        if work is not None and work.block is not None:
-            out["block_finish"] = work.block.message
-        return out
+        return {} if work is None else run_notes(work.note, work.block)
 
     def accepts(self, qp: QP) -> str | None:
         """None for decomposition's shape, else the reason and the strategy that takes the problem.

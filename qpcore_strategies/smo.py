@@ -33,7 +33,7 @@ from qpcore.core.rules import RuleView, check_rule
 from qpcore.core.state import State, Status, Work, bound_status
 from qpcore.core.strategy import Strategy
 from qpcore_strategies.rules.names import make_rule as _make_rule
-from qpcore_strategies.rules.stopping import certified, rule_gave_up
+from qpcore_strategies.rules.stopping import certified, rule_gave_up, run_notes
 # the rules moved to qpcore_strategies.rules; their old import path stays (explicit re-exports)
 from qpcore_strategies.rules.pair import TAU as TAU
 from qpcore_strategies.rules.pair import MaximalViolatingPair as MaximalViolatingPair
@@ -360,12 +360,7 @@ class SMO(Strategy):
         dict
         """
         work = state.work_or_none(SMOWork)
-        out: dict[str, Any] = {}
-        if work is not None and work.note is not None:
-            out["rule_gave_up"] = work.note
-        if work is not None and work.block is not None:
-            out["block_finish"] = work.block.message
-        return out
+        return {} if work is None else run_notes(work.note, work.block)
 
     def multipliers(self, qp: QP, state: State) -> tuple[FloatArray, FloatArray] | None:
         """The block finish's λ when it certified the point (else None: the certificate's own)."""

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from qpcore.core.certificate import kkt
 from qpcore.core.problem import QP
 
-__all__ = ["RuleWarning", "certified", "rule_gave_up"]
+__all__ = ["RuleWarning", "certified", "rule_gave_up", "run_notes"]
 
 
 class RuleWarning(UserWarning):
@@ -72,3 +72,15 @@ def certified(qp: QP, x: NDArray[np.float64], g: NDArray[np.float64], tol: float
     """Whether the certificate of ``x`` (with the strategy's gradient ``g``) accepts it at ``tol``,
     by the test :func:`qpcore.solve` applies to a run that ends converged."""
     return bool(kkt(qp, x, g).measure <= tol * (1 + 1e-9) + 1e-12)
+
+
+def run_notes(note: str | None, block: Any) -> dict[str, Any]:
+    """What SMO's and decomposition's ``report`` add to ``Result.stats``: ``rule_gave_up`` when the
+    rule gave up early (``note``, only then) and ``block_finish`` when the opt-in block finish was
+    tried (``block``, its last :class:`~qpcore_strategies.block_finish.BlockFinishResult`)."""
+    out: dict[str, Any] = {}
+    if note is not None:
+        out["rule_gave_up"] = note
+    if block is not None:
+        out["block_finish"] = block.message
+    return out
