@@ -178,7 +178,7 @@ class BoxEqualityFace:
         self.matvecs = 0
         # rows rounded beyond float64 (a float32 kernel cache): the face is refined, and its
         # gradient taken, with the operator's exact products (``matvec``, one per refinement)
-        self.exact = float(getattr(Q, "row_eps", 0.0)) > 1e-14
+        self.exact = float(Q.row_eps) > 1e-14
         self.refine = 2
         self.keep_factor = keep_factor and A.shape[0] <= 1
         self.fac: BorderedCholesky | None = None
