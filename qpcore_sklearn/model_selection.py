@@ -169,6 +169,12 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
         Whether every kernel was held as a dense matrix (shared path).
     converged_ : bool
         Whether every binary problem of every cell converged (shared path; True on the other).
+    lockstep_ : bool
+        Whether every group of cells solved its folds' problems in lockstep
+        (:func:`qpcore_train.lockstep_path.lockstep_path`; shared path, with a strategy that
+        declares LIBSVM's SMO as its lockstep method and a dense kernel matrix).
+    lockstep_note_ : str
+        How the shared engine solved the problems, and why not in lockstep when it did not.
     """
 
     def __init__(self, estimator: Any, param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]],
@@ -247,6 +253,7 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
             results = self._fallback(X, y, fit_params)
             self.kernel_dense_ = False
             self.converged_ = True
+            self.lockstep_, self.lockstep_note_ = False, "cell-by-cell GridSearchCV"
         self.cv_results_ = results
         if callable(self.refit):
             self.best_index_ = int(self.refit(results))
@@ -307,7 +314,7 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
         split = np.full((len(candidates), nf), np.nan)
         fit_t = np.zeros((len(candidates), nf))
         score_t = np.zeros((len(candidates), nf))
-        dense, converged = True, True
+        dense, converged, lockstep, notes = True, True, True, []
         for _, members in groups:
             est = settings[members[0]]
             kernels = [Kernel(est.kernel, gamma=gamma_value(est.gamma, est.kernel, X[tr]), degree=int(est.degree),
@@ -322,6 +329,9 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
             except ProblemError as exc:
                 raise ValueError(str(exc)) from exc
             dense = dense and cv.dense_kernel
+            lockstep = lockstep and cv.lockstep
+            if cv.lockstep_note not in notes:
+                notes.append(cv.lockstep_note)
             converged = converged and bool(cv.converged.all())
             for q, i in enumerate(members):
                 for f, (_, te) in enumerate(folds):
@@ -335,6 +345,7 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
                     fit_t[i, f] = cv.fit_seconds[0, q, f]
         self.kernel_dense_ = dense
         self.converged_ = converged
+        self.lockstep_, self.lockstep_note_ = lockstep, "; ".join(notes)
         out: dict[str, Any] = {
             "mean_fit_time": fit_t.mean(axis=1), "std_fit_time": fit_t.std(axis=1),
             "mean_score_time": score_t.mean(axis=1), "std_score_time": score_t.std(axis=1),

@@ -36,6 +36,7 @@ from qpcore.backends.rowcache import RowCache
 from qpcore.core.solve import Reporter, Strategy
 from qpcore.core.state import Result, Status
 from qpcore_strategies.registry import make
+from qpcore_train.lockstep_path import lockstep_path
 
 __all__ = ["FoldQ", "GridCV", "SharedKernel", "cross_validation", "grid_cv", "stratified_folds"]
 
@@ -137,17 +138,23 @@ class FoldQ(Operator):
         The ±1 labels of those points.
     cache_bytes : int
         Budget of the scaled-row cache.
+    own : ndarray of shape (n, n), optional
+        The block K[rows][:, rows] itself, contiguous (a lockstep stack's slice): rows are then
+        slices of it, not gathers from the shared matrix (about twenty times cheaper).
     """
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.BLOCK, Capability.CROSS})
 
-    def __init__(self, source: SharedKernel, rows: IndexArray, s: FloatArray, *, cache_bytes: int = 64 << 20) -> None:
+    def __init__(self, source: SharedKernel, rows: IndexArray, s: FloatArray, *, cache_bytes: int = 64 << 20,
+                 own: NDArray[Any] | None = None) -> None:
         self.source = source
+        self.own = own
         self.idx = np.asarray(rows, dtype=np.intp)
         self.s = np.asarray(s, dtype=np.float64)
         self._s_row = self.s.astype(source.dtype)
         n = int(self.idx.size)
         self._n = n
+        self._every = np.arange(n)
         self.stats = OperatorStats()
         self._cache = RowCache(cache_bytes, n, source.dtype, n, self.stats)
         self._diag = source.diag(self.idx)
@@ -178,8 +185,15 @@ class FoldQ(Operator):
         """The diagonal of Q (s_i² = 1)."""
         return self._diag.copy()
 
+    def _kernel(self, i: IndexArray, j: IndexArray) -> NDArray[Any]:
+        """K[rows[i]][:, rows[j]], a fresh array."""
+        if self.own is not None:
+            R: NDArray[Any] = self.own[i] if j is self._every else self.own[np.ix_(i, j)]
+            return R
+        return self.source.rows(self.idx[i], self.idx[j])
+
     def _scaled(self, i: IndexArray, j: IndexArray) -> NDArray[Any]:
-        R = self.source.rows(self.idx[i], self.idx[j])
+        R = self._kernel(i, j)
         R *= self._s_row[i][:, None]
         R *= self._s_row[j][None, :]
         return R
@@ -191,7 +205,8 @@ class FoldQ(Operator):
         if got is not None:
             return got
         self.stats.rows_computed += 1
-        r: NDArray[Any] = self.source.rows(self.idx[i:i + 1], self.idx)[0]
+        r: NDArray[Any] = self.own[i].copy() if self.own is not None else self.source.rows(self.idx[i:i + 1],
+                                                                                             self.idx)[0]
         if self.s[i] < 0:
             np.negative(r, out=r)
         r *= self._s_row
@@ -205,7 +220,7 @@ class FoldQ(Operator):
         if i.size <= 2:
             return np.stack([self.row(int(k)) for k in i]) if i.size else np.empty((0, self._n), self._row_dtype)
         self.stats.rows_computed += int(i.size)
-        return self._scaled(i, np.arange(self._n))
+        return self._scaled(i, self._every)
 
     def block(self, idx: ArrayLike) -> FloatArray:
         """The principal block Q[idx][:, idx], float64."""
@@ -215,7 +230,7 @@ class FoldQ(Operator):
     def cross(self, idx: ArrayLike, cols: ArrayLike | None = None) -> NDArray[Any]:
         """Q[idx][:, cols] (all columns when ``cols`` is None), nothing cached."""
         i = np.atleast_1d(np.asarray(idx, dtype=np.intp))
-        j = np.arange(self._n) if cols is None else np.atleast_1d(np.asarray(cols, dtype=np.intp))
+        j = self._every if cols is None else np.atleast_1d(np.asarray(cols, dtype=np.intp))
         return self._scaled(i, j)
 
     def matvec(self, x: FloatArray, block: int = 512) -> FloatArray:
@@ -223,7 +238,7 @@ class FoldQ(Operator):
         x = np.asarray(x, dtype=np.float64)
         out = np.zeros(self._n)
         nz = np.flatnonzero(x)
-        every = np.arange(self._n)
+        every = self._every
         for s in range(0, nz.size, block):
             k = nz[s:s + block]
             out += np.asarray(self._scaled(k, every), dtype=np.float64).T @ x[k]
@@ -302,6 +317,12 @@ class GridCV:
         Dual objective of each cell, summed over its binary problems.
     dense_kernel : bool
         Whether the kernel was held as a dense matrix (else a shared row cache).
+    lockstep : bool
+        Whether every kernel's problems were solved in lockstep (:mod:`qpcore_train.lockstep_path`).
+    lockstep_note : str
+        Why the lockstep path was or was not taken (for each kernel that differed, the reason).
+    fallbacks : int
+        Problems the lockstep path left uncertified and the strategy finished alone.
     """
 
     C: FloatArray
@@ -316,6 +337,9 @@ class GridCV:
     converged: NDArray[np.bool_]
     objective: FloatArray
     dense_kernel: bool
+    lockstep: bool = False
+    lockstep_note: str = ""
+    fallbacks: int = 0
 
     def predicted(self, g: int, c: int, f: int) -> IndexArray:
         """Predicted class indices of fold f's test points for kernel g and C index c."""
@@ -327,15 +351,11 @@ class GridCV:
 _PathOut = tuple[list[FloatArray], list[float], list[float], list[int], list[bool], list[float]]
 
 
-def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, train: IndexArray, test: IndexArray,
-               C_sorted: FloatArray, pairs: NDArray[np.intp], strategy: Strategy, *, tol: float,
-               max_iter: int | None, time_limit: float | None, reporter: Reporter | None,
-               cache_bytes: int) -> _PathOut:
-    """One fold over increasing C: every binary problem warm-started from its solution at the
-    previous C; the held-out decision values, times, iterations, convergence and objective per C."""
+def _fold_problems(y_idx: IndexArray, weight: FloatArray, train: IndexArray,
+                   pairs: NDArray[np.intp]) -> list[tuple[IndexArray, FloatArray]]:
+    """The binary problems of one fold: each one's training points (weight > 0) and ±1 labels."""
     keep = train[weight[train] > 0]
-    ops: list[tuple[IndexArray, FloatArray, QP]] = []
-    per_problem = cache_bytes // max(1, len(pairs))     # every problem of the fold lives along the path
+    out: list[tuple[IndexArray, FloatArray]] = []
     for i, j in pairs:
         member = (y_idx[keep] == i) | (y_idx[keep] == j) if j >= 0 else np.ones(keep.size, dtype=bool)
         rows = keep[member]
@@ -343,6 +363,32 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
         if np.unique(s).size < 2:
             raise ProblemError(f"fold: class {i if (s > 0).all() else j} has no training points with C > 0 in a "
                                "fold; use fewer folds")
+        out.append((rows, s))
+    return out
+
+
+def _held_out(source: SharedKernel, test: IndexArray, coefs: list[tuple[IndexArray, FloatArray]],
+              bias: FloatArray) -> FloatArray:
+    """Decision values (n_test, n_problems) of a fold's test points: K[te, SV] times the coefficients."""
+    used = np.unique(np.concatenate([g for g, _ in coefs])) if coefs else np.zeros(0, dtype=np.intp)
+    D = np.zeros((used.size, len(coefs)))
+    for p, (g, coef) in enumerate(coefs):
+        D[np.searchsorted(used, g), p] = coef
+    if not used.size:
+        return np.tile(bias, (test.size, 1))
+    out: FloatArray = np.asarray(source.cross(test, used), dtype=np.float64) @ D + bias
+    return out
+
+
+def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, train: IndexArray, test: IndexArray,
+               C_sorted: FloatArray, pairs: NDArray[np.intp], strategy: Strategy, *, tol: float,
+               max_iter: int | None, time_limit: float | None, reporter: Reporter | None,
+               cache_bytes: int) -> _PathOut:
+    """One fold over increasing C: every binary problem warm-started from its solution at the
+    previous C; the held-out decision values, times, iterations, convergence and objective per C."""
+    ops: list[tuple[IndexArray, FloatArray, QP]] = []
+    per_problem = cache_bytes // max(1, len(pairs))     # every problem of the fold lives along the path
+    for rows, s in _fold_problems(y_idx, weight, train, pairs):
         Q = FoldQ(source, rows, s, cache_bytes=per_problem)
         n = rows.size
         ops.append((rows, s, QP(Q, -np.ones(n), np.zeros(n), np.ones(n), s[None, :], np.zeros(1))))
@@ -380,13 +426,7 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
             ok = ok and res.status == Status.CONVERGED
         C_prev = float(C)
         t1 = time.perf_counter()
-        used = np.unique(np.concatenate([g for g, _ in coefs])) if coefs else np.zeros(0, dtype=np.intp)
-        D = np.zeros((used.size, len(pairs)))
-        for p, (g, coef) in enumerate(coefs):
-            D[np.searchsorted(used, g), p] = coef
-        raw = np.asarray(source.cross(test, used), dtype=np.float64) @ D + bias if used.size else \
-            np.tile(bias, (test.size, 1))
-        raws.append(raw)
+        raws.append(_held_out(source, test, coefs, bias))
         fits.append(t1 - t0)
         scores.append(time.perf_counter() - t1)
         iters.append(n_iter)
@@ -395,18 +435,89 @@ def _fold_path(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, trai
     return raws, fits, scores, iters, oks, objs
 
 
+def _lockstep_why_not(batched: bool | None, strategy: Strategy, source: SharedKernel,
+                      reporter: Reporter | None) -> str | None:
+    """None when the lockstep path takes this kernel's problems, else the reason it does not."""
+    if batched is False:
+        return "batched=False"
+    if reporter is not None:
+        return "a reporter follows each solve"
+    if source.dense is None:
+        return "the kernel matrix exceeds kernel_bytes (its rows come from a shared cache)"
+    if source.kernel.psd is not True:
+        return f"the {source.kernel.name} kernel is not declared positive semidefinite"
+    if batched is None and strategy.lockstep() != "smo-wss2":
+        return f"the strategy {type(strategy).__name__} does not declare LIBSVM's SMO as its lockstep method"
+    return None
+
+
+def _lockstep_paths(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, folds: Sequence[Fold],
+                    cells: Sequence[int], C_sorted: FloatArray, pairs: NDArray[np.intp], strategy: Strategy, *,
+                    tol: float, max_iter: int | None, time_limit: float | None,
+                    stack_bytes: int, cache_bytes: int) -> tuple[dict[int, _PathOut], int, str]:
+    """The folds ``cells`` of one kernel, every binary problem of each, along C in one lockstep
+    stack; per fold the same values as :func:`_fold_path`, and the count of problems finished alone.
+    A C's time is shared equally among the folds."""
+    assert source.dense is not None
+    probs: list[tuple[int, IndexArray, FloatArray]] = []
+    for f in cells:
+        probs.extend((f, rows, s) for rows, s in _fold_problems(y_idx, weight[f], folds[f][0], pairs))
+    def make_qp(p: int, ub: FloatArray, own: NDArray[Any] | None) -> QP:
+        _, rows, s = probs[p]
+        n = rows.size
+        # the stack's block serves the rows (a slice each); without it a small row cache
+        Q = FoldQ(source, rows, s, cache_bytes=0 if own is not None else cache_bytes, own=own)
+        return QP(Q, -np.ones(n), np.zeros(n), ub, s[None, :], np.zeros(1))
+
+    # float32 scores where the kernel's entries are at most 1 and tol is loose (batched_smo's dtype)
+    dtype: type[np.floating[Any]] = np.float32 if source.dtype == np.float32 and tol >= 1e-4 and \
+        source.kernel.name == "rbf" else np.float64
+    steps = lockstep_path(source.dense, source.diag(np.arange(source.n)), [r for _, r, _ in probs],
+                          [s for _, _, s in probs], [weight[f][r] for f, r, _ in probs], C_sorted, make_qp, strategy,
+                          tol=tol, max_iter=max_iter, time_limit=time_limit, stack_bytes=stack_bytes, dtype=dtype)
+    out: dict[int, _PathOut] = {f: ([], [], [], [], [], []) for f in cells}
+    npairs = len(pairs)
+    for st in steps:
+        share = st.seconds / len(cells)
+        for q, f in enumerate(cells):
+            t1 = time.perf_counter()
+            mine = range(q * npairs, (q + 1) * npairs)
+            coefs = []
+            for p in mine:
+                a = st.alphas[p]
+                sv = np.flatnonzero(a > 0)
+                coefs.append((probs[p][1][sv], a[sv] * probs[p][2][sv]))
+            raw, fits, scores, iters, oks, objs = out[f]
+            raw.append(_held_out(source, folds[f][1], coefs, st.bias[list(mine)]))
+            fits.append(share)
+            scores.append(time.perf_counter() - t1)
+            iters.append(int(st.iterations[list(mine)].sum()))
+            oks.append(bool(st.certified[list(mine)].all()))
+            objs.append(float(st.objective[list(mine)].sum()))
+    how = "a stack of the problems' own kernel blocks" if steps[0].stacked else \
+        "rows gathered from the shared matrix (the stack exceeds stack_bytes)"
+    return out, sum(st.fallbacks for st in steps), how
+
+
 def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
             kernels: Sequence[Kernel | Sequence[Kernel]], C: float | Sequence[float], *,
             strategy: str | Strategy = "smo", tol: float = 1e-3, weight: ArrayLike | None = None,
             scheme: Scheme = "ovo", max_iter: int | None = None, time_limit: float | None = None,
             reporter: Reporter | None = None, kernel_bytes: int = KERNEL_BYTES,
-            cache_bytes: int = 64 << 20) -> GridCV:
+            cache_bytes: int = 64 << 20, batched: bool | None = None, stack_bytes: int | None = None) -> GridCV:
     """Cross-validate a grid of kernels × C values, each kernel's matrix computed once.
 
     For each distinct kernel the matrix over all points is computed once (:class:`SharedKernel`)
     and serves every fold and every C that uses it; within a fold the C values are solved in
     increasing order, each binary problem warm-started from its solution at the previous C
     scaled by the ratio of the two C values (feasible: the box grows by that ratio).
+
+    When the strategy declares LIBSVM's SMO as its lockstep method (``Strategy.lockstep()``, as
+    ``"auto"`` and ``"smo"`` do) and the kernel matrix is dense, every fold's binary problems of one
+    kernel are solved together, one C after the other, in one lockstep stack
+    (:func:`qpcore_train.lockstep_path.lockstep_path`): a round of pair steps of all of them costs
+    a fixed number of numpy calls. Each problem is certified alone; one the stack leaves
+    uncertified is finished alone by the strategy (``GridCV.fallbacks``).
 
     Parameters
     ----------
@@ -438,6 +549,13 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
         cache of this size.
     cache_bytes : int
         Row cache of one fold's binary problems' views, together.
+    batched : bool, optional
+        None (default): the lockstep path when the strategy declares it and the kernel is dense;
+        True: whenever the kernel is dense and positive semidefinite (any strategy finishes the
+        stragglers); False: each problem alone with the strategy.
+    stack_bytes : int, optional
+        Budget of the lockstep stack of the problems' own kernel blocks (default ``kernel_bytes``);
+        above it the stack gathers rows from the shared matrix (slower per round, no more memory).
 
     Returns
     -------
@@ -481,6 +599,8 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
     conv = np.ones((ng, nc, nf), dtype=bool)
     objective = np.zeros((ng, nc, nf))
     dense = True
+    lock_all, fallbacks = True, 0
+    notes: list[str] = []
     # the distinct kernels in first-use order, each with the (grid point, fold) cells it serves
     uses: dict[Kernel, list[tuple[int, int]]] = {}
     for g, ks in enumerate(per_fold):
@@ -491,11 +611,28 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
         source = SharedKernel(X, kernel, kernel_bytes=kernel_bytes)
         dense = dense and source.dense is not None
         share = (time.perf_counter() - t0) / (len(cells) * nc)
+        why = _lockstep_why_not(batched, strat, source, reporter)
+        if why is None:
+            folds_of = sorted({f for _, f in cells})
+            paths, fb, how = _lockstep_paths(source, y, w, fold_list, folds_of, Cs[order], pairs, strat, tol=tol,
+                                        max_iter=max_iter, time_limit=time_limit, cache_bytes=cache_bytes,
+                                        stack_bytes=kernel_bytes if stack_bytes is None else int(stack_bytes))
+            fallbacks += fb
+            why_note: str = f"every fold's problems in lockstep per C, over {how}"
+        else:
+            lock_all = False
+            paths = {}
+            why_note = f"each problem alone: {why}"
+        if why_note not in notes:
+            notes.append(why_note)
         for g, f in cells:
-            tr, te = fold_list[f]
-            r, fs, ss, its, oks, objs = _fold_path(source, y, w[f], tr, te, Cs[order], pairs, strat, tol=tol,
-                                              max_iter=max_iter, time_limit=time_limit, reporter=reporter,
-                                              cache_bytes=cache_bytes)
+            if why is None:
+                r, fs, ss, its, oks, objs = paths[f]
+            else:
+                tr, te = fold_list[f]
+                r, fs, ss, its, oks, objs = _fold_path(source, y, w[f], tr, te, Cs[order], pairs, strat, tol=tol,
+                                                  max_iter=max_iter, time_limit=time_limit, reporter=reporter,
+                                                  cache_bytes=cache_bytes)
             for q, c in enumerate(order):
                 raw[g][c][f] = r[q]
                 fit[g, c, f] = fs[q] + share
@@ -506,7 +643,9 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
         del source
     return GridCV(C=Cs, folds=fold_list, pairs=pairs, scheme="ovr" if pairs[0][1] < 0 else "ovo",
                   n_classes=int(n_classes), raw=raw, fit_seconds=fit, score_seconds=score, iterations=iters,
-                  converged=conv, objective=objective, dense_kernel=dense)
+                  converged=conv, objective=objective, dense_kernel=dense, lockstep=lock_all,
+                  lockstep_note="; ".join(notes),
+                  fallbacks=fallbacks)
 
 
 def _class_factor(class_weight: Mapping[Any, float] | ArrayLike | None, classes: NDArray[Any]) -> FloatArray:

@@ -68,6 +68,7 @@ def test_adult_grid_matches_gridsearchcv(adult: tuple[Any, np.ndarray]) -> None:
     ref = GridSearchCV(SVC(tol=1e-3), grid, cv=3).fit(X, y)
     _compare(ours, ref)
     assert ours.kernel_dense_
+    assert ours.lockstep_ and "lockstep" in ours.lockstep_note_
     np.testing.assert_array_equal(ours.predict(X[:50]), ours.best_estimator_.predict(X[:50]))
     assert ours.score(X, y) == pytest.approx(ours.best_estimator_.score(X, y))
 
@@ -82,6 +83,7 @@ def test_iris_multiclass_and_scale_gamma() -> None:
         ref = GridSearchCV(SVC(tol=1e-4), grid, cv=3, scoring=scoring).fit(X, y)
         _compare(ours, ref)
         assert ours.best_params_ == ref.best_params_
+        assert ours.lockstep_      # the three one-vs-one problems of every fold in one stack
 
 
 def test_decision_value_scorer_and_balanced_weights(adult: tuple[Any, np.ndarray]) -> None:
@@ -100,6 +102,7 @@ def test_row_cache_path_same_scores() -> None:
     dense = SVMGridSearchCV(KernelSVC(tol=1e-5), grid, cv=3).fit(X, y)
     cached = SVMGridSearchCV(KernelSVC(tol=1e-5), grid, cv=3, kernel_bytes=8 * 150 * 4).fit(X, y)
     assert dense.kernel_dense_ and not cached.kernel_dense_
+    assert dense.lockstep_ and not cached.lockstep_ and "kernel_bytes" in cached.lockstep_note_
     np.testing.assert_allclose(cached.cv_results_["mean_test_score"], dense.cv_results_["mean_test_score"])
 
 
