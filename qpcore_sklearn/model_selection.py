@@ -139,6 +139,10 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
     kernel_bytes : int
         Memory for one kernel matrix (single precision); above it the folds share a row cache of
         this size instead.
+    stack_bytes : int, optional
+        Memory for the lockstep stack of the folds' own kernel blocks (about 3.2× the kernel
+        matrix for 5 folds of two classes); above it the stack gathers its rows from the kernel
+        matrix (slower rounds, no more memory). Default: ``kernel_bytes``.
     error_score : "raise" or float
         GridSearchCV's, on the fallback path; the shared path raises.
     verbose : int
@@ -180,13 +184,14 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
     def __init__(self, estimator: Any, param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]],
                  *, scoring: str | Callable[..., float] | None = None, cv: Any = 5,
                  refit: bool | Callable[[dict[str, Any]], int] = True, kernel_bytes: int = KERNEL_BYTES,
-                 error_score: Any = np.nan, verbose: int = 0) -> None:
+                 stack_bytes: int | None = None, error_score: Any = np.nan, verbose: int = 0) -> None:
         self.estimator = estimator
         self.param_grid = param_grid
         self.scoring = scoring
         self.cv = cv
         self.refit = refit
         self.kernel_bytes = kernel_bytes
+        self.stack_bytes = stack_bytes
         self.error_score = error_score
         self.verbose = verbose
 
@@ -325,7 +330,8 @@ class SVMGridSearchCV(MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
             try:
                 cv = grid_cv(X, y_idx, int(classes.size), folds, [kernels], Cs, strategy=make_strategy(est.strategy),
                              tol=float(est.tol), weight=weight, scheme="ovr" if est.multiclass == "ovr" else "ovo",
-                             max_iter=cap, time_limit=est.time_limit, kernel_bytes=int(self.kernel_bytes))
+                             max_iter=cap, time_limit=est.time_limit, kernel_bytes=int(self.kernel_bytes),
+                             stack_bytes=None if self.stack_bytes is None else int(self.stack_bytes))
             except ProblemError as exc:
                 raise ValueError(str(exc)) from exc
             dense = dense and cv.dense_kernel

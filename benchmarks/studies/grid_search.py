@@ -62,7 +62,7 @@ def load(rows: int, seed: int = 0) -> tuple[Any, Any]:
 
 
 def row(X: Any, y: Any, ctx: Runs, threads: int, *, folds: int, cache_mb: float,
-        strategy: str | None) -> dict[str, Any]:
+        strategy: str | None, stack_mb: float | None = None) -> dict[str, Any]:
     """Time both searches at one thread count; the row's record with scores per cell."""
     import numpy as np
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
@@ -84,7 +84,8 @@ def row(X: Any, y: Any, ctx: Runs, threads: int, *, folds: int, cache_mb: float,
     def ours() -> dict[str, Any]:
         est = KernelSVC(tol=TOL) if strategy is None else KernelSVC(tol=TOL, strategy=strategy)
         t0 = time.perf_counter()
-        gs = SVMGridSearchCV(est, grid, cv=cv, refit=False, kernel_bytes=int(cache_mb * (1 << 20))).fit(X, y)
+        gs = SVMGridSearchCV(est, grid, cv=cv, refit=False, kernel_bytes=int(cache_mb * (1 << 20)),
+                             stack_bytes=None if stack_mb is None else int(stack_mb * (1 << 20))).fit(X, y)
         made["ours"] = gs
         return {"seconds": time.perf_counter() - t0, "status": "shared" if gs.shared_ else "fallback"}
 
@@ -100,7 +101,8 @@ def row(X: Any, y: Any, ctx: Runs, threads: int, *, folds: int, cache_mb: float,
     return {"rows": int(X.shape[0]), "folds": folds, "threads": threads,
             "blas_threads": blas_threads_under(threads), "cache_mb": cache_mb,
             "strategy": strategy or "default", "shared": bool(gs.shared_), "kernel_dense": bool(gs.kernel_dense_),
-            "converged": bool(gs.converged_),
+            "converged": bool(gs.converged_), "lockstep": bool(gs.lockstep_), "lockstep_note": gs.lockstep_note_,
+            "stack_mb": stack_mb,
             "svc_s": float(np.median([r["seconds"] for r in runs["SVC"]])),
             "ours_s": float(np.median([r["seconds"] for r in runs["ours"]])), **ratio_stats(runs["ours"], runs["SVC"]),
             "max_score_diff": float(diff.max()), "scores_agree": bool(diff.max() <= SCORE_BAR), "cells": cells,
@@ -117,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", default="1", help="comma-separated BLAS thread counts, one row each (default 1)")
     p.add_argument("--cache-mb", type=float, default=256.0,
                    help="SVC's cache_size and our kernel_bytes, in MB (default 256: 8,000 rows' dense kernel)")
+    p.add_argument("--stack-mb", type=float, default=None,
+                   help="our lockstep stack's budget in MB (default: --cache-mb; 1024 holds 5 folds of 8,000 rows)")
     p.add_argument("--strategy", default=None, help="KernelSVC's strategy (default: the estimator's default)")
     add_run_arguments(p)
     a = p.parse_args(args)
@@ -132,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     records = []
     for t in threads:
-        r = row(X, y, ctx, t, folds=a.folds, cache_mb=a.cache_mb, strategy=a.strategy)
+        r = row(X, y, ctx, t, folds=a.folds, cache_mb=a.cache_mb, strategy=a.strategy, stack_mb=a.stack_mb)
         records.append(r)
         append_jsonl(out, {"study": "grid_search", "time": now_iso(), "machine": machine_info(t), "quick": a.quick,
                            "command": command_line("grid_search", args), **r})
@@ -142,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{' LOADED' if r['loaded'] else ''}; max |score diff| {r['max_score_diff']:.4f}"
             f"{'' if r['scores_agree'] else ' ABOVE 0.002'}; {'shared' if r['shared'] else 'FALLBACK'}, "
             f"{'dense kernel' if r['kernel_dense'] else 'row cache'}, "
-            f"{'all converged' if r['converged'] else 'NOT all converged'}")
+            f"{'all converged' if r['converged'] else 'NOT all converged'}; {r['lockstep_note']}")
         log(markdown_table(["C", "γ·d", "score SVC", "score ours", "|diff|", "fit SVC (s)", "fit ours (s)"],
                            [[f"{c['C']:g}", f"{c['gamma_d']:g}", f"{c['score_svc']:.4f}", f"{c['score_ours']:.4f}",
                              f"{abs(c['score_svc'] - c['score_ours']):.4f}", f"{c['fit_svc_s']:.3f}",
