@@ -106,6 +106,18 @@ def test_row_cache_path_same_scores() -> None:
     np.testing.assert_allclose(cached.cv_results_["mean_test_score"], dense.cv_results_["mean_test_score"])
 
 
+def test_lockstep_stack_budget_same_scores() -> None:
+    """Below the stack's budget the lockstep rounds gather rows from the shared matrix: the path
+    says so, and the scores do not change."""
+    X, y = _scaled_iris()
+    grid = {"C": [1.0, 10.0], "gamma": [0.2]}
+    stacked = SVMGridSearchCV(KernelSVC(tol=1e-5), grid, cv=3).fit(X, y)
+    gathered = SVMGridSearchCV(KernelSVC(tol=1e-5), grid, cv=3, stack_bytes=1024).fit(X, y)
+    assert stacked.lockstep_ and gathered.lockstep_
+    assert "own kernel blocks" in stacked.lockstep_note_ and "gathered" in gathered.lockstep_note_
+    np.testing.assert_allclose(gathered.cv_results_["mean_test_score"], stacked.cv_results_["mean_test_score"])
+
+
 def test_fallback_says_why() -> None:
     """An estimator the engine cannot share work for: GridSearchCV's own results, and the reason."""
     X, y = _scaled_iris()
