@@ -10,7 +10,10 @@ path does.
 
 Kernel rows come from one stack of the problems' own blocks K[rows][:, rows] when it fits
 ``stack_bytes`` (a row is then one contiguous copy), else from the shared matrix by one flat
-``take`` per round (about 8× dearer per row: still a fixed number of calls).
+``take`` per round (about 8× dearer per row: still a fixed number of calls). Over the stack,
+LIBSVM's shrinking is done by building narrower stacks of the variables still in play
+(:func:`_shrinking_smo`; each at most :data:`SHRINK_WIDTH` of the last one's width, so they add at
+most about half of the stack's memory), and unshrinking by an exact float64 gradient.
 
 Each problem is certified alone (``qpcore.kkt`` at the exact float64 gradient of its own
 :class:`~qpcore.core.problem.QP`). A problem whose run met tol but whose certificate did not
