@@ -154,7 +154,14 @@ class DiagPlusLowRankQ:
     def rmatvec_lowrank(self, u: FloatArray) -> FloatArray:
         """Hᵀu, a k-vector (one pass over F)."""
         v = u if self.s is None else u * self.s
-        head = np.asarray(self.F.T @ v if self._sparse else v @ self.F, dtype=np.float64)
+        if _in_place(self.F):
+            # CSR F read as the CSC matrix Fᵀ by scipy's kernel: no Fᵀ object and no dispatch
+            # per call (a cutting-plane iteration makes two or three such products)
+            head = np.zeros(self._p)
+            _csc_matvec(self._p, self._m, self.F.indptr, self.F.indices, self.F.data,
+                        np.ascontiguousarray(v, dtype=np.float64), head)
+        else:
+            head = np.asarray(self.F.T @ v if self._sparse else v @ self.F, dtype=np.float64)
         if self.bias is None:
             return head
         return np.concatenate((head, [self.bias * float(v.sum())]))
@@ -162,7 +169,12 @@ class DiagPlusLowRankQ:
     def matvec_lowrank(self, z: FloatArray) -> FloatArray:
         """H z, an m-vector (one pass over F)."""
         z = np.asarray(z, dtype=np.float64)
-        out = np.asarray(self.F @ z[:self._p], dtype=np.float64)
+        if _in_place(self.F):
+            out = np.zeros(self._m)
+            _csr_matvec(self._m, self._p, self.F.indptr, self.F.indices, self.F.data,
+                        np.ascontiguousarray(z[:self._p]), out)
+        else:
+            out = np.asarray(self.F @ z[:self._p], dtype=np.float64)
         if self.bias is not None:
             out += self.bias * z[self._p]
         if self.s is not None:
