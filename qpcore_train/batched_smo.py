@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BatchRun", "BlockFn", "RowFn", "batched_smo"]
+from qpcore.core.certificate import kkt
+
+__all__ = ["BatchRun", "BlockFn", "Certified", "RowFn", "batched_smo", "certify_refresh"]
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -363,3 +366,71 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
         it += 1
     return BatchRun(alpha=out_alpha, grad=out_grad, iterations=iterations, converged=converged, rounds=it,
                     newton=newton)
+
+
+@attrs.frozen(eq=False)
+class Certified:
+    """What :func:`certify_refresh` returns: each problem's certificate at its exact gradient.
+
+    Attributes
+    ----------
+    certs : list of KKT
+        Each problem's certificate (``qpcore.kkt`` at ``grads[p]``).
+    grads : list of ndarray
+        Each problem's exact float64 gradient over its own variables.
+    met : ndarray of bool, shape (B,)
+        Whether the certificate meets tol (and the point is feasible).
+    refreshes : int
+        Resumptions from the exact gradient.
+    rounds : int
+        Rounds of those resumptions.
+    """
+
+    certs: list[Any]
+    grads: list[FloatArray]
+    met: BoolArray
+    refreshes: int
+    rounds: int
+
+
+def certify_refresh(qps: Sequence[Any], slots: Sequence[IndexArray], rows: RowFn, diag: FloatArray, y: FloatArray,
+                    ub: FloatArray, alpha: FloatArray, its: NDArray[np.int64], converged: BoolArray, *, tol: float,
+                    deadline: float, dtype: type[np.floating[Any]], max_iter: int | None,
+                    refreshes: int = 3) -> Certified:
+    """Certify each problem of a stack alone; resume in the stack those the rounding misled.
+
+    Problem p's point is ``alpha[p, slots[p]]`` and its float64 problem ``qps[p]``; it is certified by
+    ``qpcore.kkt`` at the exact gradient. A problem whose run ``converged`` (gap ≤ tol at the
+    solver's incremental gradient) but whose certificate misses tol resumes from the exact
+    gradient (:func:`batched_smo` with ``grad``), up to ``refreshes`` times: over many steps the
+    single-precision scores drift from the exact gradient. ``alpha``, ``its`` and ``converged``
+    are updated in place.
+    """
+    B, N = y.shape
+    certs: list[Any] = [None] * B
+    grads: list[FloatArray] = [np.zeros(0)] * B
+    met = np.zeros(B, dtype=bool)
+    todo = np.arange(B)
+    done, rounds = 0, 0
+    while True:
+        for p in todo.tolist():
+            x = alpha[p, slots[p]]
+            grads[p] = qps[p].gradient(x)
+            certs[p] = kkt(qps[p], x, grads[p])
+            met[p] = certs[p].measure <= tol * (1 + 1e-9) + 1e-12 and certs[p].feasible()
+        todo = np.flatnonzero(converged & ~met)
+        if not todo.size or done >= refreshes or time.perf_counter() >= deadline:
+            break
+        done += 1
+        G = np.zeros((todo.size, N))
+        for a, p in enumerate(todo.tolist()):
+            G[a, slots[p]] = grads[p]
+        sub = todo
+        more = batched_smo(lambda pid, t: rows(sub[pid], t), diag[todo], y[todo], ub[todo], tol=tol,
+                           alpha=alpha[todo], grad=G, deadline=deadline, dtype=dtype,
+                           max_iter=None if max_iter is None else max(0, max_iter - int(its[todo].max())))
+        alpha[todo] = more.alpha
+        its[todo] += more.iterations
+        converged[todo] = more.converged
+        rounds += more.rounds
+    return Certified(certs=certs, grads=grads, met=met, refreshes=done, rounds=rounds)

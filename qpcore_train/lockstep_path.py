@@ -38,7 +38,7 @@ from qpcore.core.certificate import kkt
 from qpcore.core.problem import QP
 from qpcore.core.solve import Strategy
 from qpcore.core.state import Status
-from qpcore_train.batched_smo import batched_smo
+from qpcore_train.batched_smo import batched_smo, certify_refresh
 
 __all__ = ["PathStep", "REFRESHES", "lockstep_path", "stack_fits"]
 
@@ -169,35 +169,11 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
             alpha, its, ok_run, rounds = run.alpha.copy(), run.iterations.copy(), run.converged.copy(), run.rounds
         qps = [make_qp(p, ub[p, :sizes[p]], None if stack is None else stack[p, :sizes[p], :sizes[p]])
                for p in range(B)]
-        certs: list[Any] = [None] * B
-        grads: list[FloatArray] = [np.zeros(0)] * B
-        met = np.zeros(B, dtype=bool)
-        todo = np.arange(B)
-        refreshes = 0
-        while True:
-            for p in todo.tolist():
-                x = alpha[p, :sizes[p]]
-                grads[p] = qps[p].gradient(x)
-                certs[p] = kkt(qps[p], x, grads[p])
-                met[p] = certs[p].ok(tol)
-            # converged in the stack, refused by the certificate: the stack's float32 scores
-            # drifted over many steps; resume from the exact gradient
-            todo = np.flatnonzero(ok_run & ~met)
-            if not todo.size or refreshes >= REFRESHES or time.perf_counter() >= deadline:
-                break
-            refreshes += 1
-            G = np.zeros((todo.size, N))
-            for a, p in enumerate(todo.tolist()):
-                G[a, :sizes[p]] = grads[p]
-            sub = todo
-            more = batched_smo(lambda pid, t: rows(sub[pid], t), Dg[todo], Y[todo], ub[todo], tol=tol,
-                               alpha=alpha[todo], grad=G, deadline=deadline, dtype=dtype,
-                               max_iter=None if max_iter is None else max(0, max_iter - int(its[todo].max())),
-                               block=None if block is None else (lambda pid, t: block(sub[pid], t)))
-            alpha[todo] = more.alpha
-            its[todo] += more.iterations
-            ok_run[todo] = more.converged
-            rounds += more.rounds
+        slots = [np.arange(int(k)) for k in sizes]
+        cert_run = certify_refresh(qps, slots, rows, Dg, Y, ub, alpha, its, ok_run, tol=tol, deadline=deadline,
+                                   dtype=dtype, max_iter=max_iter, refreshes=REFRESHES)
+        certs, grads, met = cert_run.certs, cert_run.grads, cert_run.met
+        rounds += cert_run.rounds
         fallbacks = 0
         for p in np.flatnonzero(ok_run & ~met).tolist():
             # still refused after the refreshes: the strategy alone, from the stack's point
@@ -208,7 +184,8 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
             alpha[p, :sizes[p]] = x
             grads[p] = qps[p].gradient(x)
             certs[p] = kkt(qps[p], x, grads[p])
-            met[p] = certs[p].ok(tol) and res.status == Status.CONVERGED
+            met[p] = certs[p].measure <= tol * (1 + 1e-9) + 1e-12 and certs[p].feasible() and \
+                res.status == Status.CONVERGED
             its[p] += int(res.iterations)
             fallbacks += 1
         xs = [alpha[p, :sizes[p]].copy() for p in range(B)]

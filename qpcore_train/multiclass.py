@@ -30,13 +30,12 @@ from qpcore_train.pipeline import MaxIter, fit_problem, iteration_limit
 from qpcore_train.probability import proba_from_raw
 from qpcore_formulations.risk import hinge_svm
 from qpcore_formulations.svm import SubsetKernelQ
-from qpcore.core.certificate import kkt
 from qpcore.backends.operators import Kernel
 from qpcore.core.problem import QP, ProblemError
 from qpcore.core.solve import Reporter, Strategy
 from qpcore.core.state import Result, State, Status, bound_status
 from qpcore.linalg.threads import THREAD_VARIABLES, blas_threads
-from qpcore_train.batched_smo import batched_smo
+from qpcore_train.batched_smo import batched_smo, certify_refresh
 
 __all__ = ["BATCH_ROWS", "BATCH_ROWS_BINARY", "MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of",
            "train_multiclass", "votes"]
@@ -511,32 +510,9 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
         # each certificate evaluates the float64 kernel between its rows and its support vectors
         qps.append(QP.trusted(SubsetKernelQ(X, glob[p], yl, kernel), -np.ones(n_p),
                               np.zeros(n_p), ub[p, loc[p]], yl[None, :], np.zeros(1)))
-    certs: list[Any] = [None] * B
-    grads: list[FloatArray] = [np.zeros(0)] * B
-    met = np.zeros(B, dtype=bool)
-    refreshes = 0
-    todo = np.arange(B)
-    while True:
-        for p in todo.tolist():
-            x = alpha[p, loc[p]]
-            grads[p] = qps[p].gradient(x)
-            certs[p] = kkt(qps[p], x, grads[p])
-            met[p] = certs[p].measure <= tol * (1 + 1e-9) + 1e-12 and certs[p].feasible()
-        # the solver's gradient drifted from the exact one (rounding over many steps): resume from
-        # the exact gradient those whose run converged but whose certificate does not
-        todo = np.flatnonzero(ok_run & ~met)
-        if not todo.size or refreshes >= REFRESHES or time.perf_counter() >= deadline:
-            break
-        refreshes += 1
-        G = np.zeros((todo.size, N))
-        for a, p in enumerate(todo.tolist()):
-            G[a, loc[p]] = grads[p]
-        more = batched_smo(lambda pid, t: rows(todo[pid], t), diag[todo], y[todo], ub[todo], tol=tol,
-                           alpha=alpha[todo], grad=G, deadline=deadline, dtype=dtype,
-                           max_iter=None if max_iter is None else max(0, max_iter - int(its[todo].max())))
-        alpha[todo] = more.alpha
-        its[todo] += more.iterations
-        ok_run[todo] = more.converged
+    cert_run = certify_refresh(qps, loc, rows, diag, y, ub, alpha, its, ok_run, tol=tol, deadline=deadline,
+                               dtype=dtype, max_iter=max_iter, refreshes=REFRESHES)
+    certs, grads, met, refreshes = cert_run.certs, cert_run.grads, cert_run.met, cert_run.refreshes
     seconds = time.perf_counter() - t0
     why = (f"small data: {B} one-vs-one problem{'s' if B > 1 else ''} of at most {N} rows solved together over one "
            "kernel matrix (pair steps cost Python calls, a round of all problems costs the same calls)")
