@@ -40,7 +40,7 @@ from qpcore.core.solve import Strategy
 from qpcore.core.state import Status
 from qpcore_train.batched_smo import batched_smo, certify_refresh
 
-__all__ = ["PathStep", "REFRESHES", "lockstep_path", "stack_fits"]
+__all__ = ["PathStep", "REFRESHES", "lockstep_path"]
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -90,15 +90,10 @@ class PathStep:
     stacked: bool
 
 
-def stack_fits(members: Sequence[IndexArray], itemsize: int, stack_bytes: int) -> bool:
-    """Whether the problems' own kernel blocks, padded to the largest, fit ``stack_bytes``."""
-    N = max(int(m.size) for m in members)
-    return len(members) * N * N * itemsize <= stack_bytes
-
-
 def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArray], labels: Sequence[FloatArray],
-                  weights: Sequence[FloatArray], C_sorted: FloatArray, make_qp: Callable[[int, FloatArray, NDArray[Any] | None], QP],
-                  strategy: Strategy, *, tol: float, max_iter: int | None, time_limit: float | None,
+                  weights: Sequence[FloatArray], C_sorted: FloatArray,
+                  make_qp: Callable[[int, FloatArray, NDArray[Any] | None], QP], strategy: Strategy, *, tol: float,
+                  max_iter: int | None, time_limit: float | None,
                   stack_bytes: int, dtype: type[np.floating[Any]]) -> list[PathStep]:
     """Solve B binary C-SVC duals over one kernel matrix together, for each C in increasing order.
 
@@ -151,7 +146,7 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
         Y[p, :r.size] = s
         W[p, :r.size] = w
         Dg[p, :r.size] = diag[r]
-    rows, block, stack = _row_source(K, glob, sizes, stack_bytes, dtype)
+    rows, stack = _row_source(K, glob, sizes, stack_bytes, dtype)
     steps: list[PathStep] = []
     alpha: FloatArray | None = None
     C_prev = 0.0
@@ -165,7 +160,7 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
                                                         deadline=deadline, dtype=dtype)
         else:
             run = batched_smo(rows, Dg, Y, ub, tol=tol, alpha=a0, max_iter=max_iter, deadline=deadline,
-                              dtype=dtype, block=block)
+                              dtype=dtype)
             alpha, its, ok_run, rounds = run.alpha.copy(), run.iterations.copy(), run.converged.copy(), run.rounds
         qps = [make_qp(p, ub[p, :sizes[p]], None if stack is None else stack[p, :sizes[p], :sizes[p]])
                for p in range(B)]
@@ -198,8 +193,7 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
     return steps
 
 
-RowSource = tuple[Callable[[IndexArray, IndexArray], FloatArray], Callable[[IndexArray, IndexArray], FloatArray] | None,
-                  NDArray[Any] | None]
+RowSource = tuple[Callable[[IndexArray, IndexArray], FloatArray], NDArray[Any] | None]
 
 
 def _stack_rows(S: NDArray[Any]) -> tuple[Callable[[IndexArray, IndexArray], FloatArray],
@@ -228,7 +222,8 @@ def _exact_gradient(S: NDArray[Any], p: int, beta: FloatArray, y: FloatArray) ->
     return out
 
 
-def _kept(beta: FloatArray, F: FloatArray, lo: FloatArray, hi: FloatArray, live: NDArray[np.bool_]) -> NDArray[np.bool_]:
+def _kept(beta: FloatArray, F: FloatArray, lo: FloatArray, hi: FloatArray,
+          live: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """LIBSVM's shrinking rule on a stack: the variables that can still join a violating pair.
 
     A variable at the top of its box (β = hi, only in I_low) whose score is above the largest of
@@ -363,8 +358,8 @@ def _shrinking_smo(S: NDArray[Any], Dg: FloatArray, Y: FloatArray, ub: FloatArra
 
 def _row_source(K: NDArray[Any], glob: IndexArray, sizes: NDArray[Any], stack_bytes: int,
                 dtype: type[np.floating[Any]]) -> RowSource:
-    """The stack's ``rows`` and ``block`` (see :data:`~qpcore_train.batched_smo.RowFn`), and the
-    stack itself when it fits ``stack_bytes``."""
+    """The stack's ``rows`` (see :data:`~qpcore_train.batched_smo.RowFn`), and the stack of the
+    problems' own blocks itself when it fits ``stack_bytes`` (None: rows gathered from K)."""
     B, N = glob.shape
     n = int(K.shape[0])
     itemsize = np.dtype(dtype).itemsize
@@ -374,8 +369,8 @@ def _row_source(K: NDArray[Any], glob: IndexArray, sizes: NDArray[Any], stack_by
         for p in range(B):
             r = glob[p, :sizes[p]]
             S[p, :r.size, :r.size] = K[np.ix_(r, r)]
-        rows_s, block_s = _stack_rows(S)
-        return rows_s, block_s, S
+        rows_s, _ = _stack_rows(S)
+        return rows_s, S
     flat = K.ravel()
     same = K.dtype == np.dtype(dtype)
 
@@ -388,4 +383,4 @@ def _row_source(K: NDArray[Any], glob: IndexArray, sizes: NDArray[Any], stack_by
         out: FloatArray = got if same else got.astype(dtype)
         return out
 
-    return rows_t, None, None
+    return rows_t, None
