@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from qpcore.core.certificate import kkt
 
-__all__ = ["BatchRun", "BlockFn", "Certified", "RowFn", "batched_smo", "certify_refresh"]
+__all__ = ["BatchRun", "BlockFn", "Certified", "RowFn", "batched_smo", "certify_refresh", "stack_dtype"]
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -49,6 +49,14 @@ CLOCK_EVERY = 32     # rounds between reads of the clock
 NEWTON_FREE = 256    # largest free set a face step solves (a dense solve of that order)
 FACE_SOLVES = 6      # solves of one face step (each holds the variable that blocked the last)
 FACE_RIDGE = 1e-8    # relative ridge of a face step's K_FF (duplicate points, low-rank kernels)
+
+
+def stack_dtype(kernel_name: str, tol: float) -> type[np.floating[Any]]:
+    """The dtype of a stack's rows and scores: float32 where tol allows it (≥ 1e-4) and the kernel's
+    entries are at most 1 (RBF; other kernels' entries grow with the data, and so would the
+    rounding of the scores), float64 otherwise. The certificates are float64 either way, and a
+    refresh resumes from the exact gradient (:func:`certify_refresh`)."""
+    return np.float32 if tol >= 1e-4 and kernel_name == "rbf" else np.float64
 
 
 @attrs.frozen(eq=False)

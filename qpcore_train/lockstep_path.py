@@ -222,6 +222,16 @@ def _exact_gradient(S: NDArray[Any], p: int, beta: FloatArray, y: FloatArray) ->
     return out
 
 
+def _extremes(beta: FloatArray, F: FloatArray, lo: FloatArray, hi: FloatArray,
+              live: NDArray[np.bool_]) -> tuple[NDArray[np.bool_], NDArray[np.bool_], FloatArray, FloatArray]:
+    """I_up and I_low of each row (``live`` marks the real slots), the largest score over I_up and
+    the smallest over I_low: the pair gap is their difference."""
+    up, low = (beta < hi) & live, (beta > lo) & live
+    gmax: FloatArray = np.where(up, F, -np.inf).max(axis=1, initial=-np.inf)
+    gmin: FloatArray = np.where(low, F, np.inf).min(axis=1, initial=np.inf)
+    return up, low, gmax, gmin
+
+
 def _kept(beta: FloatArray, F: FloatArray, lo: FloatArray, hi: FloatArray,
           live: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """LIBSVM's shrinking rule on a stack: the variables that can still join a violating pair.
@@ -230,9 +240,7 @@ def _kept(beta: FloatArray, F: FloatArray, lo: FloatArray, hi: FloatArray,
     I_up, or at the bottom (only in I_up) with one below the smallest of I_low, is set aside;
     ``live`` marks the real slots (padding is never kept).
     """
-    up, low = (beta < hi) & live, (beta > lo) & live
-    gmax = np.where(up, F, -np.inf).max(axis=1, initial=-np.inf)
-    gmin = np.where(low, F, np.inf).min(axis=1, initial=np.inf)
+    up, low, gmax, gmin = _extremes(beta, F, lo, hi, live)
     out: NDArray[np.bool_] = (up & low) | (up & (F >= gmin[:, None])) | (low & (F <= gmax[:, None]))
     return out
 
@@ -300,12 +308,11 @@ def _shrinking_smo(S: NDArray[Any], Dg: FloatArray, Y: FloatArray, ub: FloatArra
             if cnt[p] == N and W == N:
                 ok[p] = True
                 continue
-            Gp = _exact_gradient(S, p, np.where(pos[p], alpha[p], -alpha[p]), Y[p])
-            bp, Fp = np.where(pos[p], alpha[p], -alpha[p]), -Y[p] * Gp
-            real = ub[p] > 0
-            up, low = (bp < hi[p]) & real, (bp > lo[p]) & real
-            gap = np.max(Fp[up], initial=-np.inf) - np.min(Fp[low], initial=np.inf)
-            if gap <= tol:
+            bp = np.where(pos[p], alpha[p], -alpha[p])
+            Gp = _exact_gradient(S, p, bp, Y[p])
+            _, _, gmax, gmin = _extremes(bp[None, :], (-Y[p] * Gp)[None, :], lo[p][None, :], hi[p][None, :],
+                                         (ub[p] > 0)[None, :])
+            if gmax[0] - gmin[0] <= tol:
                 ok[p] = True
             else:
                 fresh[p] = Gp

@@ -36,6 +36,7 @@ from qpcore.backends.rowcache import RowCache
 from qpcore.core.solve import Reporter, Strategy
 from qpcore.core.state import Result, Status
 from qpcore_strategies.registry import make
+from qpcore_train.batched_smo import stack_dtype
 from qpcore_train.lockstep_path import lockstep_path
 
 __all__ = ["FoldQ", "GridCV", "SharedKernel", "cross_validation", "grid_cv", "stratified_folds"]
@@ -469,9 +470,8 @@ def _lockstep_paths(source: SharedKernel, y_idx: IndexArray, weight: FloatArray,
         Q = FoldQ(source, rows, s, cache_bytes=0 if own is not None else cache_bytes, own=own)
         return QP(Q, -np.ones(n), np.zeros(n), ub, s[None, :], np.zeros(1))
 
-    # float32 scores where the kernel's entries are at most 1 and tol is loose (batched_smo's dtype)
-    dtype: type[np.floating[Any]] = np.float32 if source.dtype == np.float32 and tol >= 1e-4 and \
-        source.kernel.name == "rbf" else np.float64
+    # single precision only over a single-precision shared matrix (a precomputed one is float64)
+    dtype = stack_dtype(source.kernel.name, tol) if source.dtype == np.float32 else np.float64
     steps = lockstep_path(source.dense, source.diag(np.arange(source.n)), [r for _, r, _ in probs],
                           [s for _, _, s in probs], [weight[f][r] for f, r, _ in probs], C_sorted, make_qp, strategy,
                           tol=tol, max_iter=max_iter, time_limit=time_limit, stack_bytes=stack_bytes, dtype=dtype)
@@ -644,7 +644,8 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
     return GridCV(C=Cs, folds=fold_list, pairs=pairs, scheme="ovr" if pairs[0][1] < 0 else "ovo",
                   n_classes=int(n_classes), raw=raw, fit_seconds=fit, score_seconds=score, iterations=iters,
                   converged=conv, objective=objective, dense_kernel=dense, lockstep=lock_all,
-                  lockstep_note="; ".join(notes),
+                  lockstep_note="; ".join(notes) + (f"; {fallbacks} problem(s) the certificate refused in the stack "
+                                                    "were finished alone by the strategy" if fallbacks else ""),
                   fallbacks=fallbacks)
 
 

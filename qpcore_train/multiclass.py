@@ -35,7 +35,7 @@ from qpcore.core.problem import QP, ProblemError
 from qpcore.core.solve import Reporter, Strategy
 from qpcore.core.state import Result, State, Status, bound_status
 from qpcore.linalg.threads import THREAD_VARIABLES, blas_threads
-from qpcore_train.batched_smo import batched_smo, certify_refresh
+from qpcore_train.batched_smo import batched_smo, certify_refresh, stack_dtype
 
 __all__ = ["BATCH_ROWS", "BATCH_ROWS_BINARY", "MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of",
            "train_multiclass", "votes"]
@@ -447,11 +447,8 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
         src[c * M:c * M + m.size] = m
         valid[c * M:c * M + m.size] = True
     Xpad = X[src]
-    # the rounds stream kernel rows and scores: single precision halves that where tol allows it
-    # and the entries are at most 1 (RBF: other kernels' entries grow with the data, and so would
-    # the rounding of the scores); the certificates are float64, a refresh resumes from the
-    # exact gradient
-    dtype: type[np.floating[Any]] = np.float32 if tol >= 1e-4 and kernel.name == "rbf" else np.float64
+    # the rounds stream kernel rows and scores: single precision halves that where it is safe
+    dtype = stack_dtype(kernel.name, tol)
     K3 = _gram(Xpad, kernel, dtype).reshape(k * M, k, M)
     kd = kernel.self_values(Xpad).reshape(k, M)
     Cpad = np.where(valid, C[src], 0.0).reshape(k, M)
