@@ -144,6 +144,11 @@ class Auto(Strategy):
         """Its SMO's: small data keeps the SMO that auto starts with."""
         return self.smo.lockstep()
 
+    def lockstep_handoff(self, tol: float) -> bool:
+        """At tol ≤ ``tight_tol`` auto alone starts INCAS (few pivots where pair steps are many):
+        a lockstep stack hands it the problems its step budget did not finish."""
+        return tol <= self.tight_tol
+
     def __attrs_post_init__(self) -> None:
         from qpcore.core.problem import ProblemError
 

@@ -20,6 +20,12 @@ Each problem is certified alone (``qpcore.kkt`` at the exact float64 gradient of
 (the single-precision scores drift over many steps) resumes in the stack from the exact gradient,
 up to :data:`REFRESHES` times; one still short after that is finished alone by the caller's
 strategy from the batch's point, and counted (``PathStep.fallbacks``).
+
+At a tol where the strategy's own method is not pair steps (``handoff``, from
+``Strategy.lockstep_handoff``: ``auto`` starts INCAS at tol ≤ 1e-5) a problem takes at most
+:data:`HANDOFF_STEPS` pair steps per variable in the stack per C and is then finished alone by the
+strategy (``PathStep.handoffs``): the small-C problems end in the stack, where they are cheap,
+and the large-C ones, where pair steps run to the hundreds of thousands, go to the active set.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ SHRINK_AFTER = 1000   # rounds on the whole stack before the bound variables tha
 SHRINK_WIDTH = 0.75   # a narrower stack is built only when it is at most this fraction of the width
 MAX_PHASES = 20      # returns from a narrowed set before a problem works on all its variables
 GRAD_BLOCK = 1024     # rows per float64 block of the exact gradient after a shrunk phase
+HANDOFF_STEPS = 1     # pair steps per variable a problem takes in the stack per C before a handoff
 
 
 @attrs.frozen(eq=False)
@@ -73,7 +80,9 @@ class PathStep:
     rounds : int
         Rounds of the stack.
     fallbacks : int
-        Problems finished alone by the strategy (the stack's point was not certified).
+        Problems finished alone by the strategy because the stack's point was not certified.
+    handoffs : int
+        Problems handed to the strategy alone after the stack's step budget (``handoff``).
     stacked : bool
         Whether the rounds read a stack of the problems' own blocks (else rows gathered from K:
         the stack exceeded ``stack_bytes``).
@@ -87,6 +96,7 @@ class PathStep:
     seconds: float
     rounds: int
     fallbacks: int
+    handoffs: int
     stacked: bool
 
 
@@ -94,7 +104,7 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
                   weights: Sequence[FloatArray], C_sorted: FloatArray,
                   make_qp: Callable[[int, FloatArray, NDArray[Any] | None], QP], strategy: Strategy, *, tol: float,
                   max_iter: int | None, time_limit: float | None,
-                  stack_bytes: int, dtype: type[np.floating[Any]]) -> list[PathStep]:
+                  stack_bytes: int, dtype: type[np.floating[Any]], handoff: bool = False) -> list[PathStep]:
     """Solve B binary C-SVC duals over one kernel matrix together, for each C in increasing order.
 
     Problem p is min ½αᵀ(ssᵀ∘K[r, r])α − eᵀα, 0 ≤ α ≤ C·w, sᵀα = 0 with r = ``members[p]``,
@@ -127,6 +137,12 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
     dtype : numpy floating type
         Of the stack's scores and rows (float32 streams half the bytes; see
         :func:`~qpcore_train.batched_smo.batched_smo`).
+    handoff : bool
+        Give each problem at most :data:`HANDOFF_STEPS` pair steps per variable in the stack per C;
+        one still above tol then is finished alone by ``strategy`` from the stack's point. For a
+        strategy whose own method at this tol is not pair steps (``Strategy.lockstep_handoff``:
+        ``auto`` starts INCAS at a tight tol, where SMO's steps on a large-C problem run to the
+        hundreds of thousands and an active set's pivots to the thousands).
 
     Returns
     -------
@@ -147,6 +163,9 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
         W[p, :r.size] = w
         Dg[p, :r.size] = diag[r]
     rows, stack = _row_source(K, glob, sizes, stack_bytes, dtype)
+    limit = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
+    budget = min(limit, HANDOFF_STEPS * N) if handoff else limit
+    stack_iter = None if budget == np.iinfo(np.int64).max else budget
     steps: list[PathStep] = []
     alpha: FloatArray | None = None
     C_prev = 0.0
@@ -156,12 +175,14 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
         ub = float(C) * W
         a0 = None if alpha is None else np.minimum(alpha * (float(C) / C_prev), ub)
         if stack is not None:
-            alpha, its, ok_run, rounds = _shrinking_smo(stack, Dg, Y, ub, a0, tol=tol, max_iter=max_iter,
+            alpha, its, ok_run, rounds = _shrinking_smo(stack, Dg, Y, ub, a0, tol=tol, max_iter=stack_iter,
                                                         deadline=deadline, dtype=dtype)
         else:
-            run = batched_smo(rows, Dg, Y, ub, tol=tol, alpha=a0, max_iter=max_iter, deadline=deadline,
+            run = batched_smo(rows, Dg, Y, ub, tol=tol, alpha=a0, max_iter=stack_iter, deadline=deadline,
                               dtype=dtype)
             alpha, its, ok_run, rounds = run.alpha.copy(), run.iterations.copy(), run.converged.copy(), run.rounds
+        # the stack's budget, not the caller's limit, stopped these: the strategy takes them over
+        handed = ~ok_run & (its >= budget) if budget < limit else np.zeros(B, dtype=bool)
         qps = [make_qp(p, ub[p, :sizes[p]], None if stack is None else stack[p, :sizes[p], :sizes[p]])
                for p in range(B)]
         slots = [np.arange(int(k)) for k in sizes]
@@ -169,9 +190,9 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
                                    dtype=dtype, max_iter=max_iter, refreshes=REFRESHES)
         certs, grads, met = cert_run.certs, cert_run.grads, cert_run.met
         rounds += cert_run.rounds
-        fallbacks = 0
-        for p in np.flatnonzero(ok_run & ~met).tolist():
-            # still refused after the refreshes: the strategy alone, from the stack's point
+        fallbacks = int((ok_run & ~met).sum())
+        for p in np.flatnonzero((ok_run & ~met) | handed).tolist():
+            # still refused after the refreshes, or handed over: the strategy alone, from the stack's point
             left = None if time_limit is None else max(0.0, deadline - time.perf_counter())
             res = qpcore.solve(qps[p], strategy, x0=alpha[p, :sizes[p]], tol=tol, max_iter=max_iter,
                                time_limit=left)
@@ -182,13 +203,12 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
             met[p] = certs[p].measure <= tol * (1 + 1e-9) + 1e-12 and certs[p].feasible() and \
                 res.status == Status.CONVERGED
             its[p] += int(res.iterations)
-            fallbacks += 1
         xs = [alpha[p, :sizes[p]].copy() for p in range(B)]
         obj = np.array([0.5 * float(xs[p] @ (grads[p] + qps[p].c)) for p in range(B)])
         bias = np.array([-float(certs[p].multipliers[0]) for p in range(B)])
         steps.append(PathStep(alphas=xs, bias=bias, iterations=its, certified=met, objective=obj,
                               seconds=time.perf_counter() - t0, rounds=rounds, fallbacks=fallbacks,
-                              stacked=stack is not None))
+                              handoffs=int(handed.sum()), stacked=stack is not None))
         C_prev = float(C)
     return steps
 

@@ -324,6 +324,9 @@ class GridCV:
         Why the lockstep path was or was not taken (for each kernel that differed, the reason).
     fallbacks : int
         Problems the lockstep path left uncertified and the strategy finished alone.
+    handoffs : int
+        Problems (one per C) the lockstep stack handed to the strategy alone after its step budget
+        (``Strategy.lockstep_handoff``: ``auto`` at a tight tol).
     """
 
     C: FloatArray
@@ -341,6 +344,7 @@ class GridCV:
     lockstep: bool = False
     lockstep_note: str = ""
     fallbacks: int = 0
+    handoffs: int = 0
 
     def predicted(self, g: int, c: int, f: int) -> IndexArray:
         """Predicted class indices of fold f's test points for kernel g and C index c."""
@@ -455,7 +459,7 @@ def _lockstep_why_not(batched: bool | None, strategy: Strategy, source: SharedKe
 def _lockstep_paths(source: SharedKernel, y_idx: IndexArray, weight: FloatArray, folds: Sequence[Fold],
                     cells: Sequence[int], C_sorted: FloatArray, pairs: NDArray[np.intp], strategy: Strategy, *,
                     tol: float, max_iter: int | None, time_limit: float | None,
-                    stack_bytes: int, cache_bytes: int) -> tuple[dict[int, _PathOut], int, str]:
+                    stack_bytes: int, cache_bytes: int) -> tuple[dict[int, _PathOut], tuple[int, int], str]:
     """The folds ``cells`` of one kernel, every binary problem of each, along C in one lockstep
     stack; per fold the same values as :func:`_fold_path`, and the count of problems finished alone.
     A C's time is shared equally among the folds."""
@@ -474,7 +478,8 @@ def _lockstep_paths(source: SharedKernel, y_idx: IndexArray, weight: FloatArray,
     dtype = stack_dtype(source.kernel.name, tol) if source.dtype == np.float32 else np.float64
     steps = lockstep_path(source.dense, source.diag(np.arange(source.n)), [r for _, r, _ in probs],
                           [s for _, _, s in probs], [weight[f][r] for f, r, _ in probs], C_sorted, make_qp, strategy,
-                          tol=tol, max_iter=max_iter, time_limit=time_limit, stack_bytes=stack_bytes, dtype=dtype)
+                          tol=tol, max_iter=max_iter, time_limit=time_limit, stack_bytes=stack_bytes, dtype=dtype,
+                          handoff=strategy.lockstep_handoff(tol))
     out: dict[int, _PathOut] = {f: ([], [], [], [], [], []) for f in cells}
     npairs = len(pairs)
     for st in steps:
@@ -496,7 +501,7 @@ def _lockstep_paths(source: SharedKernel, y_idx: IndexArray, weight: FloatArray,
             objs.append(float(st.objective[list(mine)].sum()))
     how = "a stack of the problems' own kernel blocks" if steps[0].stacked else \
         "rows gathered from the shared matrix (the stack exceeds stack_bytes)"
-    return out, sum(st.fallbacks for st in steps), how
+    return out, (sum(st.fallbacks for st in steps), sum(st.handoffs for st in steps)), how
 
 
 def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
@@ -517,7 +522,10 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
     kernel are solved together, one C after the other, in one lockstep stack
     (:func:`qpcore_train.lockstep_path.lockstep_path`): a round of pair steps of all of them costs
     a fixed number of numpy calls. Each problem is certified alone; one the stack leaves
-    uncertified is finished alone by the strategy (``GridCV.fallbacks``).
+    uncertified is finished alone by the strategy (``GridCV.fallbacks``). At a tol where the strategy
+    declares another method (``Strategy.lockstep_handoff``: ``auto`` at tol ≤ 1e-5 starts INCAS),
+    a problem gets one pair step per variable in the stack and is then handed to the strategy
+    alone (``GridCV.handoffs``).
 
     Parameters
     ----------
@@ -599,7 +607,7 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
     conv = np.ones((ng, nc, nf), dtype=bool)
     objective = np.zeros((ng, nc, nf))
     dense = True
-    lock_all, fallbacks = True, 0
+    lock_all, fallbacks, handoffs = True, 0, 0
     notes: list[str] = []
     # the distinct kernels in first-use order, each with the (grid point, fold) cells it serves
     uses: dict[Kernel, list[tuple[int, int]]] = {}
@@ -617,7 +625,8 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
             paths, fb, how = _lockstep_paths(source, y, w, fold_list, folds_of, Cs[order], pairs, strat, tol=tol,
                                         max_iter=max_iter, time_limit=time_limit, cache_bytes=cache_bytes,
                                         stack_bytes=kernel_bytes if stack_bytes is None else int(stack_bytes))
-            fallbacks += fb
+            fallbacks += fb[0]
+            handoffs += fb[1]
             why_note: str = f"every fold's problems in lockstep per C, over {how}"
         else:
             lock_all = False
@@ -645,8 +654,10 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
                   n_classes=int(n_classes), raw=raw, fit_seconds=fit, score_seconds=score, iterations=iters,
                   converged=conv, objective=objective, dense_kernel=dense, lockstep=lock_all,
                   lockstep_note="; ".join(notes) + (f"; {fallbacks} problem(s) the certificate refused in the stack "
-                                                    "were finished alone by the strategy" if fallbacks else ""),
-                  fallbacks=fallbacks)
+                                                    "were finished alone by the strategy" if fallbacks else "")
+                  + (f"; {handoffs} problem(s) the stack's step budget did not finish were handed to the strategy "
+                     f"alone (it declares another method at tol {tol:g})" if handoffs else ""),
+                  fallbacks=fallbacks, handoffs=handoffs)
 
 
 def _class_factor(class_weight: Mapping[Any, float] | ArrayLike | None, classes: NDArray[Any]) -> FloatArray:

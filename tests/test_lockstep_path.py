@@ -15,6 +15,7 @@ import qpcore
 import qpcore_train.lockstep_path as lp
 from qpcore.backends.operators import Kernel
 from qpcore.core.problem import QP
+from qpcore_strategies.auto import Auto
 from qpcore_strategies.smo import SMO
 from qpcore_train.model_selection import FoldQ, SharedKernel, grid_cv, stratified_folds
 
@@ -53,11 +54,12 @@ def _maker(source: SharedKernel, members: list[Any], labels: list[Any], shift: f
 
 def _run(source: SharedKernel, members: list[Any], labels: list[Any], weights: list[Any], Cs: list[float], *,
          tol: float, stack_bytes: int, dtype: Any = np.float64, max_iter: int | None = None,
-         shift: float = 0.0) -> list[lp.PathStep]:
+         shift: float = 0.0, strategy: Any = None, handoff: bool = False) -> list[lp.PathStep]:
     assert source.dense is not None
     return lp.lockstep_path(source.dense, source.diag(np.arange(source.n)), members, labels, weights,
-                            np.asarray(Cs), _maker(source, members, labels, shift), SMO(), tol=tol,
-                            max_iter=max_iter, time_limit=None, stack_bytes=stack_bytes, dtype=dtype)
+                            np.asarray(Cs), _maker(source, members, labels, shift),
+                            SMO() if strategy is None else strategy, tol=tol, max_iter=max_iter, time_limit=None,
+                            stack_bytes=stack_bytes, dtype=dtype, handoff=handoff)
 
 
 def test_stack_equals_each_problem_alone() -> None:
@@ -133,6 +135,58 @@ def test_limit_is_reported_not_certified() -> None:
     steps = _run(source, members, labels, weights, [100.0], tol=1e-8, stack_bytes=1 << 30, max_iter=3)
     assert not steps[0].certified.any()
     assert (steps[0].iterations <= 3).all()
+
+
+def test_handoff_after_the_step_budget() -> None:
+    """With ``handoff`` a problem gets HANDOFF_STEPS pair steps per variable in the stack; those
+    still above tol are finished by the strategy alone (auto: INCAS at this tol), counted apart
+    from the refusals, and end certified at SMO's optimum. A caller's limit below the budget is
+    still a limit (reported, not handed over)."""
+    source, members, labels, weights = _problems(11, 70, 3, duplicates=True)
+    Cs = [0.3, 30.0, 3000.0]
+    for stack_bytes in (0, 1 << 30):
+        plain = _run(source, members, labels, weights, Cs, tol=1e-8, stack_bytes=stack_bytes)
+        steps = _run(source, members, labels, weights, Cs, tol=1e-8, stack_bytes=stack_bytes, strategy=Auto(),
+                     handoff=True)
+        assert sum(s.handoffs for s in steps) > 0 and all(s.fallbacks == 0 for s in steps)
+        assert sum(p.handoffs for p in plain) == 0
+        make_qp = _maker(source, members, labels)
+        for c, C in enumerate(Cs):
+            assert steps[c].certified.all()
+            np.testing.assert_allclose(steps[c].objective, plain[c].objective, rtol=1e-7)
+            for p in range(len(members)):
+                x = steps[c].alphas[p]
+                qp = make_qp(p, C * weights[p], None)
+                assert qpcore.kkt(qp, x, qp.gradient(x)).ok(1e-8)
+    limited = _run(source, members, labels, weights, [3000.0], tol=1e-8, stack_bytes=1 << 30, max_iter=3,
+                   strategy=Auto(), handoff=True)
+    assert limited[0].handoffs == 0 and not limited[0].certified.any()
+
+
+def test_handoff_is_declared_by_the_strategy() -> None:
+    """auto declares the handoff at its tight tol (where it starts INCAS alone), not at LIBSVM's
+    1e-3; SMO never (its own method is the stack's)."""
+    assert Auto().lockstep_handoff(1e-6) and not Auto().lockstep_handoff(1e-3)
+    assert not SMO().lockstep_handoff(1e-9)
+
+
+def test_grid_cv_hands_over_at_a_tight_tol() -> None:
+    """grid_cv with auto at tol 1e-7: the large-C problems are handed over, the objectives and
+    held-out decisions are those of each problem alone."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((160, 4))
+    y_idx = (X[:, 0] + X[:, 1] * X[:, 2] + 0.6 * rng.standard_normal(160) > 0).astype(np.intp)
+    folds = stratified_folds(y_idx, 3, seed=1)
+    kern = Kernel("rbf", gamma=0.5)
+    Cs = [0.1, 10.0, 1000.0]
+    lock = grid_cv(X, y_idx, 2, folds, [kern], Cs, tol=1e-7, strategy="auto")
+    alone = grid_cv(X, y_idx, 2, folds, [kern], Cs, tol=1e-7, strategy="auto", batched=False)
+    assert lock.lockstep and lock.handoffs > 0 and "handed to the strategy" in lock.lockstep_note
+    assert lock.converged.all() and alone.converged.all()
+    np.testing.assert_allclose(lock.objective, alone.objective, rtol=1e-6)
+    for c in range(len(Cs)):
+        for f in range(len(folds)):
+            np.testing.assert_allclose(lock.raw[0][c][f], alone.raw[0][c][f], atol=1e-4)
 
 
 def test_grid_cv_lockstep_equals_one_by_one() -> None:

@@ -240,6 +240,25 @@ class Strategy(abc.ABC):
         """
         return None
 
+    def lockstep_handoff(self, tol: float) -> bool:
+        """Whether a lockstep stack should hand this strategy the problems it has not finished
+        within its step budget at this ``tol``, rather than take pair steps to the end.
+
+        True when the strategy's own method at ``tol`` is not pair steps (``auto`` starts an
+        active set at a tight tol): there SMO's steps on a hard problem outnumber the active set's
+        pivots by orders of magnitude. The default is False.
+
+        Parameters
+        ----------
+        tol : float
+            The tolerance the problems are solved to.
+
+        Returns
+        -------
+        bool
+        """
+        return False
+
     def stage(self, state: State) -> str | None:
         """What the run is doing now, for progress displays (``Progress.stage``): a strategy that
         delegates names the one running. The default is None.
