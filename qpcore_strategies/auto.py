@@ -145,9 +145,10 @@ class Auto(Strategy):
         return self.smo.lockstep()
 
     def lockstep_handoff(self, tol: float) -> bool:
-        """At tol ≤ ``tight_tol`` auto alone starts INCAS (few pivots where pair steps are many):
-        a lockstep stack hands it the problems its step budget did not finish."""
-        return tol <= self.tight_tol
+        """At tol ≤ ``tight_tol`` auto alone starts INCAS, and at tol ≤ ``finish_below`` its SMO ends
+        with the block finish: where pair steps to tol are many, a lockstep stack hands it the
+        problems its step budget did not finish."""
+        return tol <= self.tight_tol or (self.block_finish is not None and tol <= self.finish_below)
 
     def __attrs_post_init__(self) -> None:
         from qpcore.core.problem import ProblemError

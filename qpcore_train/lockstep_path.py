@@ -22,10 +22,13 @@ up to :data:`REFRESHES` times; one still short after that is finished alone by t
 strategy from the batch's point, and counted (``PathStep.fallbacks``).
 
 At a tol where the strategy's own method is not pair steps (``handoff``, from
-``Strategy.lockstep_handoff``: ``auto`` starts INCAS at tol ≤ 1e-5) a problem takes at most
+``Strategy.lockstep_handoff``: ``auto`` starts INCAS at tol ≤ 1e-5 and ends SMO with the block
+finish at tol ≤ 1e-4) a problem takes at most
 :data:`HANDOFF_STEPS` pair steps per variable in the stack per C and is then finished alone by the
 strategy (``PathStep.handoffs``): the small-C problems end in the stack, where they are cheap,
-and the large-C ones, where pair steps run to the hundreds of thousands, go to the active set.
+and the large-C ones, where pair steps run to the hundreds of thousands, go to the active set
+(the block finish's faces are factorizations of hundreds of free variables: heavy steps
+already, taken one problem at a time).
 """
 
 from __future__ import annotations
@@ -141,8 +144,8 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
         Give each problem at most :data:`HANDOFF_STEPS` pair steps per variable in the stack per C;
         one still above tol then is finished alone by ``strategy`` from the stack's point. For a
         strategy whose own method at this tol is not pair steps (``Strategy.lockstep_handoff``:
-        ``auto`` starts INCAS at a tight tol, where SMO's steps on a large-C problem run to the
-        hundreds of thousands and an active set's pivots to the thousands).
+        ``auto`` starts INCAS at a tight tol and ends SMO with the block finish at tol ≤ 1e-4;
+        there SMO's steps on a large-C problem run to the hundreds of thousands).
 
     Returns
     -------

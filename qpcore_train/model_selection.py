@@ -326,7 +326,7 @@ class GridCV:
         Problems the lockstep path left uncertified and the strategy finished alone.
     handoffs : int
         Problems (one per C) the lockstep stack handed to the strategy alone after its step budget
-        (``Strategy.lockstep_handoff``: ``auto`` at a tight tol).
+        (``Strategy.lockstep_handoff``: ``auto`` at tol ≤ 1e-4).
     """
 
     C: FloatArray
@@ -523,7 +523,8 @@ def grid_cv(X: Any, y_idx: ArrayLike, n_classes: int, folds: Sequence[Fold],
     (:func:`qpcore_train.lockstep_path.lockstep_path`): a round of pair steps of all of them costs
     a fixed number of numpy calls. Each problem is certified alone; one the stack leaves
     uncertified is finished alone by the strategy (``GridCV.fallbacks``). At a tol where the strategy
-    declares another method (``Strategy.lockstep_handoff``: ``auto`` at tol ≤ 1e-5 starts INCAS),
+    declares another method (``Strategy.lockstep_handoff``: ``auto`` at tol ≤ 1e-4, where alone it
+    ends SMO with the block finish, or starts INCAS at tol ≤ 1e-5),
     a problem gets one pair step per variable in the stack and is then handed to the strategy
     alone (``GridCV.handoffs``).
 

@@ -164,9 +164,11 @@ def test_handoff_after_the_step_budget() -> None:
 
 
 def test_handoff_is_declared_by_the_strategy() -> None:
-    """auto declares the handoff at its tight tol (where it starts INCAS alone), not at LIBSVM's
-    1e-3; SMO never (its own method is the stack's)."""
-    assert Auto().lockstep_handoff(1e-6) and not Auto().lockstep_handoff(1e-3)
+    """auto declares the handoff at its tight tol (where it starts INCAS alone) and where its SMO
+    ends with the block finish (tol ≤ 1e-4), not at LIBSVM's 1e-3 nor without the finish; SMO
+    never (its own method is the stack's)."""
+    assert Auto().lockstep_handoff(1e-6) and Auto().lockstep_handoff(1e-4)
+    assert not Auto().lockstep_handoff(1e-3) and not Auto(block_finish=None).lockstep_handoff(1e-4)
     assert not SMO().lockstep_handoff(1e-9)
 
 

@@ -6,7 +6,7 @@
 
 Rows. A seeded subset (``numpy.random.default_rng(0)``, no replacement, original order) of the
 shared Adult training file, ``--rows`` rows (8,000; quick 1,000); the grid
-C ∈ {0.1, 1, 10, 100, 1000} × γ ∈ {0.1/d, 1/d, 10/d} (d = 123 features), tol 1e-3, 5 folds
+C ∈ {0.1, 1, 10, 100, 1000} × γ ∈ {0.1/d, 1/d, 10/d} (d = 123 features), tol 1e-3 (``--tol``), 5 folds
 ``StratifiedKFold(5)`` without shuffling (GridSearchCV's default for a classifier), accuracy,
 ``refit=False`` (the search alone). The anchor is ``GridSearchCV(SVC(cache_size=M))`` run
 sequentially; ours ``SVMGridSearchCV(KernelSVC())`` with the estimator's default strategy (or
@@ -62,7 +62,8 @@ def load(rows: int, seed: int = 0) -> tuple[Any, Any]:
 
 
 def row(X: Any, y: Any, ctx: Runs, threads: int, *, folds: int, cache_mb: float,
-        strategy: str | None, stack_mb: float | None = None, svc_dense: bool = False) -> dict[str, Any]:
+        strategy: str | None, stack_mb: float | None = None, svc_dense: bool = False,
+        tol: float = TOL) -> dict[str, Any]:
     """Time both searches at one thread count; the row's record with scores per cell."""
     import numpy as np
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
@@ -81,11 +82,11 @@ def row(X: Any, y: Any, ctx: Runs, threads: int, *, folds: int, cache_mb: float,
 
     def svc() -> dict[str, Any]:
         t0 = time.perf_counter()
-        made["SVC"] = GridSearchCV(SVC(tol=TOL, cache_size=cache_mb), grid, cv=cv, refit=False).fit(X_svc, y)
+        made["SVC"] = GridSearchCV(SVC(tol=tol, cache_size=cache_mb), grid, cv=cv, refit=False).fit(X_svc, y)
         return {"seconds": time.perf_counter() - t0, "status": "searched"}
 
     def ours() -> dict[str, Any]:
-        est = KernelSVC(tol=TOL) if strategy is None else KernelSVC(tol=TOL, strategy=strategy)
+        est = KernelSVC(tol=tol) if strategy is None else KernelSVC(tol=tol, strategy=strategy)
         t0 = time.perf_counter()
         gs = SVMGridSearchCV(est, grid, cv=cv, refit=False, kernel_bytes=int(cache_mb * (1 << 20)),
                              stack_bytes=None if stack_mb is None else int(stack_mb * (1 << 20))).fit(X, y)
@@ -101,7 +102,7 @@ def row(X: Any, y: Any, ctx: Runs, threads: int, *, folds: int, cache_mb: float,
              for p, a, b, fa, fb in zip(ref["params"], ref["mean_test_score"], got["mean_test_score"],
                                          ref["mean_fit_time"], got["mean_fit_time"])]
     gs = made["ours"]
-    return {"rows": int(X.shape[0]), "folds": folds, "threads": threads,
+    return {"rows": int(X.shape[0]), "folds": folds, "threads": threads, "tol": tol,
             "blas_threads": blas_threads_under(threads), "cache_mb": cache_mb,
             "strategy": strategy or "default", "shared": bool(gs.shared_), "kernel_dense": bool(gs.kernel_dense_),
             "converged": bool(gs.converged_), "lockstep": bool(gs.lockstep_), "lockstep_note": gs.lockstep_note_,
@@ -126,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="our lockstep stack's budget in MB (default: --cache-mb; 1024 holds 5 folds of 8,000 rows)")
     p.add_argument("--svc-dense", action="store_true",
                    help="give GridSearchCV(SVC()) the rows as a dense array (LIBSVM's faster input on Adult)")
+    p.add_argument("--tol", type=float, default=TOL, help="both searches' tol (default 1e-3, SVC's)")
     p.add_argument("--strategy", default=None, help="KernelSVC's strategy (default: the estimator's default)")
     add_run_arguments(p)
     a = p.parse_args(args)
@@ -142,12 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for t in threads:
         r = row(X, y, ctx, t, folds=a.folds, cache_mb=a.cache_mb, strategy=a.strategy, stack_mb=a.stack_mb,
-                svc_dense=a.svc_dense)
+                svc_dense=a.svc_dense, tol=a.tol)
         records.append(r)
         append_jsonl(out, {"study": "grid_search", "time": now_iso(), "machine": machine_info(t), "quick": a.quick,
                            "command": command_line("grid_search", args), **r})
     for r in records:
-        log(f"\n{r['rows']} rows, {r['folds']} folds, {r['threads']} thread(s), strategy {r['strategy']}: "
+        log(f"\n{r['rows']} rows, {r['folds']} folds, tol {r['tol']:g}, {r['threads']} thread(s), strategy {r['strategy']}: "
             f"SVC {r['svc_s']:.2f} s, ours {r['ours_s']:.2f} s, ours / SVC {r['ratio']:.2f}"
             f"{' LOADED' if r['loaded'] else ''}; max |score diff| {r['max_score_diff']:.4f}"
             f"{'' if r['scores_agree'] else ' ABOVE 0.002'}; {'shared' if r['shared'] else 'FALLBACK'}, "
