@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         append_jsonl(out, {"study": "grid_search", "time": now_iso(), "machine": machine_info(t), "quick": a.quick,
                            "command": command_line("grid_search", args), **r})
     for r in records:
-        log(f"\n{r['rows']} rows, {r['folds']} folds, tol {r['tol']:g}, {r['threads']} thread(s), strategy {r['strategy']}: "
+        log(f"\n{r['rows']} rows, {r['folds']} folds, tol {r['tol']:g}, {r['threads']} thread(s), "
+            f"strategy {r['strategy']}: "
             f"SVC {r['svc_s']:.2f} s, ours {r['ours_s']:.2f} s, ours / SVC {r['ratio']:.2f}"
             f"{' LOADED' if r['loaded'] else ''}; max |score diff| {r['max_score_diff']:.4f}"
             f"{'' if r['scores_agree'] else ' ABOVE 0.002'}; {'shared' if r['shared'] else 'FALLBACK'}, "
