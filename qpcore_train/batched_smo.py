@@ -23,11 +23,13 @@ from typing import Any, Callable
 
 import attrs
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from qpcore.backends.operators import Kernel
 from qpcore.core.certificate import kkt
 
-__all__ = ["BatchRun", "BlockFn", "Certified", "RowFn", "batched_smo", "certify_refresh", "stack_dtype"]
+__all__ = ["FACE_EVERY", "BatchRun", "BlockFn", "Certified", "RowFn", "batched_smo", "certify_refresh", "stack_dtype", "stack_gram"]
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -49,6 +51,7 @@ CLOCK_EVERY = 32     # rounds between reads of the clock
 NEWTON_FREE = 256    # largest free set a face step solves (a dense solve of that order)
 FACE_SOLVES = 6      # solves of one face step (each holds the variable that blocked the last)
 FACE_RIDGE = 1e-8    # relative ridge of a face step's K_FF (duplicate points, low-rank kernels)
+FACE_EVERY = 20      # rounds between face steps of a stack that takes them (multiclass, mirrored duals)
 
 
 def stack_dtype(kernel_name: str, tol: float) -> type[np.floating[Any]]:
@@ -57,6 +60,38 @@ def stack_dtype(kernel_name: str, tol: float) -> type[np.floating[Any]]:
     rounding of the scores), float64 otherwise. The certificates are float64 either way, and a
     refresh resumes from the exact gradient (:func:`certify_refresh`)."""
     return np.float32 if tol >= 1e-4 and kernel_name == "rbf" else np.float64
+
+
+def stack_gram(X: Any, kernel: Kernel, dtype: type[np.floating[Any]]) -> NDArray[Any]:
+    """K(X, X) in ``dtype``, a stack's kernel matrix. In single precision the RBF kernel is computed
+    from centred points (the same distances, without the cancellation of large norms) and the
+    others in float64.
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix
+        The points.
+    kernel : Kernel
+    dtype : numpy floating type
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+    """
+    if dtype is np.float64 or sp.issparse(X) or kernel.name != "rbf":
+        return kernel.block(X, X).astype(dtype, copy=False)
+    Z = np.asarray(X, dtype=np.float64)
+    Z = (Z - Z.mean(axis=0)).astype(np.float32)
+    g = np.float32(kernel.gamma)     # a float64 scalar would send every pass through float64
+    gsq = g * np.einsum("ij,ij->i", Z, Z)
+    # −γ‖u − v‖² = 2γ uᵀv − γ‖u‖² − γ‖v‖² as one product of augmented points
+    one = np.ones((Z.shape[0], 1), dtype=np.float32)
+    left = np.hstack((np.float32(2.0) * g * Z, -gsq[:, None], one))
+    right = np.hstack((Z, one, -gsq[:, None]))
+    out: NDArray[np.float32] = left @ right.T
+    np.minimum(out, np.float32(0.0), out=out)      # rounding can make ‖u−v‖² slightly negative
+    np.exp(out, out=out)
+    return out
 
 
 @attrs.frozen(eq=False)
@@ -404,14 +439,15 @@ class Certified:
 def certify_refresh(qps: Sequence[Any], slots: Sequence[IndexArray], rows: RowFn, diag: FloatArray, y: FloatArray,
                     ub: FloatArray, alpha: FloatArray, its: NDArray[np.int64], converged: BoolArray, *, tol: float,
                     deadline: float, dtype: type[np.floating[Any]], max_iter: int | None,
-                    refreshes: int = 3) -> Certified:
+                    refreshes: int = 3, lin: FloatArray | None = None) -> Certified:
     """Certify each problem of a stack alone; resume in the stack those the rounding misled.
 
     Problem p's point is ``alpha[p, slots[p]]`` and its float64 problem ``qps[p]``; it is certified by
     ``qpcore.kkt`` at the exact gradient. A problem whose run ``converged`` (gap ≤ tol at the
     solver's incremental gradient) but whose certificate misses tol resumes from the exact
     gradient (:func:`batched_smo` with ``grad``), up to ``refreshes`` times: over many steps the
-    single-precision scores drift from the exact gradient. ``alpha``, ``its`` and ``converged``
+    single-precision scores drift from the exact gradient. ``lin`` is the stack's linear term ``p``
+    (−1 everywhere when omitted, as in :func:`batched_smo`). ``alpha``, ``its`` and ``converged``
     are updated in place.
     """
     B, N = y.shape
@@ -434,7 +470,8 @@ def certify_refresh(qps: Sequence[Any], slots: Sequence[IndexArray], rows: RowFn
         for a, p in enumerate(todo.tolist()):
             G[a, slots[p]] = grads[p]
         sub = todo
-        more = batched_smo(lambda pid, t: rows(sub[pid], t), diag[todo], y[todo], ub[todo], tol=tol,
+        more = batched_smo(lambda pid, t: rows(sub[pid], t), diag[todo], y[todo], ub[todo],
+                           p=None if lin is None else lin[todo], tol=tol,
                            alpha=alpha[todo], grad=G, deadline=deadline, dtype=dtype,
                            max_iter=None if max_iter is None else max(0, max_iter - int(its[todo].max())))
         alpha[todo] = more.alpha

@@ -135,7 +135,8 @@ def fit_formulation(formulation: Formulation | str, X: Any, y: ArrayLike | None,
         Warm starts, one per problem (``Fitted.alphas`` of an earlier fit); one that does not fit
         is ignored.
     batched : bool, optional
-        The multiclass layer's batched path (:func:`qpcore_train.multiclass.train_multiclass`).
+        The multiclass layer's batched path (:func:`qpcore_train.multiclass.train_multiclass`) and a
+        mirrored dual's stack (:func:`qpcore_train.pipeline.fit_problem`); False: neither.
 
     Returns
     -------
@@ -194,7 +195,7 @@ def fit_formulation(formulation: Formulation | str, X: Any, y: ArrayLike | None,
     start = x0[0] if x0 else None
     m, res = fit_problem(form, Xp, targets, weight if every else weight[rows], kernel, values, strategy,
                          cache_bytes=cache_bytes, x0=start, tol=tol, max_iter=max_iter, time_limit=limit,
-                         reporter=reporter)
+                         reporter=reporter, batched=batched)
     if not every:
         # the model in the caller's indexing: support over all rows (a precomputed kernel's
         # support vectors are their Gram rows over every training point)

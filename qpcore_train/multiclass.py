@@ -35,7 +35,7 @@ from qpcore.core.problem import QP, ProblemError
 from qpcore.core.solve import Reporter, Strategy
 from qpcore.core.state import Result, State, Status, bound_status
 from qpcore.linalg.threads import THREAD_VARIABLES, blas_threads
-from qpcore_train.batched_smo import batched_smo, certify_refresh, stack_dtype
+from qpcore_train.batched_smo import FACE_EVERY, batched_smo, certify_refresh, stack_dtype, stack_gram
 
 __all__ = ["BATCH_ROWS", "BATCH_ROWS_BINARY", "MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of",
            "train_multiclass", "votes"]
@@ -49,7 +49,6 @@ Model = tuple[NDArray[np.intp], FloatArray, float]
 BATCH_ROWS = 4096
 BATCH_ROWS_BINARY = 1024   # the same for two classes (one problem)
 REFRESHES = 3       # certificate rounds before a problem is left stalled
-NEWTON_EVERY = 20  # rounds between face steps of the batched SMO
 #: A batch of at most this many padded rows runs at one BLAS thread, without measuring the
 #: machine's load (a decision that reads /proc costs a fraction of such a fit, and a second
 #: thread on products this small mostly waits for its core); a larger batch gets a solve's
@@ -399,25 +398,6 @@ def _batchable(batched: bool | None, strategy: Strategy, kernel: Kernel, form: F
     return small and strategy.lockstep() == "smo-wss2"     # declared by the strategy, not probed
 
 
-def _gram(X: Any, kernel: Kernel, dtype: type[np.floating[Any]]) -> NDArray[Any]:
-    """K(X, X) in ``dtype``. In single precision the RBF kernel is computed from centred points
-    (the same distances, without the cancellation of large norms) and the others in float64."""
-    if dtype is np.float64 or sp.issparse(X) or kernel.name != "rbf":
-        return kernel.block(X, X).astype(dtype, copy=False)
-    Z = np.asarray(X, dtype=np.float64)
-    Z = (Z - Z.mean(axis=0)).astype(np.float32)
-    g = np.float32(kernel.gamma)     # a float64 scalar would send every pass through float64
-    gsq = g * np.einsum("ij,ij->i", Z, Z)
-    # −γ‖u − v‖² = 2γ uᵀv − γ‖u‖² − γ‖v‖² as one product of augmented points
-    one = np.ones((Z.shape[0], 1), dtype=np.float32)
-    left = np.hstack((np.float32(2.0) * g * Z, -gsq[:, None], one))
-    right = np.hstack((Z, one, -gsq[:, None]))
-    out: NDArray[np.float32] = left @ right.T
-    np.minimum(out, np.float32(0.0), out=out)      # rounding can make ‖u−v‖² slightly negative
-    np.exp(out, out=out)
-    return out
-
-
 def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: FloatArray, kernel: Kernel,
                    pairs: NDArray[np.intp], *,
                    tol: float, max_iter: int | None, time_limit: float | None,
@@ -449,7 +429,7 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
     Xpad = X[src]
     # the rounds stream kernel rows and scores: single precision halves that where it is safe
     dtype = stack_dtype(kernel.name, tol)
-    K3 = _gram(Xpad, kernel, dtype).reshape(k * M, k, M)
+    K3 = stack_gram(Xpad, kernel, dtype).reshape(k * M, k, M)
     kd = kernel.self_values(Xpad).reshape(k, M)
     Cpad = np.where(valid, C[src], 0.0).reshape(k, M)
     pc = np.asarray(pairs, dtype=np.intp)
@@ -498,7 +478,7 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
             if start is not None and abs(float(yl @ start)) <= 1e-12 * max(1.0, float(start.sum())):
                 alpha0[p, loc[p]] = start
     run = batched_smo(rows, diag, y, ub, tol=tol, alpha=alpha0, max_iter=max_iter, deadline=deadline, dtype=dtype,
-                      newton_every=NEWTON_EVERY, block=block)
+                      newton_every=FACE_EVERY, block=block)
     alpha, its, ok_run = run.alpha.copy(), run.iterations.copy(), run.converged.copy()
     qps = []
     for p in range(B):

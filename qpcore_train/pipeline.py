@@ -25,6 +25,7 @@ from qpcore.core.state import Result
 from qpcore_formulations.formulation import Formulation, FormulationProblem
 from qpcore_formulations.svm import SVMModel
 from qpcore_strategies.registry import accepts
+from qpcore_train.mirrored_stack import mirrored_why_not, solve_mirrored
 
 __all__ = ["MaxIter", "Refused", "fit_problem", "iteration_limit", "solve_problem"]
 
@@ -97,8 +98,11 @@ def solve_problem(problem: FormulationProblem, strategy: Strategy, *, name: str,
 def fit_problem(form: Formulation, X: Any, y: FloatArray | None, weight: FloatArray, kernel: Kernel,
                 params: Mapping[str, float], strategy: Strategy, *, cache_bytes: int = 200 << 20,
                 x0: FloatArray | None = None, tol: float = 1e-3, max_iter: MaxIter = None,
-                time_limit: float | None = None, reporter: Reporter | None = None) -> tuple[SVMModel, Result]:
-    """Build one problem of a formulation, then :func:`solve_problem`.
+                time_limit: float | None = None, reporter: Reporter | None = None,
+                batched: bool | None = None) -> tuple[SVMModel, Result]:
+    """Build one problem of a formulation, then :func:`solve_problem`, or for a mirrored dual
+    (ε-SVR) whose kernel matrix fits ``cache_bytes``, with a strategy that declares LIBSVM's SMO as
+    its lockstep method, :func:`qpcore_train.mirrored_stack.solve_mirrored`.
 
     Parameters
     ----------
@@ -119,6 +123,8 @@ def fit_problem(form: Formulation, X: Any, y: FloatArray | None, weight: FloatAr
         A warm start; ignored unless it has one entry per variable.
     tol, max_iter, time_limit, reporter :
         As :func:`solve_problem` takes them.
+    batched : bool, optional
+        False: never the mirrored stack (the strategy alone).
 
     Returns
     -------
@@ -132,5 +138,15 @@ def fit_problem(form: Formulation, X: Any, y: FloatArray | None, weight: FloatAr
     """
     problem = form.build(X, y, weight, kernel, params, cache_bytes=cache_bytes)
     start = x0 if x0 is not None and x0.shape == (problem.qp.n,) else None
+    if batched is not False:
+        reason = accepts(strategy, problem.qp)
+        if reason is not None:
+            raise Refused(form.name, reason)
+        first = problem.x0 if start is None else start
+        if mirrored_why_not(problem.qp, kernel, strategy, x0=first, tol=tol, cache_bytes=cache_bytes,
+                            reporter=reporter) is None:
+            res = solve_mirrored(problem.qp, X, kernel, strategy, x0=first, tol=tol,
+                                 max_iter=iteration_limit(max_iter, problem.qp.n), time_limit=time_limit)
+            return problem.decode(res), res
     return solve_problem(problem, strategy, name=form.name, x0=start, tol=tol, max_iter=max_iter,
                          time_limit=time_limit, reporter=reporter)

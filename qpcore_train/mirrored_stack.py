@@ -1,0 +1,175 @@
+"""One mirrored dual (ε-SVR) over its kernel matrix, by the batched SMO with face steps (issue 35, part 3).
+
+ε-SVR's dual has 2l variables over l points: Q = ssᵀ∘[[K, K], [K, K]] with s = (+1, …, −1, …)
+(an operator declaring :attr:`~qpcore.backends.capabilities.Capability.MIRRORED`), one equality
+row sᵀx = 0 and the box 0 ≤ x ≤ C. LIBSVM computes a kernel row at every cache miss (l kernel
+values, an exponential each for RBF) and takes one pair step per iteration. Where the points'
+kernel matrix fits the row cache's budget, :func:`solve_mirrored` computes it once (one product
+and one exponential pass over l² entries) and solves the dual with
+:func:`~qpcore_train.batched_smo.batched_smo` as a stack of one problem: a pair step's rows are
+slices of that matrix, and every :data:`~qpcore_train.batched_smo.FACE_EVERY` rounds a face step
+moves the free variables to the minimizer on their face (several hundred pair steps fewer each).
+
+The point is certified alone by ``qpcore.kkt`` at its exact float64 gradient (the problem's own
+operator), resumed from that gradient when the single-precision scores misled it
+(:func:`~qpcore_train.batched_smo.certify_refresh`). A run still short of tol after
+:data:`HANDOFF_STEPS` pair steps per variable (large C, where SMO's steps run to the hundreds of
+thousands), or one the certificate refuses, is finished by the caller's strategy from its point.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+import qpcore
+from qpcore.backends.capabilities import Capability
+from qpcore.backends.operators import Kernel
+from qpcore.core.problem import QP
+from qpcore.core.solve import Reporter, Strategy
+from qpcore.core.state import Result, State, Status, bound_status
+from qpcore_train.batched_smo import FACE_EVERY, batched_smo, certify_refresh, stack_dtype, stack_gram
+
+__all__ = ["HANDOFF_STEPS", "mirrored_why_not", "solve_mirrored"]
+
+FloatArray = NDArray[np.float64]
+
+HANDOFF_STEPS = 2      # pair steps per variable before the strategy takes the run over
+REFRESHES = 3          # resumptions from the exact gradient before the strategy finishes the point
+DENSE_FRACTION = 0.25  # a sparse X at least this dense is densified for the kernel matrix's product
+
+
+def _signs(l: int) -> FloatArray:
+    return np.concatenate((np.ones(l), -np.ones(l)))
+
+
+def mirrored_why_not(qp: QP, kernel: Kernel, strategy: Strategy, *, x0: FloatArray | None, tol: float,
+                     cache_bytes: int, reporter: Reporter | None) -> str | None:
+    """None when :func:`solve_mirrored` takes ``qp``, else why not.
+
+    It takes an operator declaring ``MIRRORED`` with one equality row ±sᵀx = b, lower bounds 0 and
+    finite upper bounds, a start on the equality, a positive semidefinite kernel on points (not a
+    precomputed one), a strategy that declares LIBSVM's SMO as its lockstep method, no reporter,
+    and a kernel matrix of the stack's dtype within ``cache_bytes``.
+    """
+    if reporter is not None:
+        return "a reporter follows the solve"
+    if strategy.lockstep() != "smo-wss2":
+        return f"the strategy {type(strategy).__name__} does not declare LIBSVM's SMO as its lockstep method"
+    if Capability.MIRRORED not in qp.Q.capabilities or qp.m != 1 or qp.k:
+        return "not a mirrored dual with one equality row"
+    if kernel.name == "precomputed" or kernel.psd is not True:
+        return f"the {kernel.name} kernel is precomputed or not declared positive semidefinite"
+    l = qp.n // 2
+    s = _signs(l)
+    a = qp.A[0]
+    if not (np.array_equal(a, s) or np.array_equal(a, -s)):
+        return "the equality row is not ±(1, …, −1, …)"
+    if np.any(qp.lb != 0.0) or not np.all(np.isfinite(qp.ub)):
+        return "the box is not 0 ≤ x ≤ C"
+    start = np.zeros(qp.n) if x0 is None else x0
+    if np.any(start < 0.0) or np.any(start > qp.ub) or abs(float(a @ start) - float(qp.b[0])) > 1e-12 * max(
+            1.0, float(np.abs(start).sum())):
+        return "the start is off the box or the equality row"
+    need = l * l * np.dtype(stack_dtype(kernel.name, tol)).itemsize
+    if need > cache_bytes:
+        return f"its kernel matrix ({need / 2**20:.0f} MB) exceeds the cache budget ({cache_bytes / 2**20:.0f} MB)"
+    return None
+
+
+def solve_mirrored(qp: QP, X: Any, kernel: Kernel, strategy: Strategy, *, x0: FloatArray | None, tol: float,
+                   max_iter: int | None, time_limit: float | None) -> Result:
+    """Solve a mirrored dual that :func:`mirrored_why_not` takes, certified alone.
+
+    Parameters
+    ----------
+    qp : QP
+        The dual (its operator is the certificate's and the strategy's).
+    X : ndarray or csr_matrix
+        Its l points.
+    kernel : Kernel
+    strategy : Strategy
+        Takes over a run its step budget did not finish, or a point the certificate refuses.
+    x0 : ndarray, optional
+        A feasible start; zeros when omitted.
+    tol, max_iter, time_limit :
+        As ``qpcore.solve`` takes them.
+
+    Returns
+    -------
+    Result
+        The certified point; ``stats["strategy"]`` says ``"stacked-smo"``, or the strategy's
+        name when it finished the run (``stats["handed_over"]`` says why).
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + time_limit if time_limit is not None else math.inf
+    n, l = qp.n, qp.n // 2
+    dtype = stack_dtype(kernel.name, tol)
+    Xd = X
+    if sp.issparse(X) and X.nnz >= DENSE_FRACTION * X.shape[0] * X.shape[1]:
+        Xd = X.toarray()
+    K = stack_gram(Xd, kernel, dtype)
+    point = np.arange(n) % l
+    y = np.sign(qp.A[0])[None, :]
+    diag = np.tile(kernel.self_values(Xd), 2)[None, :]
+    ub = qp.ub[None, :]
+    p = qp.c[None, :]
+
+    def rows(pid: NDArray[np.intp], t: NDArray[np.intp]) -> FloatArray:
+        # a variable's row over the 2l variables is its point's row twice: (1, 2l) or (1, m, 2l)
+        r = K[point[t]]
+        out: FloatArray = np.concatenate((r, r), axis=-1)
+        return out
+
+    def block(pid: NDArray[np.intp], t: NDArray[np.intp]) -> FloatArray:
+        tt = point[t]
+        out: FloatArray = K[tt[:, :, None], tt[:, None, :]]
+        return out
+
+    limit = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
+    budget = min(limit, max(1, int(HANDOFF_STEPS * n)))
+    start = None if x0 is None else np.asarray(x0, dtype=np.float64)[None, :]
+    run = batched_smo(rows, diag, y, ub, p=p, tol=tol, alpha=start, max_iter=budget, deadline=deadline, dtype=dtype,
+                      newton_every=FACE_EVERY, block=block)
+    alpha, its, ok_run = run.alpha.copy(), run.iterations.copy(), run.converged.copy()
+    cert_run = certify_refresh([qp], [np.arange(n)], rows, diag, y, ub, alpha, its, ok_run, tol=tol,
+                               deadline=deadline, dtype=dtype, max_iter=budget, refreshes=REFRESHES, lin=p)
+    x, g, cert = alpha[0], cert_run.grads[0], cert_run.certs[0]
+    steps, met = int(its[0]), bool(cert_run.met[0])
+    stats: dict[str, Any] = {"rounds": run.rounds + cert_run.rounds, "face_steps": int(run.newton[0]),
+                             "refreshes": cert_run.refreshes, "stack_steps": steps}
+    handed = None
+    if not ok_run[0] and steps >= budget and budget < limit:
+        handed = f"the stack's budget of {budget} pair steps ({HANDOFF_STEPS} per variable) did not reach tol"
+    elif ok_run[0] and not met:
+        handed = f"the certificate refused the stack's point after {REFRESHES} refreshes"
+    if handed is not None and time.perf_counter() < deadline:
+        left = None if time_limit is None else max(deadline - time.perf_counter(), 1e-6)
+        res = qpcore.solve(qp, strategy, x0=x, tol=tol, max_iter=None if max_iter is None else max(0, limit - steps),
+                           time_limit=left)
+        res.stats.update({**{f"stack_{k}" if k != "stack_steps" else k: v for k, v in stats.items()},
+                          "handed_over": handed, "seconds": time.perf_counter() - t0})
+        res.stats["strategy_choice"] = [(0, "stacked-smo", "a mirrored dual whose kernel matrix fits the cache"),
+                                        *res.stats.get("strategy_choice", [])]
+        return attrs.evolve(res, iterations=int(res.iterations) + steps)
+    stop = Status.CONVERGED if ok_run[0] else (Status.MAX_ITER if steps >= limit or steps >= budget
+                                               else Status.TIME_LIMIT)
+    status = stop
+    if not cert.feasible():
+        status = Status.INFEASIBLE
+    elif stop is Status.CONVERGED and not met:
+        status = Status.STALLED
+    why = ("a mirrored dual whose kernel matrix fits the cache: computed once, pair steps on its rows with "
+           "face steps every " + str(FACE_EVERY) + " rounds")
+    stats.update({"seconds": time.perf_counter() - t0, "strategy": "stacked-smo",
+                  "strategy_choice": [(0, "stacked-smo", why)], "stopped_by": stop.code})
+    state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), iteration=steps)
+    return Result(x=x, multipliers=cert.multipliers, z=cert.z, status=status, objective=float(0.5 * x @ (g + qp.c)),
+                  kkt=cert, iterations=steps, stats=stats, state=state)
+
