@@ -150,6 +150,10 @@ class Auto(Strategy):
         problems its step budget did not finish."""
         return tol <= self.tight_tol or (self.block_finish is not None and tol <= self.finish_below)
 
+    def lockstep_switch(self, qp: QP) -> bool:
+        """True where INCAS takes ``qp`` (one equality row): auto alone switches a crawling SMO to it."""
+        return INCAS().accepts(qp) is None
+
     def __attrs_post_init__(self) -> None:
         from qpcore.core.problem import ProblemError
 

@@ -137,7 +137,7 @@ def _gradient_of(rows: RowFn, y: FloatArray, alpha: FloatArray, p: FloatArray) -
 
 
 def _newton(rows: RowFn, block: BlockFn | None, pid: IndexArray, F: NDArray[Any], beta: FloatArray, lo: FloatArray,
-            hi: FloatArray, ridge: float) -> BoolArray:
+            hi: FloatArray, ridge: float, grp: NDArray[np.bool_] | None = None) -> BoolArray:
     """Steps toward the exact minimizer on each problem's current face, active-set style.
 
     In β = y∘α the dual is min ½βᵀKβ − yᵀβ, Σβ fixed, lo ≤ β ≤ hi, and F = y − Kβ is minus its
@@ -146,7 +146,8 @@ def _newton(rows: RowFn, block: BlockFn | None, pid: IndexArray, F: NDArray[Any]
     then sits at the minimizer on its face: one step instead of SMO's tail of pair steps on a face
     it has already found. Otherwise it steps to the first bound in the way, holds that variable
     there and solves again on the rest (up to ``FACE_SOLVES`` solves, all problems in one batched
-    call each). β and F are updated in place; returns which problems moved.
+    call each). With two groups (``grp`` marks the second) Σβ is fixed in each, and e becomes one
+    column per group. β and F are updated in place; returns which problems moved.
     """
     A, N = F.shape
     free = (beta > lo) & (beta < hi)
@@ -161,7 +162,8 @@ def _newton(rows: RowFn, block: BlockFn | None, pid: IndexArray, F: NDArray[Any]
     # the rows of the free variables are only needed where a step is taken: K_FF alone first
     R: NDArray[Any] | None = None
     c_n = cand.size
-    S = np.zeros((c_n, m + 1, m + 1))
+    G = 1 if grp is None else 2
+    S = np.zeros((c_n, m + G, m + G))
     if block is not None:
         S[:, :m, :m] = block(pid[cand], idx)
     else:
@@ -173,17 +175,27 @@ def _newton(rows: RowFn, block: BlockFn | None, pid: IndexArray, F: NDArray[Any]
     S[:, :m, :m] *= v[:, :, None] * v[:, None, :]
     ar = np.arange(m)
     S[:, ar, ar] += np.where(act, ridge, 1.0)
-    S[:, :m, m] = v
-    S[:, m, :m] = v
     rc = cand[:, None]
+    if grp is None:
+        S[:, :m, m] = v
+        S[:, m, :m] = v
+    else:
+        second = grp[rc, idx]
+        for k, member in enumerate((~second, second)):
+            S[:, :m, m + k] = v * member
+            S[:, m + k, :m] = v * member
     b0 = beta[rc, idx]
     lo_f, hi_f = lo[rc, idx], hi[rc, idx]
     bf = b0.copy()
     Ff = F[rc, idx].astype(np.float64)
     g = np.arange(c_n)                              # problems still solving
     for _ in range(FACE_SOLVES):
+        if G > 1:
+            # a group without a moving variable has an empty row: decoupled (its μ = 0)
+            for k in range(G):
+                S[g, m + k, m + k] = (S[g, :m, m + k] == 0.0).all(axis=1)
         Sg = S if g.size == c_n else S[g]
-        rhs = np.zeros((g.size, m + 1))
+        rhs = np.zeros((g.size, m + G))
         rhs[:, :m] = Ff[g] * act[g]
         try:
             d = np.linalg.solve(Sg, rhs[:, :, None])[:, :m, 0]
@@ -194,8 +206,13 @@ def _newton(rows: RowFn, block: BlockFn | None, pid: IndexArray, F: NDArray[Any]
         d[~finite] = 0.0
         # exactly in Σd = 0 (an ill-conditioned K_FF leaves the solve's last row loose), so the
         # equality does not drift
-        na = act[g].sum(axis=1)
-        d -= (d.sum(axis=1) / np.maximum(na, 1))[:, None] * act[g]
+        if G == 1:
+            na = act[g].sum(axis=1)
+            d -= (d.sum(axis=1) / np.maximum(na, 1))[:, None] * act[g]
+        else:
+            for k in range(G):
+                member = act[g] & (second[g] if k else ~second[g])
+                d -= ((d * member).sum(axis=1) / np.maximum(member.sum(axis=1), 1))[:, None] * member
         # an exact line search along d on the quadratic itself: a direction a near-singular K_FF
         # made inaccurate still only ever lowers the objective (slope −F_Fᵀd < 0, step ≤ the
         # minimizer along d); the exact Newton direction has its minimizer at 1
@@ -241,7 +258,7 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
                 tol: float = 1e-3, alpha: FloatArray | None = None, grad: FloatArray | None = None,
                 max_iter: int | None = None, deadline: float = math.inf, tau: float = TAU,
                 dtype: type[np.floating[Any]] = np.float64, newton_every: int = 0,
-                block: BlockFn | None = None) -> BatchRun:
+                block: BlockFn | None = None, groups: NDArray[np.bool_] | None = None) -> BatchRun:
     """Solve B duals min ½αᵀ(yyᵀ∘K_b)α + p_bᵀα, 0 ≤ α ≤ ub_b, y_bᵀα = y_bᵀα⁰_b together.
 
     Parameters
@@ -280,6 +297,11 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     block : BlockFn, optional
         The kernel among a few variables of each problem, for the face steps (taken from
         ``rows`` when omitted).
+    groups : ndarray of bool, shape (B, N), optional
+        Marks each problem's second group of variables: the sum of y∘α is then fixed in each group
+        (ν-SVR's two equality rows, LIBSVM's Solver_NU), a pair step stays within a group (j is
+        chosen over both, each variable against its own group's i) and the pair gap is the larger
+        of the two groups'.
 
     Returns
     -------
@@ -327,22 +349,35 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
     it = 0
     A = B
     base = np.arange(A) * N
+    sec = None if groups is None else np.asarray(groups, dtype=bool)
+    i0 = i1 = np.zeros(A, dtype=np.intp)
+    g0 = g1 = np.zeros(A)
     # flat views of the stacked arrays (rebuilt when problems finish): one index per problem
     Fr, Pur, Plr, br, hir, lor = F.ravel(), Pu.ravel(), Pl.ravel(), beta.ravel(), hi.ravel(), lo.ravel()
     while A:
         if newton_every and it and it % newton_every == 0:
-            mv = _newton(rows, block, pid, F, beta, lo, hi, FACE_RIDGE * max(1.0, kd0))
+            mv = _newton(rows, block, pid, F, beta, lo, hi, FACE_RIDGE * max(1.0, kd0), sec)
             if mv.any():
                 newton[pid[mv]] += 1
                 # variables the step held at a bound leave I_up or I_low
                 Pu[mv] = np.where(beta[mv] < hi[mv], 0.0, -np.inf)
                 Pl[mv] = np.where(beta[mv] > lo[mv], 0.0, np.inf)
         vu = F + Pu
-        i = vu.argmax(axis=1)
-        fi = base + i
-        gmax = vu.take(fi)
-        vl = F + Pl
-        gap = gmax - vl.min(axis=1)
+        if sec is None:
+            i = vu.argmax(axis=1)
+            fi = base + i
+            gmax = vu.take(fi)
+            vl = F + Pl
+            gap = gmax - vl.min(axis=1)
+        else:
+            # each group's own i and gap (the j below decides which group steps)
+            vu0, vu1 = np.where(sec, -np.inf, vu), np.where(sec, vu, -np.inf)
+            i0, i1 = vu0.argmax(axis=1), vu1.argmax(axis=1)
+            g0, g1 = vu0.take(base + i0), vu1.take(base + i1)
+            vl = F + Pl
+            gap = np.maximum(g0 - np.where(sec, np.inf, vl).min(axis=1), g1 - np.where(sec, vl, np.inf).min(axis=1))
+            i, gmax = i0, g0
+            fi = base + i
         stop = it >= limit or (it % CLOCK_EVERY == 0 and perf() >= deadline)
         # one reduction, not a mask and all(): a NaN gap fails both tests alike
         if stop or not gap.min() > tol:
@@ -360,26 +395,39 @@ def batched_smo(rows: RowFn, diag: FloatArray, y: FloatArray, ub: FloatArray, *,
                                                      lo[keep], kd[keep], kdh[keep])
             Fr, Pur, Plr, br, hir, lor = F.ravel(), Pu.ravel(), Pl.ravel(), beta.ravel(), hi.ravel(), lo.ravel()
             i, gmax, vl = i[keep], gmax[keep], vl[keep]
+            if sec is not None:
+                sec, i0, i1, g0, g1 = sec[keep], i0[keep], i1[keep], g0[keep], g1[keep]
             A = pid.size
             base = np.arange(A) * N
             fi = base + i
             if not A:
                 break
-        Ki = rows(pid, i)
         # j maximizes b_t² / a_t over I_low with b_t = gmax − F_t > 0 and
         # a_t = K_ii + K_tt − 2K_it (Q_ii + Q_tt − 2y_iy_tQ_it with Q = yyᵀ∘K); a/2 keeps the argmax
-        b = np.subtract(gmax[:, None], vl, dtype=dtype)
+        if sec is None:
+            Ki = rows(pid, i)
+            b = np.subtract(gmax[:, None], vl, dtype=dtype)
+        else:
+            K0, K1 = rows(pid, i0), rows(pid, i1)
+            Ki = np.where(sec, K1, K0)             # each variable against its own group's i
+            b = np.subtract(np.where(sec, g1[:, None], g0[:, None]), vl, dtype=dtype)
         np.maximum(b, 0.0, out=b)
         b *= b
         if flat_kd:
             half = np.subtract(kd0, Ki, dtype=dtype)
         else:
             half = np.subtract(kdh, Ki, dtype=dtype)
-            half += kdh.take(fi)[:, None]
+            half += kdh.take(fi)[:, None] if sec is None else np.where(sec, kdh.take(base + i1)[:, None],
+                                                                       kdh.take(base + i0)[:, None])
         np.maximum(half, half_tau, out=half)
         b /= half
         j = b.argmax(axis=1)
         fj = base + j
+        if sec is not None:
+            js = sec.take(fj)
+            i, gmax = np.where(js, i1, i0), np.where(js, g1, g0)
+            fi = base + i
+            Ki = np.where(js[:, None], K1, K0)
         Kj = rows(pid, j)
         # the step t ≥ 0 (β_i += t, β_j −= t) lowers the objective at the rate gmax − F_j with
         # curvature a_ij, clipped to the box; a clipped end lands exactly on its bound
@@ -439,7 +487,8 @@ class Certified:
 def certify_refresh(qps: Sequence[Any], slots: Sequence[IndexArray], rows: RowFn, diag: FloatArray, y: FloatArray,
                     ub: FloatArray, alpha: FloatArray, its: NDArray[np.int64], converged: BoolArray, *, tol: float,
                     deadline: float, dtype: type[np.floating[Any]], max_iter: int | None,
-                    refreshes: int = 3, lin: FloatArray | None = None) -> Certified:
+                    refreshes: int = 3, lin: FloatArray | None = None,
+                    groups: NDArray[np.bool_] | None = None) -> Certified:
     """Certify each problem of a stack alone; resume in the stack those the rounding misled.
 
     Problem p's point is ``alpha[p, slots[p]]`` and its float64 problem ``qps[p]``; it is certified by
@@ -447,7 +496,8 @@ def certify_refresh(qps: Sequence[Any], slots: Sequence[IndexArray], rows: RowFn
     solver's incremental gradient) but whose certificate misses tol resumes from the exact
     gradient (:func:`batched_smo` with ``grad``), up to ``refreshes`` times: over many steps the
     single-precision scores drift from the exact gradient. ``lin`` is the stack's linear term ``p``
-    (−1 everywhere when omitted, as in :func:`batched_smo`). ``alpha``, ``its`` and ``converged``
+    (−1 everywhere when omitted, as in :func:`batched_smo`), ``groups`` its groups (as there).
+    ``alpha``, ``its`` and ``converged``
     are updated in place.
     """
     B, N = y.shape
@@ -471,7 +521,8 @@ def certify_refresh(qps: Sequence[Any], slots: Sequence[IndexArray], rows: RowFn
             G[a, slots[p]] = grads[p]
         sub = todo
         more = batched_smo(lambda pid, t: rows(sub[pid], t), diag[todo], y[todo], ub[todo],
-                           p=None if lin is None else lin[todo], tol=tol,
+                           p=None if lin is None else lin[todo], groups=None if groups is None else groups[todo],
+                           tol=tol,
                            alpha=alpha[todo], grad=G, deadline=deadline, dtype=dtype,
                            max_iter=None if max_iter is None else max(0, max_iter - int(its[todo].max())))
         alpha[todo] = more.alpha

@@ -1,8 +1,9 @@
-"""One mirrored dual (ε-SVR) over its kernel matrix, by the batched SMO with face steps (issue 35, part 3).
+"""A mirrored dual (ε-SVR, ν-SVR) over its kernel matrix, by the batched SMO with face steps (issue 35, part 3).
 
-ε-SVR's dual has 2l variables over l points: Q = ssᵀ∘[[K, K], [K, K]] with s = (+1, …, −1, …)
-(an operator declaring :attr:`~qpcore.backends.capabilities.Capability.MIRRORED`), one equality
-row sᵀx = 0 and the box 0 ≤ x ≤ C. LIBSVM computes a kernel row at every cache miss (l kernel
+ε-SVR's and ν-SVR's duals have 2l variables over l points: Q = ssᵀ∘[[K, K], [K, K]] with
+s = (+1, …, −1, …) (an operator declaring :attr:`~qpcore.backends.capabilities.Capability.MIRRORED`),
+the box 0 ≤ x ≤ C, and either one equality row sᵀx = 0 (ε-SVR) or one per half, Σα = Σα* = Cνl/2
+(ν-SVR: two groups, LIBSVM's Solver_NU: a pair step stays within a half). LIBSVM computes a kernel row at every cache miss (l kernel
 values, an exponential each for RBF) and takes one pair step per iteration. Where the points'
 kernel matrix fits the row cache's budget, :func:`solve_mirrored` computes it once (one product
 and one exponential pass over l² entries) and solves the dual with
@@ -14,7 +15,10 @@ The point is certified alone by ``qpcore.kkt`` at its exact float64 gradient (th
 operator), resumed from that gradient when the single-precision scores misled it
 (:func:`~qpcore_train.batched_smo.certify_refresh`). A run still short of tol after
 :data:`HANDOFF_STEPS` pair steps per variable (large C, where SMO's steps run to the hundreds of
-thousands), or one the certificate refuses, is finished by the caller's strategy from its point.
+thousands) is finished by the caller's strategy from its point when the strategy declares another
+method for it (``Strategy.lockstep_switch``: ``auto`` switches to INCAS on one equality row; on
+ν-SVR's two it would take the same pair steps, so the stack goes on); a point the certificate
+refuses is finished by the strategy too.
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ def mirrored_why_not(qp: QP, kernel: Kernel, strategy: Strategy, *, x0: FloatArr
                      cache_bytes: int, reporter: Reporter | None) -> str | None:
     """None when :func:`solve_mirrored` takes ``qp``, else why not.
 
-    It takes an operator declaring ``MIRRORED`` with one equality row ±sᵀx = b, lower bounds 0 and
+    It takes an operator declaring ``MIRRORED`` with one equality row ±sᵀx = b or one row per half
+    (the sums of α and of α*), lower bounds 0 and
     finite upper bounds, a start on the equality, a positive semidefinite kernel on points (not a
     precomputed one), a strategy that declares LIBSVM's SMO as its lockstep method, no reporter,
     and a kernel matrix of the stack's dtype within ``cache_bytes``.
@@ -62,21 +67,22 @@ def mirrored_why_not(qp: QP, kernel: Kernel, strategy: Strategy, *, x0: FloatArr
         return "a reporter follows the solve"
     if strategy.lockstep() != "smo-wss2":
         return f"the strategy {type(strategy).__name__} does not declare LIBSVM's SMO as its lockstep method"
-    if Capability.MIRRORED not in qp.Q.capabilities or qp.m != 1 or qp.k:
-        return "not a mirrored dual with one equality row"
+    if Capability.MIRRORED not in qp.Q.capabilities or qp.m not in (1, 2) or qp.k:
+        return "not a mirrored dual with one equality row or one per half"
     if kernel.name == "precomputed" or kernel.psd is not True:
         return f"the {kernel.name} kernel is precomputed or not declared positive semidefinite"
     l = qp.n // 2
     s = _signs(l)
-    a = qp.A[0]
-    if not (np.array_equal(a, s) or np.array_equal(a, -s)):
-        return "the equality row is not ±(1, …, −1, …)"
+    A = qp.A
+    halves = np.kron(np.eye(2), np.ones(l))
+    if not (np.array_equal(A, s[None, :]) or np.array_equal(A, -s[None, :]) or np.array_equal(A, halves)):
+        return "the equality rows are neither ±(1, …, −1, …) nor one per half"
     if np.any(qp.lb != 0.0) or not np.all(np.isfinite(qp.ub)):
         return "the box is not 0 ≤ x ≤ C"
     start = np.zeros(qp.n) if x0 is None else x0
-    if np.any(start < 0.0) or np.any(start > qp.ub) or abs(float(a @ start) - float(qp.b[0])) > 1e-12 * max(
+    if np.any(start < 0.0) or np.any(start > qp.ub) or np.abs(A @ start - qp.b).max() > 1e-12 * max(
             1.0, float(np.abs(start).sum())):
-        return "the start is off the box or the equality row"
+        return "the start is off the box or the equality rows"
     need = l * l * np.dtype(stack_dtype(kernel.name, tol)).itemsize
     if need > cache_bytes:
         return f"its kernel matrix ({need / 2**20:.0f} MB) exceeds the cache budget ({cache_bytes / 2**20:.0f} MB)"
@@ -116,7 +122,8 @@ def solve_mirrored(qp: QP, X: Any, kernel: Kernel, strategy: Strategy, *, x0: Fl
         Xd = X.toarray()
     K = stack_gram(Xd, kernel, dtype)
     point = np.arange(n) % l
-    y = np.sign(qp.A[0])[None, :]
+    y = _signs(l)[None, :]
+    groups = (np.arange(n) >= l)[None, :] if qp.m == 2 else None
     diag = np.tile(kernel.self_values(Xd), 2)[None, :]
     ub = qp.ub[None, :]
     p = qp.c[None, :]
@@ -133,13 +140,21 @@ def solve_mirrored(qp: QP, X: Any, kernel: Kernel, strategy: Strategy, *, x0: Fl
         return out
 
     limit = np.iinfo(np.int64).max if max_iter is None else int(max_iter)
-    budget = min(limit, max(1, int(HANDOFF_STEPS * n)))
+    # a strategy with another method once pair steps crawl (auto: INCAS, one equality row) takes a
+    # run over after the budget; else the stack goes on (the strategy's pair steps would be dearer)
+    budget = min(limit, max(1, int(HANDOFF_STEPS * n))) if strategy.lockstep_switch(qp) else limit
     start = None if x0 is None else np.asarray(x0, dtype=np.float64)[None, :]
-    run = batched_smo(rows, diag, y, ub, p=p, tol=tol, alpha=start, max_iter=budget, deadline=deadline, dtype=dtype,
-                      newton_every=FACE_EVERY, block=block)
+    grad = None
+    if start is not None and start.any():
+        # G = s∘(K (α − α*) tiled) + p: one product, not a row per nonzero
+        w = start[0, :l] - start[0, l:]
+        grad = y * np.tile(K @ w.astype(K.dtype), 2)[None, :] + p
+    run = batched_smo(rows, diag, y, ub, p=p, tol=tol, alpha=start, grad=grad, max_iter=budget, deadline=deadline,
+                      dtype=dtype, newton_every=FACE_EVERY, block=block, groups=groups)
     alpha, its, ok_run = run.alpha.copy(), run.iterations.copy(), run.converged.copy()
     cert_run = certify_refresh([qp], [np.arange(n)], rows, diag, y, ub, alpha, its, ok_run, tol=tol,
-                               deadline=deadline, dtype=dtype, max_iter=budget, refreshes=REFRESHES, lin=p)
+                               deadline=deadline, dtype=dtype, max_iter=budget, refreshes=REFRESHES, lin=p,
+                               groups=groups)
     x, g, cert = alpha[0], cert_run.grads[0], cert_run.certs[0]
     steps, met = int(its[0]), bool(cert_run.met[0])
     stats: dict[str, Any] = {"rounds": run.rounds + cert_run.rounds, "face_steps": int(run.newton[0]),

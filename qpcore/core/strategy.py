@@ -259,6 +259,23 @@ class Strategy(abc.ABC):
         """
         return False
 
+    def lockstep_switch(self, qp: QP) -> bool:
+        """Whether this strategy alone has a method other than pair steps for ``qp`` once they crawl
+        (``auto`` switches a crawling SMO to INCAS, which takes one equality row). A stack of one
+        problem hands such a problem over after its step budget; otherwise the strategy alone would
+        take the same pair steps, each dearer. The default is False.
+
+        Parameters
+        ----------
+        qp : QP
+            The problem.
+
+        Returns
+        -------
+        bool
+        """
+        return False
+
     def stage(self, state: State) -> str | None:
         """What the run is doing now, for progress displays (``Progress.stage``): a strategy that
         delegates names the one running. The default is None.
