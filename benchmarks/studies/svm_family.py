@@ -25,7 +25,10 @@ Protocol (as ``benchmarks.incas``; the harness is :mod:`benchmarks.harness`):
   stopped) and each of our strategies at each of ``--threads`` BLAS thread counts (threadpoolctl)
   run **interleaved** (anchor, ours, anchor, ours, ...), ``--repeat`` times each (median reported);
 - our strategies: ``smo`` (LIBSVM's Solver_NU way for the two groups of the ν formulations),
-  ``decomposition`` and ``incas`` where the problem has one equality row (one-class, ε-SVR); a
+  ``decomposition`` and ``incas`` where the problem has one equality row (one-class, ε-SVR), and
+  ``fit``: the training layer's whole fit with ``auto`` (``qpcore_train.fit.fit_formulation``, what
+  the estimators and the command line run: for the regressions the mirrored stack of
+  :mod:`qpcore_train.mirrored_stack`, the model decoded; regressions only); a
   strategy that does not take a problem (``qpcore_strategies.registry.accepts``) is listed with its
   reason; **best** is, at each thread count, the fastest of ours among those at rel_obj ≤ 1e-6
   (the fastest of all when none is);
@@ -100,6 +103,7 @@ from benchmarks.harness import (  # noqa: E402
 )
 from benchmarks.studies.svm import judge  # noqa: E402
 from benchmarks.studies.svm_family_rows import (  # noqa: E402
+    FIT,
     BAR,
     FULL,
     libsvm_alpha,
@@ -186,8 +190,19 @@ def run_ours(spec: Spec, Xin: Any, y: np.ndarray, solver: str, threads: int, ctx
         eff = blas_threads()
         with PeakMemory() as mem:
             t0 = time.perf_counter()
-            prob = spec.build(Xin, y, cache_bytes=ctx.cache_mb << 20, dtype=ctx.dtype, compute_dtype=ctx.dtype)
-            res = solve(prob.qp, strategy, prob.x0, tol=tol, time_limit=ctx.time_limit)
+            if solver == FIT:
+                # the estimators' and the command line's fit: build, the mirrored stack or the
+                # strategy, certificate, model
+                from qpcore import Kernel
+                from qpcore_train.fit import fit_formulation
+
+                extra = {"epsilon": spec.epsilon} if spec.kind == "epsilon-svr" else {"nu": spec.nu}
+                res = fit_formulation(spec.kind, Xin, y, Kernel("rbf", gamma=spec.gamma), strategy,
+                                      params={"C": spec.C, **extra}, tol=tol, cache_bytes=ctx.cache_mb << 20,
+                                      time_limit=ctx.time_limit).results[0]
+            else:
+                prob = spec.build(Xin, y, cache_bytes=ctx.cache_mb << 20, dtype=ctx.dtype, compute_dtype=ctx.dtype)
+                res = solve(prob.qp, strategy, prob.x0, tol=tol, time_limit=ctx.time_limit)
             seconds = time.perf_counter() - t0
     x = np.array(res.x, dtype=np.float64)
     return {"seconds": seconds, "x": x, "status": str(res.status), "iterations": int(res.iterations),
@@ -237,6 +252,8 @@ def bench_problem(spec: Spec, src: Source, tol: float, solvers: list[str], ctx: 
     fns: dict[str, Callable[[], dict[str, Any]]] = {"libsvm": partial(run_anchor, spec, Xin, y, ctx, tol)}
     for s in solvers:
         why = accepts(make_strategy(s), qp)
+        if s == FIT and spec.kind not in ("epsilon-svr", "nu-svr"):
+            why = "the training layer's fit is timed on the regressions (one problem, no classes)"
         if why is not None:
             unavailable[s] = why
             continue

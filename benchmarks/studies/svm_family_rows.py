@@ -181,12 +181,17 @@ def load_source(name: str, data: str, n: int, seed: int = SEED) -> Source:
     return Source(name=name, X=X, Xd=np.ascontiguousarray(X.toarray()), y=y)
 
 
+#: The training layer's whole fit (``qpcore_train.fit.fit_formulation`` with ``auto``: what the
+#: estimators and the command line run, the mirrored stack included), not one strategy.
+FIT = "fit"
+
+
 def make_strategy(solver: str) -> Any:
     from qpcore_strategies.registry import make
 
-    return make(solver)
+    return make("auto" if solver == FIT else solver)
 
 
 def solver_label(solver: str) -> str:
-    return {"smo": "SMO", "decomposition": "decomposition", "incas": "INCAS", "best": "**best**"}.get(
-        solver, solver.replace("decomp:", "decomposition q="))
+    return {"smo": "SMO", "decomposition": "decomposition", "incas": "INCAS", "best": "**best**",
+            FIT: "fit (auto, training layer)"}.get(solver, solver.replace("decomp:", "decomposition q="))
