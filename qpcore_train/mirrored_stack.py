@@ -173,7 +173,9 @@ def solve_mirrored(qp: QP, X: Any, kernel: Kernel, strategy: Strategy, *, x0: Fl
         res.stats["strategy_choice"] = [(0, "stacked-smo", "a mirrored dual whose kernel matrix fits the cache"),
                                         *res.stats.get("strategy_choice", [])]
         return attrs.evolve(res, iterations=int(res.iterations) + steps)
-    stop = Status.CONVERGED if ok_run[0] else (Status.MAX_ITER if steps >= limit or steps >= budget
+    # a run not handed over stopped at the caller's limit or its clock (a handoff the clock
+    # prevented is the clock's)
+    stop = Status.CONVERGED if ok_run[0] else (Status.MAX_ITER if steps >= limit and handed is None
                                                else Status.TIME_LIMIT)
     status = stop
     if not cert.feasible():
