@@ -27,9 +27,11 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from qpcore.backends.operators import Kernel
-from qpcore.core.certificate import kkt
+from qpcore.core.certificate import KKT, kkt
+from qpcore.core.state import Result, State, Status, bound_status
 
-__all__ = ["FACE_EVERY", "BatchRun", "BlockFn", "Certified", "RowFn", "batched_smo", "certify_refresh", "stack_dtype", "stack_gram"]
+__all__ = ["FACE_EVERY", "BatchRun", "BlockFn", "Certified", "RowFn", "batched_smo", "certify_refresh", "meets",
+           "stack_dtype", "stack_gram", "stack_result"]
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -511,7 +513,7 @@ def certify_refresh(qps: Sequence[Any], slots: Sequence[IndexArray], rows: RowFn
             x = alpha[p, slots[p]]
             grads[p] = qps[p].gradient(x)
             certs[p] = kkt(qps[p], x, grads[p])
-            met[p] = certs[p].measure <= tol * (1 + 1e-9) + 1e-12 and certs[p].feasible()
+            met[p] = meets(certs[p], tol)
         todo = np.flatnonzero(converged & ~met)
         if not todo.size or done >= refreshes or time.perf_counter() >= deadline:
             break
@@ -530,3 +532,28 @@ def certify_refresh(qps: Sequence[Any], slots: Sequence[IndexArray], rows: RowFn
         converged[todo] = more.converged
         rounds += more.rounds
     return Certified(certs=certs, grads=grads, met=met, refreshes=done, rounds=rounds)
+
+
+def meets(cert: KKT, tol: float) -> bool:
+    """Whether a stack problem's certificate meets tol (a hair of rounding allowed) at a feasible point."""
+    return bool(cert.measure <= tol * (1 + 1e-9) + 1e-12 and cert.feasible())
+
+
+def stack_result(qp: Any, x: FloatArray, g: FloatArray, cert: KKT, *, steps: int, converged: bool, met: bool,
+                 limit_hit: bool, stats: dict[str, Any]) -> Result:
+    """The ``Result`` of one problem a stack solved: its point, exact gradient and certificate.
+
+    A run that did not converge stopped at the step limit (``limit_hit``) or else at the clock; a
+    converged run the certificate refuses is STALLED and an infeasible point INFEASIBLE, whatever
+    the run said. ``stats`` gains ``stopped_by``.
+    """
+    stop = Status.CONVERGED if converged else (Status.MAX_ITER if limit_hit else Status.TIME_LIMIT)
+    status = stop
+    if not cert.feasible():
+        status = Status.INFEASIBLE
+    elif stop is Status.CONVERGED and not met:
+        status = Status.STALLED
+    stats["stopped_by"] = stop.code
+    state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), iteration=steps)
+    return Result(x=x, multipliers=cert.multipliers, z=cert.z, status=status, objective=float(0.5 * x @ (g + qp.c)),
+                  kkt=cert, iterations=steps, stats=stats, state=state)

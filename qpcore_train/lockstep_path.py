@@ -47,7 +47,7 @@ from qpcore.core.certificate import kkt
 from qpcore.core.problem import QP
 from qpcore.core.solve import Strategy
 from qpcore.core.state import Status
-from qpcore_train.batched_smo import batched_smo, certify_refresh
+from qpcore_train.batched_smo import batched_smo, certify_refresh, meets
 
 __all__ = ["PathStep", "REFRESHES", "lockstep_path"]
 
@@ -203,8 +203,7 @@ def lockstep_path(K: NDArray[Any], diag: FloatArray, members: Sequence[IndexArra
             alpha[p, :sizes[p]] = x
             grads[p] = qps[p].gradient(x)
             certs[p] = kkt(qps[p], x, grads[p])
-            met[p] = certs[p].measure <= tol * (1 + 1e-9) + 1e-12 and certs[p].feasible() and \
-                res.status == Status.CONVERGED
+            met[p] = meets(certs[p], tol) and res.status == Status.CONVERGED
             its[p] += int(res.iterations)
         xs = [alpha[p, :sizes[p]].copy() for p in range(B)]
         obj = np.array([0.5 * float(xs[p] @ (grads[p] + qps[p].c)) for p in range(B)])

@@ -37,8 +37,8 @@ from qpcore.backends.capabilities import Capability
 from qpcore.backends.operators import Kernel
 from qpcore.core.problem import QP
 from qpcore.core.solve import Reporter, Strategy
-from qpcore.core.state import Result, State, Status, bound_status
-from qpcore_train.batched_smo import FACE_EVERY, batched_smo, certify_refresh, stack_dtype, stack_gram
+from qpcore.core.state import Result
+from qpcore_train.batched_smo import FACE_EVERY, batched_smo, certify_refresh, stack_dtype, stack_gram, stack_result
 
 __all__ = ["HANDOFF_STEPS", "mirrored_why_not", "solve_mirrored"]
 
@@ -173,20 +173,12 @@ def solve_mirrored(qp: QP, X: Any, kernel: Kernel, strategy: Strategy, *, x0: Fl
         res.stats["strategy_choice"] = [(0, "stacked-smo", "a mirrored dual whose kernel matrix fits the cache"),
                                         *res.stats.get("strategy_choice", [])]
         return attrs.evolve(res, iterations=int(res.iterations) + steps)
-    # a run not handed over stopped at the caller's limit or its clock (a handoff the clock
-    # prevented is the clock's)
-    stop = Status.CONVERGED if ok_run[0] else (Status.MAX_ITER if steps >= limit and handed is None
-                                               else Status.TIME_LIMIT)
-    status = stop
-    if not cert.feasible():
-        status = Status.INFEASIBLE
-    elif stop is Status.CONVERGED and not met:
-        status = Status.STALLED
     why = ("a mirrored dual whose kernel matrix fits the cache: computed once, pair steps on its rows with "
            "face steps every " + str(FACE_EVERY) + " rounds")
     stats.update({"seconds": time.perf_counter() - t0, "strategy": "stacked-smo",
-                  "strategy_choice": [(0, "stacked-smo", why)], "stopped_by": stop.code})
-    state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), iteration=steps)
-    return Result(x=x, multipliers=cert.multipliers, z=cert.z, status=status, objective=float(0.5 * x @ (g + qp.c)),
-                  kkt=cert, iterations=steps, stats=stats, state=state)
+                  "strategy_choice": [(0, "stacked-smo", why)]})
+    # a run not handed over stopped at the caller's limit or its clock (a handoff the clock
+    # prevented is the clock's)
+    return stack_result(qp, x, g, cert, steps=steps, converged=bool(ok_run[0]), met=met,
+                        limit_hit=steps >= limit and handed is None, stats=stats)
 

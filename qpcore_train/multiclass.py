@@ -33,9 +33,9 @@ from qpcore_formulations.svm import SubsetKernelQ
 from qpcore.backends.operators import Kernel
 from qpcore.core.problem import QP, ProblemError
 from qpcore.core.solve import Reporter, Strategy
-from qpcore.core.state import Result, State, Status, bound_status
+from qpcore.core.state import Result
 from qpcore.linalg.threads import THREAD_VARIABLES, blas_threads
-from qpcore_train.batched_smo import FACE_EVERY, batched_smo, certify_refresh, stack_dtype, stack_gram
+from qpcore_train.batched_smo import FACE_EVERY, batched_smo, certify_refresh, stack_dtype, stack_gram, stack_result
 
 __all__ = ["BATCH_ROWS", "BATCH_ROWS_BINARY", "MulticlassSVM", "Trained", "decide", "linear_binary", "problems_of",
            "train_multiclass", "votes"]
@@ -498,23 +498,12 @@ def _train_batched(X: Any, y_idx: NDArray[np.intp], classes: NDArray[Any], C: Fl
     alphas: list[FloatArray] = []
     for p in range(B):
         x, g, cert, qp = alpha[p, loc[p]], grads[p], certs[p], qps[p]
-        # a run that did not converge was ended by the step limit or else by the clock
-        stop = Status.CONVERGED if ok_run[p] else (Status.MAX_ITER if max_iter is not None and its[p] >= max_iter
-                                                   else Status.TIME_LIMIT)
-        status = stop
-        if not cert.feasible():
-            status = Status.INFEASIBLE
-        elif stop is Status.CONVERGED and not met[p]:
-            status = Status.STALLED
         stats: dict[str, Any] = {"seconds": seconds / B, "batch_seconds": seconds, "strategy": "batched-smo",
                                  "strategy_choice": [(0, "batched-smo", why)],
                                  "batch": B, "rounds": run.rounds, "face_steps": int(run.newton[p]),
-                                 "refreshes": refreshes, "rows_computed": qp.Q.stats.rows_computed,
-                                 "stopped_by": stop.code}
-        state = State(x=x, g=g, status=bound_status(x, qp.lb, qp.ub), iteration=int(its[p]))
-        results.append(Result(x=x, multipliers=cert.multipliers, z=cert.z, status=status,
-                              objective=float(0.5 * x @ (g + qp.c)), kkt=cert, iterations=int(its[p]), stats=stats,
-                              state=state))
+                                 "refreshes": refreshes, "rows_computed": qp.Q.stats.rows_computed}
+        results.append(stack_result(qp, x, g, cert, steps=int(its[p]), converged=bool(ok_run[p]), met=bool(met[p]),
+                                    limit_hit=max_iter is not None and its[p] >= max_iter, stats=stats))
         sv = np.flatnonzero(x > 0)
         yl = y[p, loc[p]]
         models.append((glob[p][sv], x[sv] * yl[sv], -float(cert.multipliers[0])))

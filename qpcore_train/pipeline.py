@@ -138,15 +138,14 @@ def fit_problem(form: Formulation, X: Any, y: FloatArray | None, weight: FloatAr
     """
     problem = form.build(X, y, weight, kernel, params, cache_bytes=cache_bytes)
     start = x0 if x0 is not None and x0.shape == (problem.qp.n,) else None
-    if batched is not False:
-        reason = accepts(strategy, problem.qp)
+    first = problem.x0 if start is None else start
+    if batched is not False and mirrored_why_not(problem.qp, kernel, strategy, x0=first, tol=tol,
+                                                 cache_bytes=cache_bytes, reporter=reporter) is None:
+        reason = accepts(strategy, problem.qp)     # the strategy finishes what the stack hands over
         if reason is not None:
             raise Refused(form.name, reason)
-        first = problem.x0 if start is None else start
-        if mirrored_why_not(problem.qp, kernel, strategy, x0=first, tol=tol, cache_bytes=cache_bytes,
-                            reporter=reporter) is None:
-            res = solve_mirrored(problem.qp, X, kernel, strategy, x0=first, tol=tol,
-                                 max_iter=iteration_limit(max_iter, problem.qp.n), time_limit=time_limit)
-            return problem.decode(res), res
+        res = solve_mirrored(problem.qp, X, kernel, strategy, x0=first, tol=tol,
+                             max_iter=iteration_limit(max_iter, problem.qp.n), time_limit=time_limit)
+        return problem.decode(res), res
     return solve_problem(problem, strategy, name=form.name, x0=start, tol=tol, max_iter=max_iter,
                          time_limit=time_limit, reporter=reporter)
